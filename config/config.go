@@ -1,0 +1,335 @@
+// Package config turns the environment and an optional .env file into the typed
+// Config every binary of the bridge runs on. It is the only package that reads
+// the process environment; everything else is handed a Config.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/joho/godotenv"
+)
+
+// MinSecretLen is the shortest MCP_PATH_SECRET the daemon accepts.
+const MinSecretLen = 16
+
+// DefaultApproveAllow is the built-in list of programs whose plain invocations
+// run without a human (dangerous forms of them still go to a human).
+var DefaultApproveAllow = []string{
+	"ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "tree", "pwd", "echo",
+	"diff", "sort", "uniq", "file", "stat", "which", "true", "false", "test",
+	"git", "go", "gofmt", "node", "npm", "python3", "python", "pytest", "make",
+	"cargo", "rustc", "tsc", "mkdir", "touch", "cp", "mv", "sed", "awk",
+}
+
+// Config is every setting of the bridge. Durations are already parsed.
+type Config struct {
+	// EnvFile is the .env file that was read ("" when none was found).
+	EnvFile string
+
+	APIKey     string // DEEPSEEK_API_KEY
+	PathSecret string // MCP_PATH_SECRET
+	Host       string // HOST
+	Port       int    // PORT
+
+	RateLimitPerMinute int // RATE_LIMIT_PER_MINUTE
+
+	DeepSeekBaseURL  string        // DEEPSEEK_BASE_URL
+	Model            string        // DEEPSEEK_MODEL
+	FlashTimeout     time.Duration // DEEPSEEK_TIMEOUT_MS
+	MaxOutputTokens  int           // DEEPSEEK_MAX_OUTPUT_TOKENS
+	AnthropicBaseURL string        // BRIDGE_ANTHROPIC_BASE_URL (else DeepSeekBaseURL+"/anthropic")
+
+	AllowedRoots []string // DEEPSEEK_ALLOWED_ROOTS (path-list separated); empty = deny all
+
+	StateDir      string        // BRIDGE_STATE_DIR
+	LogFile       string        // BRIDGE_LOG_FILE (default <state>/bridge.log when started by bridgectl)
+	LogLevel      string        // BRIDGE_LOG_LEVEL
+	MaxConcurrent int           // BRIDGE_MAX_CONCURRENT
+	MaxQueue      int           // BRIDGE_MAX_QUEUE
+	MaxSteps      int           // BRIDGE_MAX_STEPS
+	JobTimeout    time.Duration // BRIDGE_JOB_TIMEOUT_MS
+	ResultTTL     time.Duration // BRIDGE_RESULT_TTL_MS (never shorter than JobTimeout)
+	SyncWindow    time.Duration // BRIDGE_SYNC_WINDOW_MS
+
+	ClaudeBin       string        // BRIDGE_CLAUDE_BIN
+	ApprovalTimeout time.Duration // BRIDGE_APPROVAL_TIMEOUT_MS
+	ApproveAllow    []string      // BRIDGE_APPROVE_ALLOW (comma separated)
+	CCApproval      bool          // BRIDGE_CC_APPROVAL (on unless "off")
+	Sandbox         bool          // BRIDGE_SANDBOX (on unless "off")
+
+	JobMaxCostUSD   float64 // BRIDGE_JOB_MAX_COST_USD (0 = no ceiling)
+	JobMaxTokens    int64   // BRIDGE_JOB_MAX_TOKENS (0 = no ceiling)
+	DailyMaxCostUSD float64 // BRIDGE_DAILY_MAX_COST_USD (0 = off)
+
+	CloudflaredBin string // BRIDGE_CLOUDFLARED_BIN
+}
+
+// Var documents one environment variable; .env.example and `bridgectl doctor`
+// are generated from and checked against this list.
+type Var struct {
+	Name, Default, Meaning string
+}
+
+// Vars lists every variable the bridge reads, in the order .env.example shows them.
+var Vars = []Var{
+	{"DEEPSEEK_API_KEY", "", "your DeepSeek API key (required for real calls; the server starts without it)"},
+	{"MCP_PATH_SECRET", "", "capability path segment, at least 16 characters: bridgectl secret"},
+	{"HOST", "127.0.0.1", "listen address"},
+	{"PORT", "8787", "listen port"},
+	{"RATE_LIMIT_PER_MINUTE", "60", "global bucket for tools/call (batches count each call)"},
+	{"DEEPSEEK_BASE_URL", "https://api.deepseek.com", "OpenAI-compatible API base"},
+	{"DEEPSEEK_MODEL", "deepseek-flash", "model id for flash calls and agent jobs"},
+	{"DEEPSEEK_TIMEOUT_MS", "90000", "deadline of one deepseek_flash call"},
+	{"DEEPSEEK_MAX_OUTPUT_TOKENS", "4096", "output cap of one deepseek_flash call"},
+	{"BRIDGE_ANTHROPIC_BASE_URL", "$DEEPSEEK_BASE_URL/anthropic", "where the harness's model calls go"},
+	{"DEEPSEEK_ALLOWED_ROOTS", "", "roots a job's workspace must lie in, separated by the OS path-list separator; empty = every workspace refused"},
+	{"BRIDGE_STATE_DIR", "per-user state dir", "jobs, approvals, audit log, pid and log files (mode 0700)"},
+	{"BRIDGE_LOG_FILE", "", "JSON log file; empty = stderr"},
+	{"BRIDGE_LOG_LEVEL", "info", "debug | info | warn | error"},
+	{"BRIDGE_MAX_CONCURRENT", "2", "agent jobs running at once"},
+	{"BRIDGE_MAX_QUEUE", "16", "agent jobs waiting for a slot; more are refused"},
+	{"BRIDGE_MAX_STEPS", "120", "tool calls per job"},
+	{"BRIDGE_JOB_TIMEOUT_MS", "1800000", "wall clock per job"},
+	{"BRIDGE_RESULT_TTL_MS", "1800000", "how long a finished job stays pollable (never below the job timeout)"},
+	{"BRIDGE_SYNC_WINDOW_MS", "45000", "how long deepseek_agent_start waits for an inline result"},
+	{"BRIDGE_CLAUDE_BIN", "pinned install, then PATH", "the Claude Code binary"},
+	{"BRIDGE_APPROVAL_TIMEOUT_MS", "300000", "no human answer within this → deny"},
+	{"BRIDGE_APPROVE_ALLOW", "built-in list", "comma-separated programs that run unattended"},
+	{"BRIDGE_CC_APPROVAL", "on", "off disables human approval (trusted runs only)"},
+	{"BRIDGE_SANDBOX", "on", "off runs harness commands without bubblewrap"},
+	{"BRIDGE_JOB_MAX_COST_USD", "1.00", "per-job spend ceiling at DeepSeek prices (0 = none)"},
+	{"BRIDGE_JOB_MAX_TOKENS", "0", "per-job token ceiling (0 = none)"},
+	{"BRIDGE_DAILY_MAX_COST_USD", "0", "spend ceiling across all jobs per UTC day (0 = off)"},
+	{"BRIDGE_CLOUDFLARED_BIN", "cloudflared on PATH", "the cloudflared binary for bridgectl tunnel"},
+	{"BRIDGE_ENV_FILE", "./.env", "which .env bridgectl and bridge read"},
+}
+
+// Lookup reads one variable. Tests pass a map-backed Lookup instead of the process env.
+type Lookup func(name string) (string, bool)
+
+// Load reads envFile (if it exists; "" means BRIDGE_ENV_FILE, then ./.env) and
+// the process environment, which wins over the file.
+func Load(envFile string) (Config, error) {
+	return LoadFrom(envFile, os.LookupEnv)
+}
+
+// ResolveEnvFile picks the .env file: the explicit one, then BRIDGE_ENV_FILE, then ./.env.
+func ResolveEnvFile(explicit string, env Lookup) string {
+	if explicit != "" {
+		return explicit
+	}
+	if v, ok := env("BRIDGE_ENV_FILE"); ok && v != "" {
+		return v
+	}
+	return ".env"
+}
+
+// LoadFrom is Load with an injected environment.
+func LoadFrom(envFile string, env Lookup) (Config, error) {
+	path := ResolveEnvFile(envFile, env)
+	fileVals := map[string]string{}
+	if b, err := os.ReadFile(path); err == nil {
+		vals, perr := godotenv.UnmarshalBytes(b)
+		if perr != nil {
+			return Config{}, fmt.Errorf("read %s: %w", path, perr)
+		}
+		fileVals = vals
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+	} else if !errors.Is(err, os.ErrNotExist) || envFile != "" {
+		return Config{}, fmt.Errorf("read env file %s: %w", path, err)
+	} else {
+		path = ""
+	}
+	get := func(name string) string {
+		if v, ok := env(name); ok {
+			return strings.TrimSpace(v)
+		}
+		return strings.TrimSpace(fileVals[name])
+	}
+	p := parser{get: get}
+	c := Config{
+		EnvFile:            path,
+		APIKey:             get("DEEPSEEK_API_KEY"),
+		PathSecret:         get("MCP_PATH_SECRET"),
+		Host:               p.str("HOST", "127.0.0.1"),
+		Port:               p.intv("PORT", 8787, 0, 65535),
+		RateLimitPerMinute: p.intv("RATE_LIMIT_PER_MINUTE", 60, 1, 1_000_000),
+		DeepSeekBaseURL:    strings.TrimRight(p.str("DEEPSEEK_BASE_URL", "https://api.deepseek.com"), "/"),
+		Model:              p.str("DEEPSEEK_MODEL", "deepseek-flash"),
+		FlashTimeout:       p.ms("DEEPSEEK_TIMEOUT_MS", 90000),
+		MaxOutputTokens:    p.intv("DEEPSEEK_MAX_OUTPUT_TOKENS", 4096, 1, 400_000),
+		AnthropicBaseURL:   strings.TrimRight(get("BRIDGE_ANTHROPIC_BASE_URL"), "/"),
+		AllowedRoots:       splitList(get("DEEPSEEK_ALLOWED_ROOTS"), string(os.PathListSeparator)),
+		StateDir:           get("BRIDGE_STATE_DIR"),
+		LogFile:            get("BRIDGE_LOG_FILE"),
+		LogLevel:           p.str("BRIDGE_LOG_LEVEL", "info"),
+		MaxConcurrent:      p.intv("BRIDGE_MAX_CONCURRENT", 2, 1, 64),
+		MaxQueue:           p.intv("BRIDGE_MAX_QUEUE", 16, 0, 10_000),
+		MaxSteps:           p.intv("BRIDGE_MAX_STEPS", 120, 1, 100_000),
+		JobTimeout:         p.ms("BRIDGE_JOB_TIMEOUT_MS", 1_800_000),
+		ResultTTL:          p.ms("BRIDGE_RESULT_TTL_MS", 1_800_000),
+		SyncWindow:         p.ms("BRIDGE_SYNC_WINDOW_MS", 45_000),
+		ClaudeBin:          get("BRIDGE_CLAUDE_BIN"),
+		ApprovalTimeout:    p.ms("BRIDGE_APPROVAL_TIMEOUT_MS", 300_000),
+		ApproveAllow:       splitList(get("BRIDGE_APPROVE_ALLOW"), ","),
+		CCApproval:         p.onOff("BRIDGE_CC_APPROVAL"),
+		Sandbox:            p.onOff("BRIDGE_SANDBOX"),
+		JobMaxCostUSD:      p.float("BRIDGE_JOB_MAX_COST_USD", 1.00),
+		JobMaxTokens:       int64(p.intv("BRIDGE_JOB_MAX_TOKENS", 0, 0, 1<<62)),
+		DailyMaxCostUSD:    p.float("BRIDGE_DAILY_MAX_COST_USD", 0),
+		CloudflaredBin:     get("BRIDGE_CLOUDFLARED_BIN"),
+	}
+	if p.err != nil {
+		return Config{}, p.err
+	}
+	if len(c.ApproveAllow) == 0 {
+		c.ApproveAllow = append([]string(nil), DefaultApproveAllow...)
+	}
+	if c.AnthropicBaseURL == "" {
+		c.AnthropicBaseURL = c.DeepSeekBaseURL + "/anthropic"
+	}
+	if c.ResultTTL < c.JobTimeout {
+		c.ResultTTL = c.JobTimeout
+	}
+	if c.StateDir == "" {
+		c.StateDir = DefaultStateDir(env)
+	}
+	if abs, err := filepath.Abs(c.StateDir); err == nil {
+		c.StateDir = abs
+	}
+	for i, r := range c.AllowedRoots {
+		if abs, err := filepath.Abs(r); err == nil {
+			c.AllowedRoots[i] = abs
+		}
+	}
+	return c, nil
+}
+
+// DefaultStateDir is the per-user state directory: $XDG_STATE_HOME/deepseek-mcp-bridge,
+// ~/.local/state/deepseek-mcp-bridge, or the OS config dir on macOS and Windows.
+func DefaultStateDir(env Lookup) string {
+	if v, ok := env("XDG_STATE_HOME"); ok && v != "" {
+		return filepath.Join(v, "deepseek-mcp-bridge")
+	}
+	home, _ := os.UserHomeDir()
+	switch runtime.GOOS {
+	case "windows", "darwin":
+		if dir, err := os.UserConfigDir(); err == nil {
+			return filepath.Join(dir, "deepseek-mcp-bridge", "state")
+		}
+	}
+	return filepath.Join(home, ".local", "state", "deepseek-mcp-bridge")
+}
+
+// Addr is HOST:PORT.
+func (c Config) Addr() string { return joinHostPort(c.Host, c.Port) }
+
+func joinHostPort(h string, p int) string {
+	if strings.Contains(h, ":") && !strings.HasPrefix(h, "[") {
+		h = "[" + h + "]"
+	}
+	return h + ":" + strconv.Itoa(p)
+}
+
+// CheckSecret says why the path secret cannot be served, with the fix.
+func (c Config) CheckSecret() error {
+	switch {
+	case c.PathSecret == "":
+		return errors.New("MCP_PATH_SECRET is not set: run `bridgectl secret` (or put 32+ random hex characters, e.g. from `openssl rand -hex 32`, into MCP_PATH_SECRET in .env)")
+	case len(c.PathSecret) < MinSecretLen:
+		return fmt.Errorf("MCP_PATH_SECRET is %d characters, at least %d are required: run `bridgectl secret` (or `openssl rand -hex 32`)", len(c.PathSecret), MinSecretLen)
+	case strings.ContainsAny(c.PathSecret, "/?#% "):
+		return errors.New("MCP_PATH_SECRET must be one URL path segment (no / ? # % or spaces): run `bridgectl secret`")
+	}
+	return nil
+}
+
+// Secrets lists the values that must never be printed (for log and output masking).
+func (c Config) Secrets() []string {
+	var s []string
+	for _, v := range []string{c.PathSecret, c.APIKey} {
+		if v != "" {
+			s = append(s, v)
+		}
+	}
+	return s
+}
+
+type parser struct {
+	get func(string) string
+	err error
+}
+
+func (p *parser) fail(name, val, want string) {
+	if p.err == nil {
+		p.err = fmt.Errorf("%s=%q: want %s (see .env.example)", name, val, want)
+	}
+}
+
+func (p *parser) str(name, def string) string {
+	if v := p.get(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func (p *parser) intv(name string, def, lo, hi int) int {
+	v := p.get(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		p.fail(name, v, fmt.Sprintf("an integer from %d to %d", lo, hi))
+		return def
+	}
+	return n
+}
+
+func (p *parser) ms(name string, def int) time.Duration {
+	return time.Duration(p.intv(name, def, 1, 1<<40)) * time.Millisecond
+}
+
+func (p *parser) float(name string, def float64) float64 {
+	v := p.get(name)
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 {
+		p.fail(name, v, "a number ≥ 0")
+		return def
+	}
+	return f
+}
+
+func (p *parser) onOff(name string) bool {
+	switch v := strings.ToLower(p.get(name)); v {
+	case "", "on", "1", "true", "yes":
+		return true
+	case "off", "0", "false", "no":
+		return false
+	default:
+		p.fail(name, v, "on or off")
+		return true
+	}
+}
+
+func splitList(s, sep string) []string {
+	var out []string
+	for _, part := range strings.Split(s, sep) {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}

@@ -1,0 +1,16 @@
+module github.com/deepseek-mcp-bridge/deepseek-mcp-bridge
+
+go 1.26.8
+
+require (
+	github.com/creack/pty v1.1.24 // indirect
+	github.com/go-chi/chi/v5 v5.5.0 // indirect
+	github.com/joho/godotenv v1.5.1 // indirect
+	github.com/mark3labs/mcp-go v1.2.1 // indirect
+	github.com/mattn/go-colorable v0.1.14 // indirect
+	github.com/mattn/go-isatty v0.0.20 // indirect
+	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect
+	github.com/rs/zerolog v1.35.1 // indirect
+	golang.org/x/sys v0.41.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
+)

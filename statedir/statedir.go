@@ -1,0 +1,155 @@
+// Package statedir owns the layout of the bridge's state directory — the contract
+// between the daemon, the approval child and bridgectl — and its atomic writes.
+// Formats of the files it names are documented in docs/STATE.md.
+package statedir
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// FormatVersion is written into every JSON file the bridge keeps in the state dir.
+const FormatVersion = 1
+
+// Dir is a state directory. Its zero value is not usable; use Open.
+type Dir struct{ Root string }
+
+// Open makes sure root exists with mode 0700 (tightening it if it is looser)
+// and returns the Dir.
+func Open(root string) (Dir, error) {
+	if root == "" {
+		return Dir{}, fmt.Errorf("state dir is empty: set BRIDGE_STATE_DIR")
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return Dir{}, fmt.Errorf("state dir %s: %w", root, err)
+	}
+	d := Dir{Root: abs}
+	for _, sub := range []string{abs, d.Jobs(), d.Approvals(), d.HarnessRoot()} {
+		if err := os.MkdirAll(sub, 0o700); err != nil {
+			return Dir{}, fmt.Errorf("create state dir: %w", err)
+		}
+		if err := os.Chmod(sub, 0o700); err != nil {
+			return Dir{}, fmt.Errorf("chmod state dir: %w", err)
+		}
+	}
+	return d, nil
+}
+
+// Jobs holds one snapshot per job: jobs/<id>.json.
+func (d Dir) Jobs() string { return filepath.Join(d.Root, "jobs") }
+
+// JobFile is the snapshot of one job.
+func (d Dir) JobFile(id string) string { return filepath.Join(d.Jobs(), id+".json") }
+
+// Approvals holds pending requests (<id>.request.json) and decisions (<id>.decision.json).
+func (d Dir) Approvals() string { return filepath.Join(d.Root, "approvals") }
+
+// HarnessRoot holds one private directory per job (config dir, settings, approval config).
+func (d Dir) HarnessRoot() string { return filepath.Join(d.Root, "harness") }
+
+// HarnessDir is the private directory of one job's harness.
+func (d Dir) HarnessDir(jobID string) string { return filepath.Join(d.HarnessRoot(), jobID) }
+
+// AuditLog is the JSONL audit log of approvals.
+func (d Dir) AuditLog() string { return filepath.Join(d.Root, "audit.log") }
+
+// ApprovalOffFlag, when present, turns human approval off until the daemon's next boot.
+func (d Dir) ApprovalOffFlag() string { return filepath.Join(d.Root, "approval-off") }
+
+// DisabledFlag, when present, makes `bridgectl start` refuse.
+func (d Dir) DisabledFlag() string { return filepath.Join(d.Root, "disabled") }
+
+// PIDFile, LogFile: the daemon's; TunnelPIDFile, TunnelLogFile: cloudflared's.
+func (d Dir) PIDFile() string       { return filepath.Join(d.Root, "bridge.pid") }
+func (d Dir) LogFile() string       { return filepath.Join(d.Root, "bridge.log") }
+func (d Dir) TunnelPIDFile() string { return filepath.Join(d.Root, "tunnel.pid") }
+func (d Dir) TunnelLogFile() string { return filepath.Join(d.Root, "tunnel.log") }
+
+// TunnelTokenFile holds a named tunnel's token (mode 0600).
+func (d Dir) TunnelTokenFile() string { return filepath.Join(d.Root, "tunnel.token") }
+
+// TunnelInfoFile records the running tunnel's kind and public URL.
+func (d Dir) TunnelInfoFile() string { return filepath.Join(d.Root, "tunnel.json") }
+
+// DaemonInfoFile is written by `bridge serve` once it listens: pid, address, harness, sandbox.
+func (d Dir) DaemonInfoFile() string { return filepath.Join(d.Root, "daemon.json") }
+
+// WriteFileAtomic writes data to path with mode 0600: temp file in the same
+// directory, fsync, rename, so readers see the old or the new file, never half.
+func WriteFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	cleanup := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Chmod(0o600); err != nil {
+		return cleanup(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return cleanup(err)
+	}
+	if err := f.Sync(); err != nil {
+		return cleanup(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteJSON marshals v (indented) and writes it atomically with mode 0600.
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	return WriteFileAtomic(path, append(b, '\n'))
+}
+
+// ReadJSON reads path into v.
+func ReadJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("decode %s: %w", path, err)
+	}
+	return nil
+}
+
+// AppendLine appends one line (a JSON record plus newline) to path, creating it
+// with mode 0600. A single write of a small line with O_APPEND is not torn by
+// concurrent appenders on POSIX.
+func AppendLine(path string, line []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("append %s: %w", path, err)
+	}
+	if len(line) == 0 || line[len(line)-1] != '\n' {
+		line = append(line, '\n')
+	}
+	_, werr := f.Write(line)
+	cerr := f.Close()
+	if werr != nil {
+		return fmt.Errorf("append %s: %w", path, werr)
+	}
+	if cerr != nil {
+		return fmt.Errorf("append %s: %w", path, cerr)
+	}
+	return nil
+}
