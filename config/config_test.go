@@ -1,0 +1,145 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func mapEnv(m map[string]string) Lookup {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestLoadDefaults(t *testing.T) {
+	dir := t.TempDir()
+	c, err := LoadFrom(filepath.Join(dir, "absent.env"), mapEnv(map[string]string{"XDG_STATE_HOME": dir}))
+	if err == nil {
+		t.Fatalf("explicit missing env file: want error, got config %+v", c)
+	}
+	t.Chdir(dir) // no ./.env here
+	c, err = LoadFrom("", mapEnv(map[string]string{"XDG_STATE_HOME": dir}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"Addr", c.Addr(), "127.0.0.1:8787"},
+		{"RateLimit", c.RateLimitPerMinute, 60},
+		{"BaseURL", c.DeepSeekBaseURL, "https://api.deepseek.com"},
+		{"AnthropicBaseURL", c.AnthropicBaseURL, "https://api.deepseek.com/anthropic"},
+		{"Model", c.Model, "deepseek-flash"},
+		{"FlashTimeout", c.FlashTimeout, 90 * time.Second},
+		{"MaxOutputTokens", c.MaxOutputTokens, 4096},
+		{"MaxSteps", c.MaxSteps, 120},
+		{"JobTimeout", c.JobTimeout, 30 * time.Minute},
+		{"ResultTTL", c.ResultTTL, 30 * time.Minute},
+		{"ApprovalTimeout", c.ApprovalTimeout, 5 * time.Minute},
+		{"SyncWindow", c.SyncWindow, 45 * time.Second},
+		{"MaxConcurrent", c.MaxConcurrent, 2},
+		{"CCApproval", c.CCApproval, true},
+		{"Sandbox", c.Sandbox, true},
+		{"JobMaxCostUSD", c.JobMaxCostUSD, 1.00},
+		{"DailyMaxCostUSD", c.DailyMaxCostUSD, 0.0},
+		{"StateDir", c.StateDir, filepath.Join(dir, "deepseek-mcp-bridge")},
+		{"AllowedRoots", len(c.AllowedRoots), 0},
+		{"ApproveAllow has git", strings.Contains(","+strings.Join(c.ApproveAllow, ",")+",", ",git,"), true},
+		{"EnvFile", c.EnvFile, ""},
+	}
+	for _, ck := range checks {
+		if ck.got != ck.want {
+			t.Errorf("%s = %v, want %v", ck.name, ck.got, ck.want)
+		}
+	}
+}
+
+func TestEnvWinsOverFile(t *testing.T) {
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "my.env")
+	body := "# comment\nMCP_PATH_SECRET=from-file-0123456789\nPORT=9000\nDEEPSEEK_MODEL=deepseek-v4-pro\nBRIDGE_CC_APPROVAL=off\n"
+	if err := os.WriteFile(envFile, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadFrom("", mapEnv(map[string]string{
+		"BRIDGE_ENV_FILE":       envFile,
+		"PORT":                  "9100",
+		"BRIDGE_STATE_DIR":      filepath.Join(dir, "state"),
+		"BRIDGE_JOB_TIMEOUT_MS": "3600000",
+		"BRIDGE_RESULT_TTL_MS":  "1000",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Port != 9100 {
+		t.Errorf("Port = %d, want env's 9100", c.Port)
+	}
+	if c.PathSecret != "from-file-0123456789" || c.Model != "deepseek-v4-pro" || c.CCApproval {
+		t.Errorf("file values not applied: %+v", c)
+	}
+	if c.EnvFile != envFile {
+		t.Errorf("EnvFile = %q, want %q", c.EnvFile, envFile)
+	}
+	if c.ResultTTL != time.Hour {
+		t.Errorf("ResultTTL = %v, want raised to the job timeout (1h)", c.ResultTTL)
+	}
+}
+
+func TestLoadRejectsBadValues(t *testing.T) {
+	for _, tc := range []struct{ name, val, want string }{
+		{"PORT", "eighty", "PORT"},
+		{"PORT", "70000", "0 to 65535"},
+		{"BRIDGE_SANDBOX", "maybe", "on or off"},
+		{"BRIDGE_JOB_MAX_COST_USD", "-1", "≥ 0"},
+		{"DEEPSEEK_TIMEOUT_MS", "0", "DEEPSEEK_TIMEOUT_MS"},
+	} {
+		t.Run(tc.name+"="+tc.val, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			_, err := LoadFrom("", mapEnv(map[string]string{tc.name: tc.val, "BRIDGE_STATE_DIR": t.TempDir()}))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckSecret(t *testing.T) {
+	for _, tc := range []struct {
+		secret string
+		ok     bool
+		want   string
+	}{
+		{"", false, "not set"},
+		{"short", false, "at least 16"},
+		{"0123456789abcdef", true, ""},
+		{"0123456789abcdef/x", false, "one URL path segment"},
+	} {
+		err := Config{PathSecret: tc.secret}.CheckSecret()
+		if (err == nil) != tc.ok || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("CheckSecret(%q) = %v, want ok=%v containing %q", tc.secret, err, tc.ok, tc.want)
+		}
+		if err != nil && tc.secret != "" && strings.Contains(err.Error(), tc.secret) {
+			t.Errorf("CheckSecret error repeats the secret: %v", err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "bridgectl secret") {
+			t.Errorf("CheckSecret error does not say how to make one: %v", err)
+		}
+	}
+}
+
+func TestAllowedRootsSplitAndAbsolute(t *testing.T) {
+	t.Chdir(t.TempDir())
+	a, b := t.TempDir(), t.TempDir()
+	c, err := LoadFrom("", mapEnv(map[string]string{
+		"DEEPSEEK_ALLOWED_ROOTS": a + string(os.PathListSeparator) + " " + b + " " + string(os.PathListSeparator),
+		"BRIDGE_STATE_DIR":       t.TempDir(),
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.AllowedRoots) != 2 || c.AllowedRoots[0] != a || c.AllowedRoots[1] != b {
+		t.Fatalf("AllowedRoots = %q, want [%s %s]", c.AllowedRoots, a, b)
+	}
+}
