@@ -1,0 +1,317 @@
+package modelproxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// result is what one admitted request did upstream.
+type result struct {
+	sent        bool // an upstream answer was handed to the client
+	retries     int
+	upstreamErr bool
+	usage       counts
+	fault       *refusal // the job cannot go on (401, 402 upstream)
+}
+
+// hopHeaders are connection-scoped and never forwarded (RFC 9110 §7.6.1).
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+// forward sends body upstream, retrying 429/5xx and transport failures while
+// nothing has been written to w, then relays the answer.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, j *job, body []byte, billable bool) (res result) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(j.ctx, cancel)() // Close(jobID) ends the call
+
+	target := p.upstream + r.URL.Path
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery
+	}
+	var waited time.Duration
+	for attempt := 1; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+		if err != nil {
+			res.upstreamErr = true
+			writeError(w, refusal{http.StatusBadGateway, errAPI, "the model proxy could not build the upstream request"})
+			return res
+		}
+		p.upstreamHeaders(req.Header, r.Header)
+		req.ContentLength = int64(len(body))
+
+		resp, err := p.client.Do(req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return p.ended(w, j, res)
+			}
+			wait, ok := p.retryWait(attempt, waited, nil)
+			p.log.Warn().Str("job", j.id).Int("attempt", attempt).Bool("retry", ok).
+				Str("error", p.scrub(err.Error())).Msg("upstream unreachable")
+			if !ok {
+				res.upstreamErr = true
+				writeError(w, refusal{http.StatusBadGateway, errAPI,
+					"DeepSeek could not be reached after " + strconv.Itoa(attempt) + " attempts: " + p.scrub(err.Error())})
+				return res
+			}
+			if !sleep(ctx, wait) {
+				return p.ended(w, j, res)
+			}
+			waited += wait
+			res.retries++
+			continue
+		}
+
+		if retryable(resp.StatusCode) {
+			wait, ok := p.retryWait(attempt, waited, resp.Header)
+			p.log.Warn().Str("job", j.id).Int("status", resp.StatusCode).Int("attempt", attempt).
+				Bool("retry", ok).Dur("wait", wait).Msg("upstream busy")
+			if ok {
+				drain(resp)
+				if !sleep(ctx, wait) {
+					return p.ended(w, j, res)
+				}
+				waited += wait
+				res.retries++
+				continue
+			}
+		}
+
+		res.sent = true
+		switch resp.StatusCode {
+		case http.StatusUnauthorized:
+			drain(resp)
+			res.upstreamErr = true
+			res.fault = &refusal{http.StatusUnauthorized, errAuthentication, MsgKeyRejected}
+			writeError(w, *res.fault)
+			return res
+		case http.StatusPaymentRequired:
+			drain(resp)
+			res.upstreamErr = true
+			res.fault = &refusal{http.StatusPaymentRequired, errBilling, MsgInsufficientBalance}
+			writeError(w, *res.fault)
+			return res
+		}
+		p.relay(w, resp, j, &res, billable)
+		return res
+	}
+}
+
+// ended answers a request whose upstream call was cut short by the client
+// leaving or the job being closed.
+func (p *Proxy) ended(w http.ResponseWriter, j *job, res result) result {
+	if j.ctx.Err() != nil {
+		writeError(w, refusal{http.StatusUnauthorized, errAuthentication, msgBadToken})
+	}
+	return res
+}
+
+// upstreamHeaders copies the harness's headers except hop-by-hop ones and its
+// credentials, and adds the real key in both forms DeepSeek accepts.
+func (p *Proxy) upstreamHeaders(dst, src http.Header) {
+	skip := map[string]bool{
+		"X-Api-Key": true, "Authorization": true, "Host": true, "Content-Length": true,
+		"Accept-Encoding": true, "Cookie": true,
+	}
+	for _, h := range hopHeaders {
+		skip[h] = true
+	}
+	for _, f := range connectionTokens(src) {
+		skip[http.CanonicalHeaderKey(f)] = true
+	}
+	for k, vs := range src {
+		if !skip[http.CanonicalHeaderKey(k)] {
+			dst[k] = append([]string(nil), vs...)
+		}
+	}
+	dst.Set("X-Api-Key", p.opts.APIKey)
+	dst.Set("Authorization", "Bearer "+p.opts.APIKey)
+	// Uncompressed bytes: the proxy reads the usage, and a compressor upstream
+	// must not hold events back.
+	dst.Set("Accept-Encoding", "identity")
+}
+
+func connectionTokens(h http.Header) []string {
+	var out []string
+	for _, v := range h.Values("Connection") {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+// relay hands an upstream answer to the client: SSE event by event with a
+// flush after every read, anything else whole.
+func (p *Proxy) relay(w http.ResponseWriter, resp *http.Response, j *job, res *result, billable bool) {
+	defer resp.Body.Close()
+	skip := map[string]bool{"Content-Length": true}
+	for _, h := range hopHeaders {
+		skip[h] = true
+	}
+	for _, f := range connectionTokens(resp.Header) {
+		skip[http.CanonicalHeaderKey(f)] = true
+	}
+	for k, vs := range resp.Header {
+		if !skip[http.CanonicalHeaderKey(k)] {
+			for _, v := range vs {
+				w.Header().Add(k, p.scrub(v))
+			}
+		}
+	}
+
+	if resp.StatusCode >= 300 {
+		res.upstreamErr = true
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		b = []byte(p.scrub(string(b)))
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		w.WriteHeader(resp.StatusCode)
+		w.Write(b)
+		p.log.Warn().Str("job", j.id).Int("status", resp.StatusCode).Msg("upstream error passed to the harness")
+		return
+	}
+
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt == "text/event-stream" {
+		p.stream(w, resp, j, res, billable)
+		return
+	}
+
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBufferedResponse+1))
+	if err != nil {
+		res.upstreamErr = true
+		writeError(w, refusal{http.StatusBadGateway, errAPI, "the DeepSeek answer was cut off: " + p.scrub(err.Error())})
+		return
+	}
+	if len(b) <= maxBufferedResponse {
+		if billable {
+			res.usage = messageUsage(b)
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		w.WriteHeader(resp.StatusCode)
+		w.Write(b)
+		return
+	}
+	// Too large to read the usage from: pass it on unread.
+	p.log.Warn().Str("job", j.id).Msg("upstream answer too large to account; passed through")
+	w.WriteHeader(resp.StatusCode)
+	w.Write(b)
+	io.Copy(w, resp.Body)
+}
+
+// stream copies an SSE body, flushing after every read so each event reaches
+// the harness as soon as the upstream sent it.
+func (p *Proxy) stream(w http.ResponseWriter, resp *http.Response, j *job, res *result, billable bool) {
+	rc := http.NewResponseController(w)
+	w.WriteHeader(resp.StatusCode)
+	rc.Flush()
+	var acct sseUsage
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if billable {
+				acct.Write(buf[:n])
+			}
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				break // the harness left; the deferred cancel ends the upstream call
+			}
+			if ferr := rc.Flush(); ferr != nil {
+				break
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				res.upstreamErr = true
+				p.log.Warn().Str("job", j.id).Str("error", p.scrub(err.Error())).Msg("upstream stream ended early")
+			}
+			break
+		}
+	}
+	acct.Close()
+	res.usage = acct.total
+	if acct.errType != "" {
+		res.upstreamErr = true
+		p.log.Warn().Str("job", j.id).Str("type", acct.errType).Msg("upstream sent an error event in the stream")
+	}
+}
+
+// retryable statuses: rate limit and server-side failures.
+func retryable(status int) bool {
+	return status == http.StatusTooManyRequests || status >= 500
+}
+
+// retryWait decides whether attempt may be followed by another, and after how
+// long: Retry-After when the upstream gave one, else exponential backoff. No
+// retry when attempts or the total wait budget would be exceeded.
+func (p *Proxy) retryWait(attempt int, waited time.Duration, h http.Header) (time.Duration, bool) {
+	if attempt >= p.opts.MaxAttempts {
+		return 0, false
+	}
+	wait, ok := p.retryAfter(h)
+	if !ok {
+		wait = p.opts.BaseBackoff << (attempt - 1)
+		if wait > DefaultMaxBackoff || wait <= 0 {
+			wait = DefaultMaxBackoff
+		}
+	}
+	if waited+wait > p.opts.MaxRetryWait {
+		return wait, false
+	}
+	return wait, true
+}
+
+// retryAfter reads Retry-After as seconds or an HTTP date.
+func (p *Proxy) retryAfter(h http.Header) (time.Duration, bool) {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(p.clock()), 0), true
+	}
+	return 0, false
+}
+
+// drain discards a small rest of a body so the connection can be reused.
+func drain(resp *http.Response) {
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+}
+
+// sleep waits d unless ctx ends first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// scrub removes the real key from text that may reach a log or the harness.
+func (p *Proxy) scrub(s string) string {
+	if k := p.opts.APIKey; len(k) >= 4 {
+		s = strings.ReplaceAll(s, k, "[redacted]")
+	}
+	return s
+}

@@ -1,0 +1,271 @@
+package modelproxy
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// refusal is an Anthropic-shaped error answer.
+type refusal struct {
+	status  int
+	errType string // Anthropic error type
+	message string
+}
+
+// Anthropic error types (https://docs.anthropic.com/en/api/errors).
+const (
+	errInvalidRequest = "invalid_request_error"
+	errAuthentication = "authentication_error"
+	errBilling        = "billing_error"
+	errPermission     = "permission_error"
+	errNotFound       = "not_found_error"
+	errTooLarge       = "request_too_large"
+	errAPI            = "api_error"
+)
+
+// Messages the job's error carries; the registry shows them to the caller.
+const (
+	MsgKeyRejected         = "DeepSeek rejected the API key: check DEEPSEEK_API_KEY"
+	MsgInsufficientBalance = "insufficient DeepSeek balance: top up at https://platform.deepseek.com"
+	msgBadToken            = "invalid, expired or revoked job token: model calls are allowed only while the job runs"
+	msgMissingToken        = "missing job token: send it as x-api-key or Authorization: Bearer"
+)
+
+func writeError(w http.ResponseWriter, r refusal) {
+	body, _ := json.Marshal(map[string]any{
+		"type":  "error",
+		"error": map[string]string{"type": r.errType, "message": r.message},
+	})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(r.status)
+	w.Write(body)
+}
+
+// ServeHTTP is the proxy's whole surface: POST /v1/messages and POST
+// /v1/messages/count_tokens, from loopback, with a live job token.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !isLoopbackPeer(r.RemoteAddr) {
+		p.refuse(w, refusal{http.StatusForbidden, errPermission, "the model proxy accepts connections from loopback only"})
+		p.log.Warn().Str("remote", r.RemoteAddr).Msg("model proxy: non-loopback peer refused")
+		return
+	}
+	billable := r.URL.Path == "/v1/messages"
+	if r.Method != http.MethodPost || (!billable && r.URL.Path != "/v1/messages/count_tokens") {
+		p.refuse(w, refusal{http.StatusNotFound, errNotFound, "not found: the model proxy serves POST /v1/messages and /v1/messages/count_tokens"})
+		return
+	}
+	tokens := requestTokens(r)
+	if len(tokens) == 0 {
+		p.refuse(w, refusal{http.StatusUnauthorized, errAuthentication, msgMissingToken})
+		return
+	}
+	j, ref, notify := p.admit(tokens, billable)
+	if j == nil {
+		p.refuse(w, ref)
+		return
+	}
+	if ref.status != 0 {
+		p.release(j, nil)
+		p.refuse(w, ref)
+		p.log.Warn().Str("job", j.id).Int("status", ref.status).Str("reason", ref.message).Msg("model call refused")
+		if notify {
+			p.notify(j, ref.message)
+		}
+		return
+	}
+
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.opts.MaxRequestBody))
+	if err != nil {
+		p.release(j, nil)
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			p.refuse(w, refusal{http.StatusRequestEntityTooLarge, errTooLarge,
+				fmt.Sprintf("request body is larger than the model proxy's %d-byte limit", p.opts.MaxRequestBody)})
+			return
+		}
+		p.refuse(w, refusal{http.StatusBadRequest, errInvalidRequest, "could not read the request body"})
+		return
+	}
+
+	res := p.forward(w, r, j, body, billable)
+	fault := p.release(j, &res)
+	if fault != "" {
+		p.notify(j, fault)
+	}
+}
+
+// refuse answers r without involving the upstream.
+func (p *Proxy) refuse(w http.ResponseWriter, r refusal) {
+	p.mu.Lock()
+	p.stats.Refused++
+	p.mu.Unlock()
+	writeError(w, r)
+}
+
+// notify calls OnJobFault. Called with no lock held, after the response.
+func (p *Proxy) notify(j *job, reason string) {
+	p.log.Warn().Str("job", j.id).Str("reason", reason).Msg("model proxy ends the job")
+	if p.opts.OnJobFault != nil {
+		p.opts.OnJobFault(j.id, reason)
+	}
+}
+
+// admit finds the job of one of tokens and decides whether its request may
+// go upstream. It returns the job with active incremented (release it), or a
+// nil job with a 401. A non-zero ref means: refuse with it; notify means this
+// refusal is the job's first fault and OnJobFault is due.
+func (p *Proxy) admit(tokens []string, billable bool) (*job, refusal, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var j *job
+	for _, t := range tokens {
+		c, ok := p.byHash[sha256.Sum256([]byte(t))]
+		if !ok {
+			continue
+		}
+		if j != nil && j != c {
+			return nil, refusal{http.StatusUnauthorized, errAuthentication, "two different job tokens in one request"}, false
+		}
+		j = c
+	}
+	if j == nil || j.closed {
+		return nil, refusal{http.StatusUnauthorized, errAuthentication, msgBadToken}, false
+	}
+	j.active++
+	if j.fault != nil {
+		return j, *j.fault, p.markNotifiedLocked(j)
+	}
+	if !billable {
+		return j, refusal{}, false
+	}
+	if ref, ok := p.ceilingLocked(j); ok {
+		j.fault = &ref
+		return j, ref, p.markNotifiedLocked(j)
+	}
+	return j, refusal{}, false
+}
+
+func (p *Proxy) markNotifiedLocked(j *job) bool {
+	if j.notified {
+		return false
+	}
+	j.notified = true
+	return true
+}
+
+// ceilingLocked reports the ceiling j (or the day) has crossed, if any.
+func (p *Proxy) ceilingLocked(j *job) (refusal, bool) {
+	u := p.usageLocked(j)
+	o := p.opts
+	if o.JobMaxCostUSD > 0 && u.CostUSD >= o.JobMaxCostUSD {
+		return refusal{http.StatusForbidden, errPermission, fmt.Sprintf(
+			"budget exceeded: this job spent $%s of its $%s limit (BRIDGE_JOB_MAX_COST_USD)",
+			usd(u.CostUSD), usd(o.JobMaxCostUSD))}, true
+	}
+	if o.JobMaxTokens > 0 && u.TotalTokens() >= o.JobMaxTokens {
+		return refusal{http.StatusForbidden, errPermission, fmt.Sprintf(
+			"budget exceeded: this job used %d tokens of its %d limit (BRIDGE_JOB_MAX_TOKENS)",
+			u.TotalTokens(), o.JobMaxTokens)}, true
+	}
+	if o.DailyMaxCostUSD > 0 {
+		if d := p.ledgerLocked().Usage.CostUSD; d >= o.DailyMaxCostUSD {
+			return refusal{http.StatusForbidden, errPermission, fmt.Sprintf(
+				"budget exceeded: all jobs together spent $%s today (UTC) of the $%s daily limit (BRIDGE_DAILY_MAX_COST_USD); model calls resume after 00:00 UTC",
+				usd(d), usd(o.DailyMaxCostUSD))}, true
+		}
+	}
+	return refusal{}, false
+}
+
+// usd formats dollars: cents when that is exact enough, else up to 6 decimals.
+func usd(v float64) string {
+	if v >= 0.1 {
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	s := strconv.FormatFloat(v, 'f', 6, 64)
+	s = strings.TrimRight(s, "0")
+	if strings.HasSuffix(s, ".") {
+		s += "00"
+	}
+	return s
+}
+
+// release ends an admitted request: it adds res's usage to the job and the
+// day, and returns the job fault res raised ("" if none, or if the job was
+// already faulted).
+func (p *Proxy) release(j *job, res *result) string {
+	var fault string
+	persist := false
+	p.mu.Lock()
+	if res != nil {
+		if res.sent {
+			p.stats.Requests++
+			j.usage.Requests++
+		}
+		p.stats.Retries += int64(res.retries)
+		j.usage.Retries += int64(res.retries)
+		if res.upstreamErr {
+			p.stats.UpstreamErrors++
+		}
+		if !res.usage.zero() {
+			j.usage.addTokens(res.usage)
+			day := p.ledgerLocked()
+			day.Usage.addTokens(res.usage)
+			day.Usage.CostUSD += res.usage.cost(p.price)
+			persist = true
+		}
+		if res.sent {
+			p.ledgerLocked().Usage.Requests++
+			p.ledgerLocked().Usage.Retries += int64(res.retries)
+			persist = true
+		}
+		if res.fault != nil && j.fault == nil {
+			j.fault = res.fault
+			if p.markNotifiedLocked(j) {
+				fault = res.fault.message
+			}
+		}
+	}
+	j.active--
+	if j.active == 0 && j.idle != nil {
+		close(j.idle)
+		j.idle = nil
+	}
+	p.mu.Unlock()
+	if persist {
+		p.persistLedger()
+	}
+	return fault
+}
+
+// requestTokens are the candidate job tokens of r: x-api-key and the bearer.
+func requestTokens(r *http.Request) []string {
+	var out []string
+	if k := strings.TrimSpace(r.Header.Get("X-Api-Key")); k != "" {
+		out = append(out, k)
+	}
+	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		if t := strings.TrimSpace(a[7:]); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func isLoopbackPeer(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
