@@ -1,0 +1,410 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultStopGrace is how long a stopped harness gets between SIGTERM and SIGKILL.
+const DefaultStopGrace = 3 * time.Second
+
+// Bounds of one run's buffers.
+const (
+	maxLine      = 8 << 20 // one stream-json line (a big tool result can be large)
+	stderrTail   = 8 << 10
+	eventsBuffer = 64
+)
+
+// ClaudeCode runs Claude Code headless: `claude -p --output-format stream-json
+// --verbose --input-format stream-json`, the task on stdin.
+type ClaudeCode struct {
+	// Bin is the resolved binary (see Locate). Empty: every Start fails with ErrNoBinary.
+	Bin string
+	// Environ is the daemon's environment; only AllowedEnv names pass to the child.
+	Environ []string
+	// StopGrace is the SIGTERM→SIGKILL delay; 0 means DefaultStopGrace.
+	StopGrace time.Duration
+}
+
+var _ Harness = (*ClaudeCode)(nil)
+
+// Locate finds the Claude Code binary: configured (BRIDGE_CLAUDE_BIN) if set —
+// it must then exist —, else the first existing pinned path, else `claude` on
+// PATH via lookPath. It returns ErrNoBinary (wrapped) when none is found.
+func Locate(configured string, pinned []string, lookPath func(string) (string, error)) (string, error) {
+	if configured != "" {
+		if isExecutable(configured) {
+			return configured, nil
+		}
+		return "", fmt.Errorf("BRIDGE_CLAUDE_BIN=%s is not an executable file: %w", configured, ErrNoBinary)
+	}
+	for _, p := range pinned {
+		if p != "" && isExecutable(p) {
+			return p, nil
+		}
+	}
+	if lookPath != nil {
+		if p, err := lookPath("claude"); err == nil {
+			return p, nil
+		}
+	}
+	return "", ErrNoBinary
+}
+
+// PinnedPaths lists where scripts/install.sh puts the pinned binary, relative
+// to the directories a daemon can know its project by: the directory of its
+// executable (bin/ or the repo root) and its working directory.
+func PinnedPaths(executable, workdir string) []string {
+	var out []string
+	if executable != "" {
+		d := filepath.Dir(executable)
+		out = append(out, filepath.Join(d, ".cache", "bin", "claude"), filepath.Join(d, "..", ".cache", "bin", "claude"))
+	}
+	if workdir != "" {
+		out = append(out, filepath.Join(workdir, ".cache", "bin", "claude"))
+	}
+	return out
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+}
+
+// allowedEnv names the variables of the daemon's environment a harness may
+// see. Everything else — the DeepSeek key, MCP_PATH_SECRET, tunnel tokens,
+// BRIDGE_* — stays out; the one token the harness needs is added explicitly.
+var allowedEnv = map[string]bool{
+	"PATH": true, "LANG": true, "LANGUAGE": true, "TERM": true, "TZ": true,
+	"TMPDIR": true, "SHELL": true, "USER": true, "LOGNAME": true,
+}
+
+// AllowedEnv filters environ down to the allow-list (plus every LC_* variable).
+func AllowedEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		if allowedEnv[name] || strings.HasPrefix(name, "LC_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// Env is the complete environment of the harness for spec.
+func (c *ClaudeCode) Env(spec Spec) []string {
+	env := AllowedEnv(c.Environ)
+	home := filepath.Join(spec.ConfigDir, "home")
+	set := [][2]string{
+		{"HOME", home},
+		{"CLAUDE_CONFIG_DIR", spec.ConfigDir},
+		{"BRIDGE_JOB_ID", spec.JobID},
+		{"ANTHROPIC_BASE_URL", spec.BaseURL},
+		{"ANTHROPIC_AUTH_TOKEN", spec.Token},
+		{"ANTHROPIC_MODEL", spec.Model},
+		{"ANTHROPIC_SMALL_FAST_MODEL", spec.Model},
+		{"ANTHROPIC_DEFAULT_HAIKU_MODEL", spec.Model},
+		{"ANTHROPIC_DEFAULT_SONNET_MODEL", spec.Model},
+		{"ANTHROPIC_DEFAULT_OPUS_MODEL", spec.Model},
+		{"CLAUDE_CODE_SUBAGENT_MODEL", spec.Model},
+		{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"},
+		{"DISABLE_AUTOUPDATER", "1"},
+		{"DISABLE_TELEMETRY", "1"},
+		{"DISABLE_ERROR_REPORTING", "1"},
+	}
+	for _, kv := range set {
+		env = append(env, kv[0]+"="+kv[1])
+	}
+	if !hasEnv(env, "PATH") {
+		env = append(env, "PATH=/usr/local/bin:/usr/bin:/bin")
+	}
+	return env
+}
+
+func hasEnv(env []string, name string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, name+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// Args is the argv (without the binary) of the harness for spec.
+func Args(spec Spec) []string {
+	mode := spec.PermissionMode
+	if mode == "" {
+		mode = "acceptEdits"
+	}
+	tools := spec.AllowedTools
+	if tools == nil {
+		tools = []string{"Bash"}
+	}
+	args := []string{
+		"-p", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
+		"--permission-mode", mode,
+		// Workspace .claude/settings*.json and .mcp.json must not widen what the job may do.
+		"--setting-sources", "user", "--strict-mcp-config",
+	}
+	if len(tools) > 0 {
+		args = append(args, "--allowedTools", strings.Join(tools, ","))
+	}
+	if spec.SettingsFile != "" {
+		args = append(args, "--settings", spec.SettingsFile)
+	}
+	if spec.MCPConfigFile != "" {
+		args = append(args, "--mcp-config", spec.MCPConfigFile)
+	}
+	if spec.PermissionPromptTool != "" {
+		args = append(args, "--permission-prompt-tool", spec.PermissionPromptTool)
+	}
+	return args
+}
+
+// Start launches Claude Code for spec in its own process group.
+func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
+	if c.Bin == "" {
+		return nil, ErrNoBinary
+	}
+	if spec.ConfigDir == "" || spec.Workspace == "" || spec.JobID == "" {
+		return nil, errors.New("harness: spec needs JobID, Workspace and ConfigDir")
+	}
+	if err := os.MkdirAll(filepath.Join(spec.ConfigDir, "home"), 0o700); err != nil {
+		return nil, fmt.Errorf("harness config dir: %w", err)
+	}
+	if err := os.Chmod(spec.ConfigDir, 0o700); err != nil {
+		return nil, fmt.Errorf("harness config dir: %w", err)
+	}
+	task, err := json.Marshal(map[string]any{
+		"type":    "user",
+		"message": map[string]any{"role": "user", "content": spec.Task},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encode task: %w", err)
+	}
+
+	cmd := exec.Command(c.Bin, Args(spec)...)
+	cmd.Dir = spec.Workspace
+	cmd.Env = c.Env(spec)
+	setProcessGroup(cmd)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("harness stdin: %w", err)
+	}
+	// Plain os.Pipes for stdout and stderr: cmd.Wait then reaps the process
+	// without waiting for copies, which a leftover grandchild holding the pipe
+	// open would otherwise block forever.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("harness stdout: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("harness stderr: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	r := &run{
+		cmd:    cmd,
+		stdin:  stdin,
+		events: make(chan Event, eventsBuffer),
+		done:   make(chan struct{}),
+		stopCh: make(chan struct{}),
+		grace:  c.StopGrace,
+	}
+	if r.grace <= 0 {
+		r.grace = DefaultStopGrace
+	}
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, fmt.Errorf("start %s: %w", c.Bin, err)
+	}
+	r.pid = cmd.Process.Pid
+	r.wg.Add(3)
+	go func() {
+		defer r.wg.Done()
+		if _, err := stdin.Write(append(task, '\n')); err != nil {
+			r.closeStdin()
+		}
+	}()
+	go func() {
+		defer r.wg.Done()
+		defer errR.Close()
+		_, _ = io.Copy(&r.stderr, errR)
+	}()
+	go r.read(outR)
+	go r.watch(ctx)
+	return r, nil
+}
+
+type run struct {
+	cmd    *exec.Cmd
+	pid    int
+	stdin  io.WriteCloser
+	events chan Event
+	stderr tailBuffer
+	grace  time.Duration
+
+	wg       sync.WaitGroup // stdin writer, stdout reader, stderr reader
+	done     chan struct{}  // closed when the process is reaped, its group killed, its pipes drained
+	exit     Exit
+	stdinMu  sync.Mutex
+	stdinOff bool
+	stopOnce sync.Once
+	stopped  atomic.Bool
+	stopCh   chan struct{}
+}
+
+func (r *run) Events() <-chan Event { return r.events }
+func (r *run) PID() int             { return r.pid }
+
+func (r *run) Wait() Exit {
+	<-r.done
+	return r.exit
+}
+
+// Stop signals the group; watch sends SIGKILL after the grace.
+func (r *run) Stop() {
+	r.stopOnce.Do(func() {
+		r.stopped.Store(true)
+		close(r.stopCh)
+		r.closeStdin()
+		signalGroup(r.pid, false)
+	})
+}
+
+func (r *run) closeStdin() {
+	r.stdinMu.Lock()
+	defer r.stdinMu.Unlock()
+	if !r.stdinOff {
+		r.stdinOff = true
+		r.stdin.Close()
+	}
+}
+
+// watch owns the process: it turns ctx's end into Stop, escalates a Stop to
+// SIGKILL after the grace, reaps the process and kills what is left of its
+// group (background commands, a stuck child), which also closes the pipes.
+func (r *run) watch(ctx context.Context) {
+	exited := make(chan error, 1)
+	go func() { exited <- r.cmd.Wait() }()
+	stopCh := r.stopCh
+	ctxDone := ctx.Done()
+	var kill <-chan time.Time
+	var err error
+loop:
+	for {
+		select {
+		case err = <-exited:
+			break loop
+		case <-ctxDone:
+			ctxDone = nil
+			r.Stop()
+		case <-stopCh:
+			stopCh = nil
+			t := time.NewTimer(r.grace)
+			defer t.Stop()
+			kill = t.C
+		case <-kill:
+			kill = nil
+			signalGroup(r.pid, true)
+		}
+	}
+	signalGroup(r.pid, true)
+	r.closeStdin()
+	r.wg.Wait()
+	r.exit = exitOf(r.cmd, err)
+	r.exit.Stopped = r.stopped.Load()
+	r.exit.Stderr = r.stderr.String()
+	close(r.done)
+}
+
+// read parses stdout into events until EOF, closing stdin once the result
+// line has arrived (with stream-json input the process waits for more input
+// otherwise).
+func (r *run) read(stdout io.ReadCloser) {
+	defer r.wg.Done()
+	defer close(r.events)
+	defer stdout.Close()
+	br := bufio.NewReaderSize(stdout, 64<<10)
+	for {
+		b, err := readLine(br, maxLine)
+		if len(b) > 0 {
+			for _, ev := range ParseLine(b, time.Now()) {
+				r.events <- ev
+				if ev.Kind == KindResult {
+					r.closeStdin()
+				}
+			}
+		}
+		if err != nil {
+			// Drain so the child never blocks on a full pipe after a read error.
+			_, _ = io.Copy(io.Discard, stdout)
+			return
+		}
+	}
+}
+
+// readLine reads one line; a line longer than limit is dropped (not parsed).
+func readLine(br *bufio.Reader, limit int) ([]byte, error) {
+	var buf []byte
+	tooLong := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(buf)+len(chunk) > limit {
+				tooLong, buf = true, nil
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if tooLong {
+			return nil, err
+		}
+		return buf, err
+	}
+}
+
+// tailBuffer keeps the last stderrTail bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - stderrTail; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

@@ -1,0 +1,163 @@
+// Package harness runs the agent harness of a job — Claude Code, headless —
+// and turns its stream-json output into typed events. The job registry depends
+// on the Harness interface here, never on Claude Code itself.
+package harness
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Harness starts one agent run per job.
+type Harness interface {
+	// Start launches the harness for spec. The run ends on its own when the
+	// harness reports its result, or when Stop is called; ctx only bounds the
+	// launch itself and, if it ends first, stops the run like Stop.
+	Start(ctx context.Context, spec Spec) (Run, error)
+}
+
+// Run is one live harness process (and its process group).
+type Run interface {
+	// Events delivers what the harness reports, in order. It is closed once the
+	// harness's output has ended; the caller must drain it.
+	Events() <-chan Event
+	// Stop ends the run: SIGTERM to the whole process group, SIGKILL after the
+	// grace period. Safe to call more than once and after the run ended.
+	Stop()
+	// Wait blocks until the process has exited and its group has been killed,
+	// and reports how it ended.
+	Wait() Exit
+	// PID is the process id, which is also the process group id.
+	PID() int
+}
+
+// Exit is how a run's process ended.
+type Exit struct {
+	Code    int    // exit code, -1 when killed by a signal
+	Signal  string // the signal that ended it, if any
+	Stopped bool   // Stop was called
+	Stderr  string // the last few KB of stderr
+	Err     error  // a failure of the run itself (not of the task)
+}
+
+// Spec is everything one job's harness needs.
+type Spec struct {
+	// JobID is also the marker BRIDGE_JOB_ID in the child's environment, which
+	// lets tests (and a restarted daemon) find every process of the job's tree.
+	JobID     string
+	Task      string // sent on stdin, never in argv
+	Workspace string // the working directory
+	// ConfigDir is the job's private dir (CLAUDE_CONFIG_DIR; HOME is ConfigDir/home).
+	ConfigDir string
+
+	BaseURL string // ANTHROPIC_BASE_URL
+	Token   string // ANTHROPIC_AUTH_TOKEN
+	Model   string // ANTHROPIC_MODEL and every small/fast model variable
+
+	// PermissionMode defaults to acceptEdits (file edits inside the workspace
+	// only); AllowedTools defaults to Bash. The approvals issue replaces both
+	// with a permission prompt tool.
+	PermissionMode string
+	AllowedTools   []string
+
+	// Optional hooks for the approval and sandbox layers.
+	SettingsFile         string // --settings
+	MCPConfigFile        string // --mcp-config (with --strict-mcp-config always on)
+	PermissionPromptTool string // --permission-prompt-tool
+}
+
+// Kind says what an Event carries.
+type Kind string
+
+const (
+	KindInit       Kind = "init"        // SessionID, Model
+	KindToolUse    Kind = "tool_use"    // ToolUse: one step
+	KindToolResult Kind = "tool_result" // ToolResult
+	KindText       Kind = "text"        // Text: a note of the model
+	KindUsage      Kind = "usage"       // MessageID, Usage: tokens of one model message
+	KindResult     Kind = "result"      // Result: the harness's final word
+)
+
+// Event is one thing the harness reported.
+type Event struct {
+	Kind       Kind
+	Time       time.Time
+	SessionID  string
+	Model      string
+	MessageID  string
+	ToolUse    *ToolUse
+	ToolResult *ToolResult
+	Text       string
+	Usage      *Usage
+	Result     *Result
+}
+
+// ToolUse is one tool call of the model.
+type ToolUse struct {
+	ID     string
+	Name   string
+	Detail string // short, human-readable: the command, the path, the pattern
+	// Path is the file a write/edit tool targets; Command is a Bash command.
+	Path    string
+	Command string
+}
+
+// ToolResult is the outcome of one tool call.
+type ToolResult struct {
+	ToolUseID string
+	IsError   bool
+	// ExitCode is a Bash command's exit status when the harness told it
+	// (0 on success, N from "Exit code N"); nil when unknown.
+	ExitCode *int
+	Denied   bool   // refused by the permission layer, never ran
+	Text     string // the first few hundred characters
+}
+
+// Usage counts tokens the way the Anthropic API reports them.
+type Usage struct {
+	InputTokens         int64 `json:"input_tokens"`
+	OutputTokens        int64 `json:"output_tokens"`
+	CacheReadTokens     int64 `json:"cache_read_tokens"`
+	CacheCreationTokens int64 `json:"cache_creation_tokens"`
+	ThinkingTokens      int64 `json:"thinking_tokens"`
+}
+
+// Add returns u + v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		InputTokens:         u.InputTokens + v.InputTokens,
+		OutputTokens:        u.OutputTokens + v.OutputTokens,
+		CacheReadTokens:     u.CacheReadTokens + v.CacheReadTokens,
+		CacheCreationTokens: u.CacheCreationTokens + v.CacheCreationTokens,
+		ThinkingTokens:      u.ThinkingTokens + v.ThinkingTokens,
+	}
+}
+
+// Denial is a tool call the permission layer refused.
+type Denial struct {
+	ToolName  string `json:"tool_name"`
+	ToolUseID string `json:"tool_use_id"`
+}
+
+// Result is the harness's final `result` line.
+type Result struct {
+	Subtype           string // success | error_max_turns | error_during_execution | …
+	IsError           bool
+	Text              string
+	NumTurns          int
+	Usage             Usage
+	TotalCostUSD      float64 // at the harness's own (Anthropic) prices; informative only
+	PermissionDenials []Denial
+	SessionID         string
+	TerminalReason    string
+}
+
+// Succeeded is true only for a successful result with a non-empty answer:
+// the one case a job may be reported `done`.
+func (r *Result) Succeeded() bool {
+	return r != nil && !r.IsError && r.Subtype == "success" && r.Text != ""
+}
+
+// ErrNoBinary means no Claude Code binary was found.
+var ErrNoBinary = errors.New("Claude Code binary not found: set BRIDGE_CLAUDE_BIN to its path, or run `scripts/install.sh claude` (pinned install in .cache/bin/claude), or put `claude` on PATH")

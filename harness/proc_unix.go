@@ -1,0 +1,46 @@
+//go:build unix
+
+package harness
+
+import (
+	"errors"
+	"os/exec"
+	"syscall"
+)
+
+// signalGroup sends SIGTERM (or SIGKILL) to the process group pgid. A group
+// that no longer exists is not an error.
+func signalGroup(pgid int, kill bool) {
+	if pgid <= 0 {
+		return
+	}
+	sig := syscall.SIGTERM
+	if kill {
+		sig = syscall.SIGKILL
+	}
+	_ = syscall.Kill(-pgid, sig)
+}
+
+// GroupAlive reports whether any process of group pgid still exists.
+func GroupAlive(pgid int) bool {
+	if pgid <= 0 {
+		return false
+	}
+	err := syscall.Kill(-pgid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func exitOf(cmd *exec.Cmd, err error) Exit {
+	e := Exit{Code: -1}
+	if cmd.ProcessState != nil {
+		e.Code = cmd.ProcessState.ExitCode()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			e.Signal = ws.Signal().String()
+		}
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		e.Err = err
+	}
+	return e
+}
