@@ -17,6 +17,32 @@ type FlashRequest struct {
 	Task  string
 	Mode  Mode   // "" means analyze
 	Files string // inline material, may be empty
+
+	// Progress, when set, is called from Flash's goroutine as the answer
+	// streams in: on every phase change, on every keep-alive the API sends,
+	// before each retry, and every ProgressEvery chunks of the same phase.
+	Progress func(ProgressEvent)
+}
+
+// Progress phases.
+const (
+	PhaseWaiting   = "waiting"   // request sent, nothing streamed yet (or a keep-alive arrived)
+	PhaseReasoning = "reasoning" // reasoning_content is streaming (never returned)
+	PhaseAnswering = "answering" // content is streaming
+	PhaseRetrying  = "retrying"  // about to retry; Message says why and how long it waits
+)
+
+// ProgressEvery is how many streamed chunks pass between two progress events
+// of the same phase.
+const ProgressEvery = 16
+
+// ProgressEvent reports how a flash call is going. Tokens counts the streamed
+// chunks (about one token each) of reasoning and answer over all attempts of
+// the call, so it never decreases.
+type ProgressEvent struct {
+	Phase   string
+	Tokens  int
+	Message string
 }
 
 // Usage is what one or more chat completions cost, in tokens.
@@ -38,4 +64,24 @@ type FlashResult struct {
 	CostUSD      float64       `json:"cost_usd"`
 	Duration     time.Duration `json:"-"`
 	Attempts     int           `json:"-"` // HTTP attempts, retries included
+
+	// ToolCalls are the tool calls of a tool-call turn (deepseek_flash offers
+	// no tools, so the Answer then says so instead of being blank).
+	ToolCalls []ToolCall `json:"-"`
+}
+
+// ToolCall is a tool call the model asked for.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string // JSON text
+}
+
+func (u *Usage) add(o Usage) {
+	u.PromptTokens += o.PromptTokens
+	u.CompletionTokens += o.CompletionTokens
+	u.TotalTokens += o.TotalTokens
+	u.CacheHitTokens += o.CacheHitTokens
+	u.CacheMissTokens += o.CacheMissTokens
+	u.ReasoningTokens += o.ReasoningTokens
 }

@@ -1,0 +1,577 @@
+package deepseek
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Defaults of Options fields left zero.
+const (
+	DefaultBaseURL         = "https://api.deepseek.com"
+	DefaultModel           = "deepseek-flash"
+	DefaultMaxOutputTokens = 4096
+	DefaultTimeout         = 90 * time.Second
+	DefaultMaxAttempts     = 6
+	DefaultRetryBackoff    = 500 * time.Millisecond
+	maxRetryBackoff        = 8 * time.Second
+	maxErrorBody           = 64 << 10
+	maxStreamLine          = 4 << 20
+	maxToolCalls           = 128
+)
+
+// Options configure a Client.
+type Options struct {
+	BaseURL         string // OpenAI-compatible base, no /v1 (default https://api.deepseek.com)
+	APIKey          string // empty: every call fails with ErrNoAPIKey, no HTTP call
+	Model           string // default deepseek-flash
+	MaxOutputTokens int    // max_tokens: reasoning and answer share it (default 4096)
+	Timeout         time.Duration
+	HTTPClient      *http.Client // default: a client without its own timeout (the ctx bounds calls)
+	Logger          *zerolog.Logger
+
+	// MaxAttempts bounds HTTP attempts per call, retries included (default 6).
+	MaxAttempts int
+	// RetryBackoff is the first wait before a retry without Retry-After; it
+	// doubles up to 8 s (default 500 ms).
+	RetryBackoff time.Duration
+}
+
+// String hides the key so Options can be logged or printed safely.
+func (o Options) String() string {
+	key := "unset"
+	if o.APIKey != "" {
+		key = "set"
+	}
+	return fmt.Sprintf("deepseek.Options{BaseURL:%q Model:%q MaxOutputTokens:%d Timeout:%s APIKey:%s}",
+		o.BaseURL, o.Model, o.MaxOutputTokens, o.Timeout, key)
+}
+
+// GoString hides the key from %#v.
+func (o Options) GoString() string { return o.String() }
+
+// Client calls DeepSeek's chat completions API. Safe for concurrent use.
+type Client struct {
+	o   Options
+	url string
+	hc  *http.Client
+	log zerolog.Logger
+}
+
+// NewClient fills the defaults of o.
+func NewClient(o Options) *Client {
+	if o.BaseURL == "" {
+		o.BaseURL = DefaultBaseURL
+	}
+	o.BaseURL = strings.TrimRight(o.BaseURL, "/")
+	if o.Model == "" {
+		o.Model = DefaultModel
+	}
+	if o.MaxOutputTokens <= 0 {
+		o.MaxOutputTokens = DefaultMaxOutputTokens
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.RetryBackoff <= 0 {
+		o.RetryBackoff = DefaultRetryBackoff
+	}
+	c := &Client{o: o, url: o.BaseURL + "/chat/completions", hc: o.HTTPClient, log: zerolog.Nop()}
+	if c.hc == nil {
+		c.hc = &http.Client{}
+	}
+	if o.Logger != nil {
+		c.log = o.Logger.With().Str("component", "deepseek").Logger()
+	}
+	return c
+}
+
+// Model is the model id calls use.
+func (c *Client) Model() string { return c.o.Model }
+
+// Flash sends one task and returns the answer. Blank answers are retried once;
+// 429, 5xx, connection failures and broken streams are retried with backoff
+// (honouring Retry-After) as long as the Timeout allows. On error the result
+// still carries Attempts, Duration and the Usage and CostUSD of whatever the
+// API billed. Errors wrap the package sentinels.
+func (c *Client) Flash(ctx context.Context, req FlashRequest) (FlashResult, error) {
+	start := time.Now()
+	res := FlashResult{Model: c.o.Model}
+	finish := func(err error) (FlashResult, error) {
+		res.Duration = time.Since(start)
+		res.CostUSD = cost(res.Model, res.Usage)
+		return res, err
+	}
+	if c.o.APIKey == "" {
+		return finish(ErrNoAPIKey)
+	}
+	if strings.TrimSpace(req.Task) == "" {
+		return finish(fmt.Errorf("%w: the task is empty: say what DeepSeek should do", ErrInvalidRequest))
+	}
+	system, err := SystemPrompt(req.Mode)
+	if err != nil {
+		return finish(err)
+	}
+	body, err := json.Marshal(chatRequest{
+		Model: c.o.Model,
+		Messages: []chatMessage{
+			{Role: "system", Content: system},
+			{Role: "user", Content: UserMessage(req.Task, req.Files)},
+		},
+		MaxTokens:     c.o.MaxOutputTokens,
+		Stream:        true,
+		StreamOptions: &streamOptions{IncludeUsage: true},
+	})
+	if err != nil {
+		return finish(fmt.Errorf("encode request: %w", err))
+	}
+
+	callCtx, cancel := context.WithTimeout(ctx, c.o.Timeout)
+	defer cancel()
+	deadline, _ := callCtx.Deadline()
+	p := &progress{fn: req.Progress}
+	backoff := c.o.RetryBackoff
+	blanks := 0
+	for attempt := 1; ; attempt++ {
+		res.Attempts = attempt
+		t, err := c.attempt(callCtx, body, attempt, p)
+		res.Usage.add(t.usage)
+		if t.model != "" {
+			res.Model = t.model
+		}
+		if err != nil {
+			if cerr := c.contextError(ctx, callCtx, start, attempt); cerr != nil {
+				return finish(cerr)
+			}
+			if !errors.Is(err, ErrUpstream) && !errors.Is(err, ErrRateLimited) {
+				c.log.Warn().Int("attempt", attempt).Err(err).Msg("deepseek call failed")
+				return finish(err)
+			}
+			wait := backoff
+			var apiErr *APIError
+			if errors.As(err, &apiErr) && apiErr.RetryAfterSeconds > 0 {
+				wait = time.Duration(apiErr.RetryAfterSeconds) * time.Second
+			}
+			if attempt >= c.o.MaxAttempts {
+				return finish(fmt.Errorf("%w (gave up after %d attempts)", err, attempt))
+			}
+			if time.Now().Add(wait).After(deadline) {
+				return finish(fmt.Errorf("%w (gave up after %d attempts: waiting %s more would pass the %s deadline, DEEPSEEK_TIMEOUT_MS)",
+					err, attempt, wait.Round(time.Millisecond), c.o.Timeout))
+			}
+			c.log.Info().Int("attempt", attempt).Dur("wait", wait).Err(err).Msg("deepseek call failed, retrying")
+			p.emit(PhaseRetrying, fmt.Sprintf("attempt %d failed (%v); retrying in %s", attempt, err, wait.Round(time.Millisecond)))
+			if !sleep(callCtx, wait) {
+				return finish(c.contextError(ctx, callCtx, start, attempt))
+			}
+			backoff = min(backoff*2, maxRetryBackoff)
+			continue
+		}
+		if t.blank() {
+			blanks++
+			if blanks == 1 {
+				c.log.Info().Int("attempt", attempt).Str("finish_reason", t.finish).Msg("deepseek returned a blank answer, retrying once")
+				p.emit(PhaseRetrying, fmt.Sprintf("blank answer (finish_reason: %s); retrying once", t.finish))
+				continue
+			}
+			return finish(c.blankError(t.finish))
+		}
+		res.Answer = t.content.String()
+		res.FinishReason = t.finish
+		res.ToolCalls = t.toolCalls
+		if strings.TrimSpace(res.Answer) == "" && len(t.toolCalls) > 0 {
+			res.Answer = toolCallNote(t.toolCalls)
+		}
+		c.log.Debug().Int("attempts", attempt).Str("finish_reason", t.finish).
+			Int64("completion_tokens", res.Usage.CompletionTokens).Msg("deepseek call done")
+		return finish(nil)
+	}
+}
+
+// contextError tells a caller's cancel from the call's own deadline; nil
+// while both are live.
+func (c *Client) contextError(parent, call context.Context, start time.Time, attempt int) error {
+	if parent.Err() != nil {
+		return fmt.Errorf("%w after %s (attempt %d): %v", ErrCanceled, time.Since(start).Round(time.Millisecond), attempt, context.Cause(parent))
+	}
+	if call.Err() != nil {
+		return fmt.Errorf("%w of %s (DEEPSEEK_TIMEOUT_MS; attempt %d): raise DEEPSEEK_TIMEOUT_MS, lower DEEPSEEK_MAX_OUTPUT_TOKENS or split the task",
+			ErrTimeout, c.o.Timeout, attempt)
+	}
+	return nil
+}
+
+func (c *Client) blankError(finish string) error {
+	switch finish {
+	case "length":
+		return fmt.Errorf("%w twice (finish_reason: length): the model's reasoning used up the whole output budget of %d tokens before it wrote an answer; raise DEEPSEEK_MAX_OUTPUT_TOKENS or split the task into smaller pieces",
+			ErrBlankAnswer, c.o.MaxOutputTokens)
+	case "content_filter":
+		return fmt.Errorf("%w twice (finish_reason: content_filter): DeepSeek's content filter withheld the answer; rephrase the task or leave out the material that triggers it", ErrBlankAnswer)
+	case "insufficient_system_resource":
+		return fmt.Errorf("%w twice (finish_reason: insufficient_system_resource): DeepSeek ran out of capacity; try again later", ErrBlankAnswer)
+	}
+	return fmt.Errorf("%w twice (finish_reason: %s); with finish_reason length this means reasoning used up the output budget (raise DEEPSEEK_MAX_OUTPUT_TOKENS or split the task); otherwise try again or rephrase the task",
+		ErrBlankAnswer, orNone(finish))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func toolCallNote(calls []ToolCall) string {
+	var b strings.Builder
+	b.WriteString("(DeepSeek answered with tool calls instead of text; deepseek_flash offers no tools:")
+	for _, tc := range calls {
+		fmt.Fprintf(&b, " %s(%s)", tc.Name, tc.Arguments)
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+func cost(model string, u Usage) float64 {
+	hit, miss := u.CacheHitTokens, u.CacheMissTokens
+	if hit+miss == 0 {
+		miss = u.PromptTokens
+	}
+	return PriceFor(model).Cost(hit, miss, u.CompletionTokens)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// progress turns stream events into ProgressEvents.
+type progress struct {
+	fn     func(ProgressEvent)
+	phase  string
+	tokens int // all chunks of the call
+	inRun  int // chunks since the last event of this phase
+}
+
+func (p *progress) emit(phase, msg string) {
+	p.phase, p.inRun = phase, 0
+	if p.fn != nil {
+		p.fn(ProgressEvent{Phase: phase, Tokens: p.tokens, Message: msg})
+	}
+}
+
+func (p *progress) chunk(phase string) {
+	p.tokens++
+	p.inRun++
+	if phase != p.phase {
+		p.emit(phase, "")
+		return
+	}
+	if p.inRun >= ProgressEvery {
+		p.emit(phase, "")
+	}
+}
+
+// Wire types of the chat completions API.
+type chatRequest struct {
+	Model         string         `json:"model"`
+	Messages      []chatMessage  `json:"messages"`
+	MaxTokens     int            `json:"max_tokens"`
+	Stream        bool           `json:"stream"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+}
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type wireMessage struct {
+	Content          *string        `json:"content"`
+	ReasoningContent *string        `json:"reasoning_content"`
+	ToolCalls        []wireToolCall `json:"tool_calls"`
+}
+
+type wireToolCall struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type wireUsage struct {
+	PromptTokens            int64 `json:"prompt_tokens"`
+	CompletionTokens        int64 `json:"completion_tokens"`
+	TotalTokens             int64 `json:"total_tokens"`
+	PromptCacheHitTokens    int64 `json:"prompt_cache_hit_tokens"`
+	PromptCacheMissTokens   int64 `json:"prompt_cache_miss_tokens"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+func (w wireUsage) usage() Usage {
+	u := Usage{
+		PromptTokens: w.PromptTokens, CompletionTokens: w.CompletionTokens, TotalTokens: w.TotalTokens,
+		CacheHitTokens: w.PromptCacheHitTokens, CacheMissTokens: w.PromptCacheMissTokens,
+	}
+	if w.CompletionTokensDetails != nil {
+		u.ReasoningTokens = w.CompletionTokensDetails.ReasoningTokens
+	}
+	return u
+}
+
+type wireError struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Code    any    `json:"code"`
+}
+
+type wireChunk struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Delta        wireMessage  `json:"delta"`
+		Message      *wireMessage `json:"message"`
+		FinishReason *string      `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *wireUsage `json:"usage"`
+	Error *wireError `json:"error"`
+}
+
+// turn is what one attempt produced.
+type turn struct {
+	content, reasoning strings.Builder
+	toolCalls          []ToolCall
+	finish, model      string
+	usage              Usage
+	done               bool // [DONE] seen
+}
+
+func (t *turn) blank() bool {
+	return strings.TrimSpace(t.content.String()) == "" && len(t.toolCalls) == 0
+}
+
+// attempt is one HTTP request.
+func (c *Client) attempt(ctx context.Context, body []byte, n int, p *progress) (*turn, error) {
+	t := &turn{}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return t, fmt.Errorf("%w: bad DEEPSEEK_BASE_URL %q: %v", ErrBadRequest, c.o.BaseURL, err)
+	}
+	hreq.Header.Set("Authorization", "Bearer "+c.o.APIKey)
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	p.emit(PhaseWaiting, fmt.Sprintf("waiting for DeepSeek (attempt %d)", n))
+	sent := time.Now()
+	resp, err := c.hc.Do(hreq)
+	if err != nil {
+		return t, fmt.Errorf("%w: could not reach DeepSeek at %s: %v", ErrUpstream, c.o.BaseURL, unwrapURLError(err))
+	}
+	defer resp.Body.Close()
+	c.log.Debug().Int("attempt", n).Int("status", resp.StatusCode).Dur("ttfb", time.Since(sent)).Msg("deepseek response")
+	if resp.StatusCode != http.StatusOK {
+		return t, readAPIError(resp)
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		err = t.readJSON(resp.Body, p)
+	} else {
+		err = t.readStream(resp.Body, p)
+	}
+	return t, err
+}
+
+func unwrapURLError(err error) error {
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) {
+		if inner := ue.Unwrap(); inner != nil {
+			return inner
+		}
+	}
+	return err
+}
+
+func readAPIError(resp *http.Response) error {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	e := &APIError{Status: resp.StatusCode}
+	var body struct {
+		Error *wireError `json:"error"`
+	}
+	if json.Unmarshal(raw, &body) == nil && body.Error != nil {
+		e.Message, e.Type = body.Error.Message, body.Error.Type
+		if body.Error.Code != nil {
+			e.Code = fmt.Sprint(body.Error.Code)
+		}
+	} else if s := strings.TrimSpace(string(raw)); s != "" {
+		e.Message = truncate(s, 300)
+	}
+	if ra := strings.TrimSpace(resp.Header.Get("Retry-After")); ra != "" {
+		if secs, err := strconv.Atoi(ra); err == nil && secs > 0 {
+			e.RetryAfterSeconds = secs
+		} else if at, err := http.ParseTime(ra); err == nil {
+			e.RetryAfterSeconds = max(1, int(time.Until(at).Seconds()+0.5))
+		}
+	}
+	return e
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// readJSON handles a non-streamed chat.completion (a server that ignored stream).
+func (t *turn) readJSON(r io.Reader, p *progress) error {
+	var ch wireChunk
+	if err := json.NewDecoder(io.LimitReader(r, 64<<20)).Decode(&ch); err != nil {
+		return fmt.Errorf("%w: the answer was not valid JSON: %v", ErrUpstream, err)
+	}
+	if err := t.apply(&ch, p); err != nil {
+		return err
+	}
+	t.done = true
+	return nil
+}
+
+// readStream parses the SSE stream: comment lines are keep-alives, data lines
+// carry chunks, a blank line ends an event, "data: [DONE]" ends the stream.
+func (t *turn) readStream(r io.Reader, p *progress) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var data []string
+	dispatch := func() error {
+		if len(data) == 0 {
+			return nil
+		}
+		payload := strings.Join(data, "\n")
+		data = data[:0]
+		if strings.TrimSpace(payload) == "[DONE]" {
+			t.done = true
+			return nil
+		}
+		var ch wireChunk
+		if err := json.Unmarshal([]byte(payload), &ch); err != nil {
+			return fmt.Errorf("%w: malformed bytes in the answer stream: %v", ErrUpstream, err)
+		}
+		return t.apply(&ch, p)
+	}
+	for !t.done {
+		line, err := readLine(br)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				if derr := dispatch(); derr != nil {
+					return derr
+				}
+				if t.done || t.finish != "" {
+					return nil
+				}
+				return fmt.Errorf("%w: the answer stream ended before the answer was complete", ErrUpstream)
+			}
+			return fmt.Errorf("%w: the answer stream broke off: %v", ErrUpstream, err)
+		}
+		switch {
+		case line == "":
+			if err := dispatch(); err != nil {
+				return err
+			}
+		case strings.HasPrefix(line, ":"):
+			p.emit(PhaseWaiting, "DeepSeek is busy; the connection is kept alive")
+		case strings.HasPrefix(line, "data:"):
+			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+		}
+	}
+	return nil
+}
+
+// readLine reads one line without its line ending, bounded by maxStreamLine.
+func readLine(br *bufio.Reader) (string, error) {
+	var buf []byte
+	for {
+		frag, isPrefix, err := br.ReadLine()
+		buf = append(buf, frag...)
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(buf) > 0 {
+				return string(buf), nil
+			}
+			return "", err
+		}
+		if len(buf) > maxStreamLine {
+			return "", fmt.Errorf("a stream line is longer than %d bytes", maxStreamLine)
+		}
+		if !isPrefix {
+			return string(buf), nil
+		}
+	}
+}
+
+// apply folds one chunk (or a whole completion) into the turn.
+func (t *turn) apply(ch *wireChunk, p *progress) error {
+	if ch.Error != nil {
+		return fmt.Errorf("%w: DeepSeek reported an error inside the answer stream: %s", ErrUpstream, ch.Error.Message)
+	}
+	if ch.Model != "" {
+		t.model = ch.Model
+	}
+	if ch.Usage != nil {
+		t.usage = ch.Usage.usage()
+	}
+	for _, choice := range ch.Choices {
+		m := choice.Delta
+		if choice.Message != nil {
+			m = *choice.Message
+		}
+		if m.ReasoningContent != nil && *m.ReasoningContent != "" {
+			t.reasoning.WriteString(*m.ReasoningContent)
+			p.chunk(PhaseReasoning)
+		}
+		if m.Content != nil && *m.Content != "" {
+			t.content.WriteString(*m.Content)
+			p.chunk(PhaseAnswering)
+		}
+		for _, tc := range m.ToolCalls {
+			if tc.Index < 0 || tc.Index >= maxToolCalls {
+				return fmt.Errorf("%w: the answer stream has a tool call index %d out of range", ErrUpstream, tc.Index)
+			}
+			for len(t.toolCalls) <= tc.Index {
+				t.toolCalls = append(t.toolCalls, ToolCall{})
+			}
+			dst := &t.toolCalls[tc.Index]
+			if tc.ID != "" {
+				dst.ID = tc.ID
+			}
+			if tc.Function.Name != "" {
+				dst.Name = tc.Function.Name
+			}
+			dst.Arguments += tc.Function.Arguments
+		}
+		if choice.FinishReason != nil && *choice.FinishReason != "" {
+			t.finish = *choice.FinishReason
+		}
+	}
+	return nil
+}

@@ -1,0 +1,234 @@
+package deepseektest
+
+import (
+	"net/http"
+	"strings"
+)
+
+// anthropicModelOK follows DeepSeek's Anthropic endpoint: known DeepSeek ids
+// and any claude* name (mapped server-side) are accepted; other names get 400.
+func (s *Server) anthropicModelOK(m string) bool {
+	return s.models[m] || strings.HasPrefix(m, "claude")
+}
+
+// handleAnthropic serves POST /anthropic/v1/messages.
+func (s *Server) handleAnthropic(w http.ResponseWriter, r *http.Request) {
+	req, idx, err := s.record(SideAnthropic, r)
+	if ok, msg := s.authorized(r, SideAnthropic); !ok {
+		writeJSON(w, http.StatusUnauthorized, deepseekError(msg, "authentication_error"))
+		return
+	}
+	if err != nil {
+		writeJSON(w, http.StatusRequestEntityTooLarge, deepseekError(err.Error(), "invalid_request_error"))
+		return
+	}
+	if req.JSON == nil {
+		writeJSON(w, http.StatusBadRequest, deepseekError("Failed to deserialize the JSON body into the target type", "invalid_request_error"))
+		return
+	}
+	if !s.anthropicModelOK(req.Model()) {
+		writeJSON(w, http.StatusBadRequest, deepseekError("Model Not Exist", "invalid_request_error"))
+		return
+	}
+	if len(req.Messages()) == 0 {
+		writeJSON(w, http.StatusBadRequest, deepseekError("messages: must not be empty", "invalid_request_error"))
+		return
+	}
+	t := resolve(s.take(SideAnthropic, idx, !req.HasTools()), req)
+	if !s.wait(r.Context(), s.delay+t.Delay) {
+		return
+	}
+	if t.Break == BreakReset {
+		reset(w)
+		return
+	}
+	if t.isError() {
+		writeErrorTurn(w, t)
+		return
+	}
+	model := t.Model
+	if model == "" {
+		model = req.Model()
+	}
+	a := s.anthropicAnswer(t, req, model)
+	if req.Stream() {
+		s.streamAnthropic(w, r, t, a)
+		return
+	}
+	writeJSON(w, http.StatusOK, a.message())
+}
+
+// handleCountTokens serves POST /anthropic/v1/messages/count_tokens with an
+// estimate of 4 bytes a token.
+func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
+	req, _, err := s.record(SideAnthropic, r)
+	if ok, msg := s.authorized(r, SideAnthropic); !ok {
+		writeJSON(w, http.StatusUnauthorized, deepseekError(msg, "authentication_error"))
+		return
+	}
+	if err != nil || req.JSON == nil {
+		writeJSON(w, http.StatusBadRequest, deepseekError("Failed to deserialize the JSON body into the target type", "invalid_request_error"))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"input_tokens": len(req.Body)/4 + 1})
+}
+
+type anthropicAnswer struct {
+	id, model, stop string
+	text, thinking  string
+	calls           []ToolCall
+	usage           Usage
+}
+
+func (s *Server) anthropicAnswer(t Turn, req Request, model string) anthropicAnswer {
+	a := anthropicAnswer{
+		id: s.newID("msg_double_"), model: model,
+		text: t.Text, thinking: t.Reasoning, usage: usageFor(t, req.Body),
+	}
+	for _, c := range t.ToolCalls {
+		if c.ID == "" {
+			c.ID = s.newID("toolu_double_")
+		}
+		if len(c.Arguments) == 0 {
+			c.Arguments = []byte(`{}`)
+		}
+		a.calls = append(a.calls, c)
+	}
+	switch {
+	case t.FinishReason == "length":
+		a.stop = "max_tokens"
+	case t.FinishReason == "tool_calls", t.FinishReason == "" && len(a.calls) > 0:
+		a.stop = "tool_use"
+	case t.FinishReason == "" || t.FinishReason == "stop":
+		a.stop = "end_turn"
+	default:
+		a.stop = t.FinishReason
+	}
+	return a
+}
+
+// signature is a fake thinking signature (the real one is opaque).
+func (a anthropicAnswer) signature() string { return "double-signature-" + a.id }
+
+func (a anthropicAnswer) startUsage() map[string]any {
+	u := a.usage
+	return map[string]any{
+		"input_tokens":                u.InputTokens - u.CacheHitTokens,
+		"cache_read_input_tokens":     u.CacheHitTokens,
+		"cache_creation_input_tokens": 0,
+		"output_tokens":               0,
+	}
+}
+
+func (a anthropicAnswer) finalUsage() map[string]any {
+	u := a.startUsage()
+	u["output_tokens"] = a.usage.OutputTokens
+	return u
+}
+
+func (a anthropicAnswer) message() map[string]any {
+	var content []any
+	if a.thinking != "" {
+		content = append(content, map[string]any{"type": "thinking", "thinking": a.thinking, "signature": a.signature()})
+	}
+	if a.text != "" {
+		content = append(content, map[string]any{"type": "text", "text": a.text})
+	}
+	for _, c := range a.calls {
+		content = append(content, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": c.Arguments})
+	}
+	if content == nil {
+		content = []any{}
+	}
+	return map[string]any{
+		"id": a.id, "type": "message", "role": "assistant", "model": a.model,
+		"content": content, "stop_reason": a.stop, "stop_sequence": nil, "usage": a.finalUsage(),
+	}
+}
+
+func event(name string, v any) string {
+	return "event: " + name + "\ndata: " + mustJSON(v) + "\n\n"
+}
+
+// streamAnthropic sends message_start, one content block per thinking, text
+// and tool_use (start, deltas, stop), message_delta with the stop_reason and
+// usage, and message_stop.
+func (s *Server) streamAnthropic(w http.ResponseWriter, r *http.Request, t Turn, a anthropicAnswer) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	sse(w, "")
+	for range t.KeepAlives {
+		sse(w, event("ping", map[string]any{"type": "ping"}))
+		if !s.wait(r.Context(), t.ChunkDelay) {
+			return
+		}
+	}
+	start := map[string]any{
+		"id": a.id, "type": "message", "role": "assistant", "model": a.model, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil, "usage": a.startUsage(),
+	}
+	blocks := []string{event("message_start", map[string]any{"type": "message_start", "message": start})}
+	index := 0
+	delta := func(d map[string]any) string {
+		return event("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": d})
+	}
+	open := func(cb map[string]any) string {
+		return event("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": cb})
+	}
+	closeBlock := func() string {
+		e := event("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
+		index++
+		return e
+	}
+	if a.thinking != "" {
+		blocks = append(blocks, open(map[string]any{"type": "thinking", "thinking": "", "signature": ""}))
+		for _, p := range chunks(a.thinking) {
+			blocks = append(blocks, delta(map[string]any{"type": "thinking_delta", "thinking": p}))
+		}
+		blocks = append(blocks, delta(map[string]any{"type": "signature_delta", "signature": a.signature()}))
+		blocks = append(blocks, closeBlock())
+	}
+	if a.text != "" {
+		blocks = append(blocks, open(map[string]any{"type": "text", "text": ""}))
+		for _, p := range chunks(a.text) {
+			blocks = append(blocks, delta(map[string]any{"type": "text_delta", "text": p}))
+		}
+		blocks = append(blocks, closeBlock())
+	}
+	for _, c := range a.calls {
+		blocks = append(blocks, open(map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{}}))
+		args := string(c.Arguments)
+		for len(args) > 0 {
+			n := min(len(args), 16)
+			blocks = append(blocks, delta(map[string]any{"type": "input_json_delta", "partial_json": args[:n]}))
+			args = args[n:]
+		}
+		blocks = append(blocks, closeBlock())
+	}
+	blocks = append(blocks,
+		event("message_delta", map[string]any{
+			"type":  "message_delta",
+			"delta": map[string]any{"stop_reason": a.stop, "stop_sequence": nil},
+			"usage": a.finalUsage(),
+		}),
+		event("message_stop", map[string]any{"type": "message_stop"}),
+	)
+	for i, b := range blocks {
+		if i > 0 && !s.wait(r.Context(), t.ChunkDelay) {
+			return
+		}
+		sse(w, b)
+		if i == 0 {
+			switch t.Break {
+			case BreakMalformed:
+				sse(w, "event: content_block_delta\ndata: {\"type\":\x00\xff not json\n\n")
+				return
+			case BreakCut:
+				cut(w)
+				return
+			}
+		}
+	}
+}

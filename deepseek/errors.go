@@ -1,0 +1,84 @@
+package deepseek
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinels for errors.Is. Every error Flash returns wraps exactly one of them
+// (a give-up after retries wraps the class of the last failure).
+var (
+	ErrNoAPIKey            = errors.New("no DeepSeek API key is configured: set DEEPSEEK_API_KEY (in the environment or .env) and restart the bridge")
+	ErrKeyRejected         = errors.New("DeepSeek rejected the API key (401): check DEEPSEEK_API_KEY")
+	ErrInsufficientBalance = errors.New("DeepSeek reports insufficient balance (402): top up the account at platform.deepseek.com")
+	ErrBadRequest          = errors.New("DeepSeek rejected the request")
+	ErrRateLimited         = errors.New("DeepSeek is rate limiting requests (429)")
+	ErrUpstream            = errors.New("DeepSeek had a server or connection problem")
+	ErrTimeout             = errors.New("the DeepSeek call did not finish within its deadline")
+	ErrCanceled            = errors.New("the DeepSeek call was cancelled by the caller")
+	ErrBlankAnswer         = errors.New("DeepSeek returned a blank answer")
+	ErrInvalidRequest      = errors.New("invalid flash request")
+)
+
+// APIError is an HTTP error answer of the API. It unwraps to the sentinel of
+// its status (401 ErrKeyRejected, 402 ErrInsufficientBalance, 400/422/other
+// 4xx ErrBadRequest, 429 ErrRateLimited, 5xx ErrUpstream).
+type APIError struct {
+	Status  int
+	Message string // the API's error.message
+	Type    string // error.type
+	Code    string // error.code
+	// RetryAfterSeconds is the Retry-After header (0 when absent).
+	RetryAfterSeconds int
+}
+
+func (e *APIError) Error() string {
+	switch e.Status {
+	case 401:
+		return ErrKeyRejected.Error()
+	case 402:
+		return ErrInsufficientBalance.Error()
+	case 400, 422:
+		return fmt.Sprintf("DeepSeek rejected the request (%d): %s", e.Status, e.apiMessage())
+	case 404:
+		return fmt.Sprintf("DeepSeek answered 404 (%s): check DEEPSEEK_BASE_URL (the OpenAI-compatible base, e.g. https://api.deepseek.com, without /v1)", e.apiMessage())
+	case 429:
+		return fmt.Sprintf("DeepSeek is rate limiting requests (429): %s; wait a little and try again", e.apiMessage())
+	case 500:
+		return fmt.Sprintf("DeepSeek had a server error (500): %s; try again shortly", e.apiMessage())
+	case 503:
+		return fmt.Sprintf("DeepSeek is overloaded (503): %s; try again shortly", e.apiMessage())
+	}
+	if e.Status >= 500 {
+		return fmt.Sprintf("DeepSeek answered HTTP %d: %s; try again shortly", e.Status, e.apiMessage())
+	}
+	return fmt.Sprintf("DeepSeek rejected the request (HTTP %d): %s", e.Status, e.apiMessage())
+}
+
+func (e *APIError) apiMessage() string {
+	if e.Message == "" {
+		return "no error message in the response"
+	}
+	return e.Message
+}
+
+// Unwrap returns the sentinel of the status.
+func (e *APIError) Unwrap() error {
+	switch {
+	case e.Status == 401:
+		return ErrKeyRejected
+	case e.Status == 402:
+		return ErrInsufficientBalance
+	case e.Status == 429:
+		return ErrRateLimited
+	case e.Status >= 500:
+		return ErrUpstream
+	default:
+		return ErrBadRequest
+	}
+}
+
+// retryable reports whether the status is worth another attempt.
+func (e *APIError) retryable() bool {
+	return e.Status == 429 || e.Status >= 500
+}
