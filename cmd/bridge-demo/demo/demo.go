@@ -1,0 +1,418 @@
+// Package demo runs the bridge end to end on loopback for `make demo`: the
+// DeepSeek double and `bridge serve` as child processes on free ports, the
+// official Go MCP SDK client talking to the capability URL, and a list of
+// steps (Steps) that each call a tool and print what came back. Everything it
+// starts is stopped before Run returns.
+package demo
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+)
+
+// Options configure one demo run.
+type Options struct {
+	BinDir  string        // holds bridge and deepseek-double (as `make build` leaves them)
+	Timeout time.Duration // the whole run, start to shutdown
+	Out     io.Writer     // where the demo narrates
+}
+
+// demoKey is the fake API key the double accepts; nothing real is involved.
+const demoKey = "sk-demo-double-key"
+
+// Limits, so a broken build fails the demo instead of hanging it.
+const (
+	startTimeout = 20 * time.Second
+	stopGrace    = 10 * time.Second
+)
+
+// Env is what a step works with.
+type Env struct {
+	Session *mcp.ClientSession // official Go SDK client connected to the bridge
+	Dir     string             // the demo's temp dir (removed when Run returns)
+	Out     io.Writer
+}
+
+// Step is one part of the demo. To add one, append it to Steps.
+type Step struct {
+	Name string
+	// Script holds the double's answers for this step. The scripts of all steps
+	// are concatenated in step order and loaded into the double at start, so a
+	// step consumes exactly its own turns (side "openai" for flash calls,
+	// "anthropic" for the agent harness).
+	Script []deepseektest.ScriptTurn
+	// Setup, if set, runs before the bridge starts with a private directory and
+	// returns extra environment for the bridge (e.g. DEEPSEEK_ALLOWED_ROOTS).
+	Setup func(dir string) (map[string]string, error)
+	// Run calls the bridge and prints the outcome; an error fails the demo.
+	Run func(ctx context.Context, e *Env) error
+}
+
+// Steps is the demo, in order.
+func Steps() []Step {
+	return []Step{flashStep()}
+}
+
+// Run executes the demo. It returns an error if a step fails or anything it
+// started does not stop.
+func Run(ctx context.Context, o Options) (err error) {
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	say := func(format string, args ...any) { fmt.Fprintf(o.Out, format+"\n", args...) }
+
+	bins := map[string]string{}
+	for _, name := range []string{"bridge", "deepseek-double"} {
+		p := filepath.Join(o.BinDir, name+exeSuffix())
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("%s not found in %s: run `make build` first: %w", name, o.BinDir, err)
+		}
+		bins[name] = p
+	}
+
+	dir, err := os.MkdirTemp("", "bridge-demo-")
+	if err != nil {
+		return fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+
+	steps := Steps()
+	var script []deepseektest.ScriptTurn
+	bridgeEnv := map[string]string{}
+	for i, s := range steps {
+		script = append(script, s.Script...)
+		if s.Setup == nil {
+			continue
+		}
+		sdir := filepath.Join(dir, fmt.Sprintf("step%d", i+1))
+		if err := os.MkdirAll(sdir, 0o700); err != nil {
+			return err
+		}
+		extra, err := s.Setup(sdir)
+		if err != nil {
+			return fmt.Errorf("step %s: setup: %w", s.Name, err)
+		}
+		for k, v := range extra {
+			bridgeEnv[k] = v
+		}
+	}
+	scriptFile := filepath.Join(dir, "double-script.json")
+	b, err := json.MarshalIndent(script, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(scriptFile, b, 0o600); err != nil {
+		return err
+	}
+
+	// The DeepSeek double.
+	double, doubleURL, err := startDouble(ctx, bins["deepseek-double"], scriptFile, dir)
+	if err != nil {
+		return err
+	}
+	var children []*child
+	children = append(children, double)
+	defer func() {
+		say("== shutting down ==")
+		for i := len(children) - 1; i >= 0; i-- {
+			c := children[i]
+			code, serr := c.stop(stopGrace)
+			switch {
+			case serr != nil:
+				say("%s (pid %d): %v", c.name, c.pid(), serr)
+				err = errors.Join(err, serr)
+			default:
+				say("%s (pid %d): exited (status %d) after SIGTERM", c.name, c.pid(), code)
+			}
+		}
+		if err == nil {
+			say("no process of the demo is left; temp dir %s removed", dir)
+		}
+	}()
+	say("DeepSeek double listening on %s (scripted answers, fake key; nothing leaves this machine)", doubleURL)
+
+	// The bridge.
+	secret, err := randomHex(32)
+	if err != nil {
+		return err
+	}
+	env := map[string]string{
+		"HOST":              "127.0.0.1",
+		"PORT":              "0",
+		"MCP_PATH_SECRET":   secret,
+		"DEEPSEEK_API_KEY":  demoKey,
+		"DEEPSEEK_BASE_URL": doubleURL,
+		"BRIDGE_STATE_DIR":  filepath.Join(dir, "state"),
+		"BRIDGE_LOG_FILE":   filepath.Join(dir, "state", "bridge.log"),
+	}
+	for k, v := range bridgeEnv {
+		env[k] = v
+	}
+	bridge, addr, err := startBridge(ctx, bins["bridge"], env, dir)
+	if bridge != nil {
+		children = append(children, bridge)
+	}
+	if err != nil {
+		return withLog(err, filepath.Join(dir, "bridge.out"), secret)
+	}
+	url := "http://" + addr + "/mcp/" + secret
+	say("bridge serve (pid %d) listening on http://%s/mcp/<secret> (a throwaway %d-character secret)", bridge.pid(), addr, len(secret))
+
+	// A real MCP client: the official Go SDK.
+	client := mcp.NewClient(&mcp.Implementation{Name: "bridge-demo", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			p := req.Params
+			if p.Total > 0 {
+				say("  progress %g/%g %s", p.Progress, p.Total, p.Message)
+			} else {
+				say("  progress %g %s", p.Progress, p.Message)
+			}
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		return withLog(fmt.Errorf("MCP connect: %w", err), env["BRIDGE_LOG_FILE"], secret)
+	}
+	defer cs.Close()
+	ir := cs.InitializeResult()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("tools/list: %w", err)
+	}
+	var names []string
+	for _, t := range tools.Tools {
+		names = append(names, t.Name)
+	}
+	say("connected with the official Go MCP SDK (protocol %s) to %s %s; tools: %s",
+		ir.ProtocolVersion, ir.ServerInfo.Name, ir.ServerInfo.Version, strings.Join(names, ", "))
+
+	e := &Env{Session: cs, Dir: dir, Out: o.Out}
+	for i, s := range steps {
+		say("== step %d: %s ==", i+1, s.Name)
+		if err := s.Run(ctx, e); err != nil {
+			return withLog(fmt.Errorf("step %s: %w", s.Name, err), env["BRIDGE_LOG_FILE"], secret)
+		}
+	}
+	return nil
+}
+
+// child is a process the demo started, in its own process group.
+type child struct {
+	name    string
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when Wait returned
+	waitErr error
+	drained chan struct{} // closed when its stdout pipe was read to the end (nil if none)
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+func startChild(name string, cmd *exec.Cmd) (*child, error) {
+	setGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	c := &child{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() { // owner: c; joined in stop
+		c.waitErr = cmd.Wait()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// stop asks the child to exit (SIGTERM to its group), kills it after grace,
+// and checks that no process of its group is left.
+func (c *child) stop(grace time.Duration) (int, error) {
+	terminate(c.cmd)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	var err error
+	select {
+	case <-c.done:
+	case <-t.C:
+		kill(c.cmd)
+		<-c.done
+		err = fmt.Errorf("did not exit within %v of SIGTERM; killed", grace)
+	}
+	if c.drained != nil {
+		<-c.drained
+	}
+	if left := groupAlive(c.cmd); left {
+		kill(c.cmd)
+		err = errors.Join(err, errors.New("processes of its group were still running; killed"))
+	}
+	return c.cmd.ProcessState.ExitCode(), err
+}
+
+// startDouble runs deepseek-double and reads its first stdout line,
+// "listening http://127.0.0.1:PORT".
+func startDouble(ctx context.Context, bin, scriptFile, dir string) (*child, string, error) {
+	out, err := os.Create(filepath.Join(dir, "double.out"))
+	if err != nil {
+		return nil, "", err
+	}
+	defer out.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, "", err
+	}
+	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--key", demoKey, "--script", scriptFile)
+	cmd.Dir = dir
+	cmd.Env = baseEnv()
+	cmd.Stdout, cmd.Stderr = w, out
+	c, err := startChild("deepseek-double", cmd)
+	w.Close() // the child holds its own end
+	if err != nil {
+		r.Close()
+		return nil, "", err
+	}
+	first := make(chan string, 1)
+	c.drained = make(chan struct{})
+	rest, err := os.Create(filepath.Join(dir, "double.stdout"))
+	if err != nil {
+		r.Close()
+		return c, "", err
+	}
+	go func() { // owner: c (joined through c.drained)
+		defer close(c.drained)
+		defer r.Close()
+		defer rest.Close()
+		br := bufio.NewReader(r)
+		line, _ := br.ReadString('\n')
+		first <- strings.TrimSpace(line)
+		_, _ = io.Copy(rest, br)
+	}()
+	t := time.NewTimer(startTimeout)
+	defer t.Stop()
+	select {
+	case line := <-first:
+		url, ok := strings.CutPrefix(line, "listening ")
+		if !ok || !strings.HasPrefix(url, "http://127.0.0.1:") {
+			c.stop(stopGrace)
+			return nil, "", fmt.Errorf("deepseek-double: first line %q, want \"listening http://127.0.0.1:PORT\" (stderr in %s)", line, out.Name())
+		}
+		return c, url, nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	c.stop(stopGrace)
+	return nil, "", fmt.Errorf("deepseek-double did not say where it listens within %v", startTimeout)
+}
+
+// startBridge runs `bridge serve` and waits for <state>/daemon.json and a 200
+// from /health. It returns the child even on error, so the caller stops it.
+func startBridge(ctx context.Context, bin string, env map[string]string, dir string) (*child, string, error) {
+	out, err := os.Create(filepath.Join(dir, "bridge.out"))
+	if err != nil {
+		return nil, "", err
+	}
+	defer out.Close()
+	cmd := exec.Command(bin, "serve")
+	cmd.Dir = dir // no stray .env from the caller's directory
+	cmd.Env = baseEnv()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	c, err := startChild("bridge serve", cmd)
+	if err != nil {
+		return nil, "", err
+	}
+	info := filepath.Join(env["BRIDGE_STATE_DIR"], "daemon.json")
+	hc := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.NewTimer(startTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	addr := ""
+	for {
+		select {
+		case <-c.done:
+			return c, "", fmt.Errorf("bridge serve exited early: %v", c.waitErr)
+		case <-deadline.C:
+			return c, "", fmt.Errorf("bridge serve did not become healthy within %v", startTimeout)
+		case <-ctx.Done():
+			return c, "", ctx.Err()
+		case <-tick.C:
+		}
+		if addr == "" {
+			var di struct {
+				Addr string `json:"addr"`
+			}
+			b, err := os.ReadFile(info)
+			if err != nil || json.Unmarshal(b, &di) != nil || di.Addr == "" {
+				continue
+			}
+			addr = di.Addr
+		}
+		resp, err := hc.Get("http://" + addr + "/health")
+		if err != nil {
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return c, addr, nil
+		}
+	}
+}
+
+// baseEnv is the part of the demo's own environment the children inherit:
+// enough to run, nothing that could carry a real key or secret.
+func baseEnv() []string {
+	var env []string
+	for _, k := range []string{"PATH", "HOME", "USER", "LANG", "TMPDIR", "SYSTEMROOT", "USERPROFILE", "LOCALAPPDATA", "APPDATA"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// withLog adds the tail of a log file (secret masked) to err.
+func withLog(err error, file, secret string) error {
+	b, rerr := os.ReadFile(file)
+	if rerr != nil || len(b) == 0 {
+		return err
+	}
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return fmt.Errorf("%w\n--- %s (tail) ---\n%s", err, filepath.Base(file), strings.ReplaceAll(string(b), secret, "<secret>"))
+}
+
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("random secret: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+func exeSuffix() string {
+	if runtime.GOOS == "windows" {
+		return ".exe"
+	}
+	return ""
+}
