@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/envfile"
+)
+
+var allowCmd = &Command{
+	Name:  "allow",
+	Usage: "allow [DIR] [--remove] [--force]",
+	Short: "grant (or --remove) a root that agent workspaces may lie in",
+	Long: `Without DIR: lists DEEPSEEK_ALLOWED_ROOTS. With DIR: resolves it (absolute,
+symlinks followed; it must be an existing directory), adds it to
+DEEPSEEK_ALLOWED_ROOTS in .env (every other line kept) and reloads a running
+daemon. --remove takes it out again.
+
+Broad roots are refused unless --force: /, /home, /root, /Users, your home
+directory, /tmp, /var, /usr, /etc, /opt, system directories, a drive root such as
+C:\ and the like — an agent could then work anywhere in them. A root that
+contains the bridge's state directory or its .env file is always refused: a job
+must never reach the approval queue or the API key.`,
+	Run: runAllow,
+}
+
+func runAllow(ctx context.Context, e *Env, args []string) error {
+	f := newFlags(e, false)
+	remove := f.Bool("remove", false, "remove DIR from the allowed roots")
+	force := f.Bool("force", false, "allow a broad root such as your home directory")
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return usageError{"allow takes one DIR"}
+	}
+	c, err := f.load()
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		if *remove {
+			return usageError{"allow --remove needs the DIR to remove"}
+		}
+		if len(c.cfg.AllowedRoots) == 0 {
+			fmt.Fprintln(e.Stdout, "no allowed roots: every agent workspace is refused; `bridgectl allow DIR` grants one")
+			return nil
+		}
+		for _, r := range c.cfg.AllowedRoots {
+			fmt.Fprintln(e.Stdout, r)
+		}
+		return nil
+	}
+	roots := append([]string(nil), c.cfg.AllowedRoots...)
+	var dir string
+	if *remove {
+		dir, _ = filepath.Abs(pos[0])
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
+		kept := roots[:0]
+		found := false
+		for _, r := range roots {
+			if sameDir(r, dir) || sameDir(r, pos[0]) {
+				found = true
+				continue
+			}
+			kept = append(kept, r)
+		}
+		if !found {
+			return fmt.Errorf("%s is not an allowed root (see `bridgectl allow`)", dir)
+		}
+		roots = kept
+	} else {
+		dir, err = c.checkRoot(pos[0], *force)
+		if err != nil {
+			return err
+		}
+		for _, r := range roots {
+			if sameDir(r, dir) {
+				fmt.Fprintf(e.Stdout, "%s is already allowed\n", dir)
+				return nil
+			}
+		}
+		roots = append(roots, dir)
+	}
+	if err := envfile.Set(c.envPath, "DEEPSEEK_ALLOWED_ROOTS", strings.Join(roots, string(os.PathListSeparator))); err != nil {
+		return err
+	}
+	if c.overriddenByEnv("DEEPSEEK_ALLOWED_ROOTS") {
+		fmt.Fprintln(e.Stderr, "warning: DEEPSEEK_ALLOWED_ROOTS is also set in the environment, which wins over .env: unset it, or this change has no effect")
+	}
+	if *remove {
+		fmt.Fprintf(e.Stdout, "removed %s from DEEPSEEK_ALLOWED_ROOTS in %s\n", dir, c.envPath)
+	} else {
+		fmt.Fprintf(e.Stdout, "allowed %s (DEEPSEEK_ALLOWED_ROOTS in %s)\n", dir, c.envPath)
+	}
+	if err := c.reread(); err != nil {
+		return err
+	}
+	d, err := c.reloadDaemon(ctx)
+	switch {
+	case errors.Is(err, errNotRunning):
+		fmt.Fprintln(e.Stdout, "the daemon is not running; the change applies at `bridgectl start`")
+	case err != nil:
+		return fmt.Errorf(".env is updated but the reload failed: %w", err)
+	default:
+		fmt.Fprintf(e.Stdout, "reloaded: pid %d\n", d.PID)
+	}
+	return nil
+}
+
+func sameDir(a, b string) bool {
+	ca, cb := filepath.Clean(a), filepath.Clean(b)
+	if runtime.GOOS == "windows" || runtime.GOOS == "darwin" {
+		return strings.EqualFold(ca, cb)
+	}
+	return ca == cb
+}
+
+// checkRoot resolves dir and refuses what must not become a root.
+func (c *ctl) checkRoot(arg string, force bool) (string, error) {
+	abs, err := filepath.Abs(arg)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w (the directory must exist)", arg, err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", real)
+	}
+	if strings.ContainsRune(real, os.PathListSeparator) {
+		return "", fmt.Errorf("%s contains %q, the separator of DEEPSEEK_ALLOWED_ROOTS: rename or pick another directory", real, string(os.PathListSeparator))
+	}
+	for _, p := range []struct{ path, what string }{{c.dir.Root, "the bridge's state directory"}, {c.envPath, "the .env file with the API key"}} {
+		target := p.path
+		if r, err := filepath.EvalSymlinks(target); err == nil {
+			target = r
+		}
+		if within(real, target) {
+			return "", fmt.Errorf("refused: %s contains %s (%s); a job must never reach it — pick a narrower directory, or move it (BRIDGE_STATE_DIR / --env)", real, p.what, target)
+		}
+	}
+	if why := broadRoot(real, c.home()); why != "" && !force {
+		return "", fmt.Errorf("refused: %s is %s, so an agent could work anywhere in it; allow a project directory instead, or pass --force if you really mean it", real, why)
+	}
+	return real, nil
+}
+
+func (c *ctl) home() string {
+	if h, ok := c.e.Getenv("HOME"); ok && h != "" {
+		return h
+	}
+	h, _ := os.UserHomeDir()
+	return h
+}
+
+// within reports whether p is root or inside it.
+func within(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// broadRoot says why dir is too broad to be a root ("" if it is not).
+func broadRoot(dir, home string) string {
+	clean := filepath.Clean(dir)
+	if clean == filepath.VolumeName(clean)+string(filepath.Separator) || filepath.Dir(clean) == clean {
+		return "a filesystem root"
+	}
+	if home != "" {
+		h := filepath.Clean(home)
+		if r, err := filepath.EvalSymlinks(h); err == nil {
+			h = r
+		}
+		if sameDir(clean, h) {
+			return "your home directory"
+		}
+		if within(clean, h) {
+			return "a parent of your home directory"
+		}
+	}
+	broad := []string{
+		"/home", "/root", "/Users", "/tmp", "/var", "/var/tmp", "/usr", "/etc", "/opt", "/bin", "/sbin",
+		"/lib", "/lib64", "/boot", "/dev", "/proc", "/sys", "/srv", "/mnt", "/media", "/run", "/snap",
+		"/private", "/private/tmp", "/private/var", "/System", "/Library", "/Applications", "/Volumes",
+	}
+	for _, b := range broad {
+		if sameDir(clean, b) {
+			return "a system-wide directory"
+		}
+	}
+	if t := os.TempDir(); sameDir(clean, t) {
+		return "the temporary directory"
+	}
+	if runtime.GOOS == "windows" {
+		vol := filepath.VolumeName(clean)
+		for _, b := range []string{`\Users`, `\Windows`, `\Program Files`, `\Program Files (x86)`, `\ProgramData`} {
+			if strings.EqualFold(clean, vol+b) {
+				return "a system-wide directory"
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,426 @@
+// Package cli is bridgectl: the terminal commands that start, stop, rotate,
+// tunnel and inspect a bridge daemon through its state directory and .env file.
+//
+// One file per subcommand; this file is the shared framework: the command
+// table, dispatch, flag parsing, .env discovery and output masking. A new
+// command is one new file defining a command value plus one line in commands().
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+// Command is one bridgectl subcommand.
+type Command struct {
+	Name  string // as typed: "start", "job kill" is "job"
+	Usage string // one line: "start [--foreground]"
+	Short string // one line for the command list
+	Long  string // the rest of --help
+	// Run does the work. args excludes the command name.
+	Run func(ctx context.Context, e *Env, args []string) error
+}
+
+// commands is the command table, in the order `bridgectl help` lists them.
+// Adding a command: one file with a Command value, one line here.
+func commands() []*Command {
+	return []*Command{
+		startCmd, stopCmd, restartCmd, reloadCmd, statusCmd, logsCmd,
+		enableCmd, disableCmd, uninstallCmd,
+		secretCmd, rotateCmd, urlCmd, allowCmd,
+		jobsCmd, jobCmd,
+		tunnelCmd, untunnelCmd,
+		smokeCmd, doctorCmd,
+	}
+}
+
+// Env is what a command runs against. Main fills it from the process; tests
+// build their own.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer // masked unless --show
+	Stderr io.Writer // masked always
+	// Environ is the process environment (KEY=VALUE). Config is read from it,
+	// and child processes inherit it.
+	Environ []string
+	// Exe is bridgectl's own executable (to find `bridge` next to it).
+	Exe string
+	// HTTP is used for loopback probes and the public tunnel check.
+	HTTP *http.Client
+	// Now is the clock.
+	Now func() time.Time
+
+	// EnvFile is the --env given before the subcommand ("" = discover).
+	EnvFile string
+
+	cmd  *Command // the command being run (set by dispatch)
+
+	mask *masker
+}
+
+// NewEnv builds an Env around raw streams; every output goes through the masker.
+func NewEnv(stdin io.Reader, stdout, stderr io.Writer, environ []string) *Env {
+	m := &masker{}
+	exe, _ := os.Executable()
+	return &Env{
+		Stdin:   stdin,
+		Stdout:  &maskWriter{m: m, w: stdout, showable: true},
+		Stderr:  &maskWriter{m: m, w: stderr},
+		Environ: environ,
+		Exe:     exe,
+		HTTP:    &http.Client{Timeout: 10 * time.Second},
+		Now:     time.Now,
+		mask:    m,
+	}
+}
+
+// Getenv reads one variable of e.Environ.
+func (e *Env) Getenv(name string) (string, bool) {
+	for i := len(e.Environ) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(e.Environ[i], "="); ok && k == name {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// Flush writes any buffered partial line.
+func (e *Env) Flush() {
+	for _, w := range []io.Writer{e.Stdout, e.Stderr} {
+		if mw, ok := w.(*maskWriter); ok {
+			mw.Flush()
+		}
+	}
+}
+
+// Main runs bridgectl with args (without the program name) and returns the exit code.
+func Main(ctx context.Context, e *Env, args []string) int {
+	defer e.Flush()
+	err := dispatch(ctx, e, args)
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(e.Stderr, "bridgectl: %v\n", err)
+		return 2
+	}
+	var se silentError
+	if errors.As(err, &se) {
+		return 1
+	}
+	fmt.Fprintf(e.Stderr, "bridgectl: %v\n", err)
+	return 1
+}
+
+func dispatch(ctx context.Context, e *Env, args []string) error {
+	// Global flags before the command: --env FILE, --help.
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		a := args[0]
+		switch {
+		case a == "-h" || a == "--help" || a == "-help":
+			printHelp(e.Stdout)
+			return nil
+		case a == "--env" || a == "-env":
+			if len(args) < 2 {
+				return usageError{"--env needs a FILE"}
+			}
+			e.EnvFile, args = args[1], args[2:]
+		case strings.HasPrefix(a, "--env=") || strings.HasPrefix(a, "-env="):
+			_, e.EnvFile, _ = strings.Cut(a, "=")
+			args = args[1:]
+		default:
+			return usageError{fmt.Sprintf("unknown flag %s before the command; see `bridgectl help`", a)}
+		}
+	}
+	if len(args) == 0 {
+		printHelp(e.Stderr)
+		return usageError{"no command given"}
+	}
+	name := args[0]
+	if name == "help" {
+		if len(args) > 1 {
+			if c := lookup(args[1]); c != nil {
+				printCommandHelp(e.Stdout, c)
+				return nil
+			}
+		}
+		printHelp(e.Stdout)
+		return nil
+	}
+	c := lookup(name)
+	if c == nil {
+		return usageError{fmt.Sprintf("unknown command %q; run `bridgectl help` for the list", name)}
+	}
+	e.cmd = c
+	return c.Run(ctx, e, args[1:])
+}
+
+func lookup(name string) *Command {
+	for _, c := range commands() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintln(w, "bridgectl — run, rotate, tunnel and watch the DeepSeek MCP bridge")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "usage: bridgectl [--env FILE] COMMAND [flags]")
+	fmt.Fprintln(w)
+	cmds := commands()
+	width := 0
+	for _, c := range cmds {
+		width = max(width, len(c.Usage))
+	}
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.Usage, c.Short)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, ".env discovery: --env FILE, then BRIDGE_ENV_FILE, then ./.env; real environment variables win.")
+	fmt.Fprintln(w, "Secrets (path secret, API key, tunnel token) are masked in every output unless --show is given.")
+	fmt.Fprintln(w, "`bridgectl COMMAND --help` explains one command.")
+}
+
+func printCommandHelp(w io.Writer, c *Command) {
+	fmt.Fprintf(w, "usage: bridgectl %s\n\n%s\n", c.Usage, c.Short)
+	if c.Long != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.Long))
+	}
+}
+
+// usageError is a mistake on the command line (exit 2).
+type usageError struct{ msg string }
+
+func (u usageError) Error() string { return u.msg }
+
+// silentError is a failure already reported on the output (exit 1, nothing more printed).
+type silentError struct{ msg string }
+
+func (s silentError) Error() string { return s.msg }
+
+// flags is a command's flag set with the flags every command shares.
+type flags struct {
+	*flag.FlagSet
+	cmd  *Command
+	e    *Env
+	env  string
+	show *bool
+}
+
+// newFlags starts the running command's flag set. withShow adds --show.
+func newFlags(e *Env, withShow bool) *flags {
+	c := e.cmd
+	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := &flags{FlagSet: fs, cmd: c, e: e}
+	fs.StringVar(&f.env, "env", "", "the .env file (default: BRIDGE_ENV_FILE, then ./.env)")
+	if withShow {
+		f.show = fs.Bool("show", false, "print secrets in full")
+	}
+	return f
+}
+
+// parse parses args, allowing flags after positional arguments. --help prints
+// the command's help and returns flag.ErrHelp.
+func (f *flags) parse(args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := f.FlagSet.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				f.help()
+				return nil, flag.ErrHelp
+			}
+			return nil, usageError{fmt.Sprintf("%s: %v (see `bridgectl %s --help`)", f.cmd.Name, err, f.cmd.Name)}
+		}
+		rest := f.FlagSet.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if rest[0] == "--" {
+			pos = append(pos, rest[1:]...)
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	if f.env == "" {
+		f.env = f.e.EnvFile
+	}
+	if f.show != nil && *f.show {
+		f.e.mask.setShow(true)
+	}
+	return pos, nil
+}
+
+func (f *flags) help() {
+	w := f.e.Stdout
+	printCommandHelp(w, f.cmd)
+	var b bytes.Buffer
+	f.FlagSet.SetOutput(&b)
+	f.FlagSet.PrintDefaults()
+	f.FlagSet.SetOutput(io.Discard)
+	if b.Len() > 0 {
+		fmt.Fprintf(w, "\nflags:\n%s", b.String())
+	}
+}
+
+// ctl is what most commands work with: the loaded config, the state dir and the env file path.
+type ctl struct {
+	e       *Env
+	cfg     config.Config
+	dir     statedir.Dir
+	envPath string // the .env file to edit (absolute; may not exist yet)
+}
+
+// load reads the config the way the daemon does and registers its secrets with the masker.
+func (f *flags) load() (*ctl, error) {
+	e := f.e
+	cfg, err := config.LoadFrom(f.env, e.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("%w (fix the value in %s or the environment)", err, config.ResolveEnvFile(f.env, e.Getenv))
+	}
+	e.mask.add(cfg.Secrets()...)
+	dir, err := statedir.Open(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	if tok, err := os.ReadFile(dir.TunnelTokenFile()); err == nil {
+		e.mask.add(strings.TrimSpace(string(tok)))
+	}
+	envPath := cfg.EnvFile
+	if envPath == "" {
+		envPath = config.ResolveEnvFile(f.env, e.Getenv)
+	}
+	if abs, err := filepath.Abs(envPath); err == nil {
+		envPath = abs
+	}
+	return &ctl{e: e, cfg: cfg, dir: dir, envPath: envPath}, nil
+}
+
+// masker replaces secrets with a short, recognisable stub.
+type masker struct {
+	mu      sync.Mutex
+	secrets []string
+	show    bool
+}
+
+func (m *masker) add(secrets ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range secrets {
+		if len(s) < 4 {
+			continue // too short to mask without mangling ordinary text
+		}
+		found := false
+		for _, have := range m.secrets {
+			found = found || have == s
+		}
+		if !found {
+			m.secrets = append(m.secrets, s)
+		}
+	}
+	// Longest first, so a secret that contains another is masked whole.
+	sort.Slice(m.secrets, func(i, j int) bool { return len(m.secrets[i]) > len(m.secrets[j]) })
+}
+
+func (m *masker) setShow(v bool) {
+	m.mu.Lock()
+	m.show = v
+	m.mu.Unlock()
+}
+
+func (m *masker) shown() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.show
+}
+
+// apply returns s with every registered secret replaced by its first four characters and "…".
+func (m *masker) apply(s string, showable bool) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if showable && m.show {
+		return s
+	}
+	for _, sec := range m.secrets {
+		if strings.Contains(s, sec) {
+			s = strings.ReplaceAll(s, sec, maskValue(sec))
+		}
+	}
+	return s
+}
+
+// maskValue is how a secret looks in output: enough to tell two apart, not to use one.
+func maskValue(s string) string {
+	if len(s) < 16 {
+		return "…"
+	}
+	return s[:4] + "…"
+}
+
+// maskWriter masks whole lines; a partial line waits in the buffer until its
+// newline or Flush, so a secret split across writes is still caught.
+type maskWriter struct {
+	mu       sync.Mutex
+	m        *masker
+	w        io.Writer
+	buf      []byte
+	showable bool // --show lifts masking (stdout only; stderr stays masked)
+}
+
+func (w *maskWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if i := bytes.LastIndexByte(w.buf, '\n'); i >= 0 {
+		out := w.m.apply(string(w.buf[:i+1]), w.showable)
+		rest := append([]byte(nil), w.buf[i+1:]...)
+		w.buf = rest
+		if _, err := io.WriteString(w.w, out); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// Flush writes a pending partial line.
+func (w *maskWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.buf) > 0 {
+		io.WriteString(w.w, w.m.apply(string(w.buf), w.showable))
+		w.buf = nil
+	}
+}
+
+// lines returns the lines of b (without newlines).
+func lines(b []byte) []string {
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	return out
+}

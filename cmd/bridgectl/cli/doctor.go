@@ -1,0 +1,265 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+// maxClockSkew is how far the local clock may be from the API's Date header.
+const maxClockSkew = 2 * time.Minute
+
+var doctorCmd = &Command{
+	Name:  "doctor",
+	Usage: "doctor [--dry]",
+	Short: "check this machine, one line per check: OK, or what to do",
+	Long: `Checks: the .env file; DEEPSEEK_API_KEY is present and the API accepts it (GET
+/models with the key; --dry skips every network call); MCP_PATH_SECRET; the
+port; the state directory's permissions (0700) and the .env file's (0600); the
+bridge binary; the harness binary (Claude Code) and its --version; bubblewrap
+(and socat) for the sandbox; cloudflared for tunnels; the allowed roots; the
+clock (against the API's Date header). Exits 1 if any check FAILs; WARN lines
+are advice. Doctor never creates or changes anything.`,
+	Run: runDoctor,
+}
+
+func runDoctor(ctx context.Context, e *Env, args []string) error {
+	f := newFlags(e, false)
+	dry := f.Bool("dry", false, "no network: skip the API key probe and the clock comparison")
+	if _, err := f.parse(args); err != nil {
+		return err
+	}
+	r := &report{w: e.Stdout}
+	envPath := config.ResolveEnvFile(f.env, e.Getenv)
+	cfg, err := config.LoadFrom(f.env, e.Getenv)
+	if err != nil {
+		r.fail("config: %v — fix it in %s or the environment", err, envPath)
+		return r.result()
+	}
+	e.mask.add(cfg.Secrets()...)
+	// Not statedir.Open: doctor must not create or chmod what it inspects.
+	c := &ctl{e: e, cfg: cfg, dir: statedir.Dir{Root: cfg.StateDir}, envPath: envPath}
+	if cfg.EnvFile != "" {
+		c.envPath = cfg.EnvFile
+		r.ok("env file: %s", cfg.EnvFile)
+	} else {
+		r.warn("env file: no %s — settings come from the environment only; `cp .env.example %s && bridgectl secret` creates one", envPath, envPath)
+	}
+
+	var apiDate time.Time
+	switch {
+	case cfg.APIKey == "":
+		r.fail("API key: DEEPSEEK_API_KEY is not set — put your key (platform.deepseek.com → API keys) into %s", c.envPath)
+	case *dry:
+		r.ok("API key: present (not probed: --dry)")
+	default:
+		apiDate = c.doctorProbeKey(ctx, r)
+	}
+
+	if err := cfg.CheckSecret(); err != nil {
+		r.fail("secret: %v", err)
+	} else {
+		r.ok("secret: MCP_PATH_SECRET set (%d characters)", len(cfg.PathSecret))
+	}
+
+	c.doctorPort(ctx, r)
+	c.doctorPerms(r)
+
+	if bin, err := findBridge(e); err != nil {
+		r.fail("bridge binary: %v", err)
+	} else {
+		r.ok("bridge binary: %s", bin)
+	}
+
+	if bin := c.findHarness(); bin == "" {
+		r.fail("harness: Claude Code not found (BRIDGE_CLAUDE_BIN, the pinned install, PATH) — run scripts/install.sh or set BRIDGE_CLAUDE_BIN; agent jobs cannot run without it")
+	} else if v, err := versionOf(ctx, bin, "--version"); err != nil {
+		r.fail("harness: %s --version failed (%v) — reinstall with scripts/install.sh", bin, err)
+	} else {
+		r.ok("harness: %s (%s)", v, bin)
+	}
+
+	c.doctorSandbox(ctx, r)
+
+	if bin, err := c.findCloudflared(); err != nil {
+		r.warn("cloudflared: %v (needed only for `bridgectl tunnel`)", err)
+	} else if v, err := versionOf(ctx, bin, "--version"); err != nil {
+		r.fail("cloudflared: %s --version failed (%v) — reinstall it", bin, err)
+	} else {
+		r.ok("cloudflared: %s", v)
+	}
+
+	c.doctorRoots(r)
+
+	switch {
+	case *dry:
+		r.ok("clock: %s (not compared: --dry)", e.Now().UTC().Format(time.RFC3339))
+	case apiDate.IsZero():
+		r.warn("clock: not compared (the API gave no Date header); local time %s", e.Now().UTC().Format(time.RFC3339))
+	default:
+		skew := e.Now().Sub(apiDate)
+		if skew < 0 {
+			skew = -skew
+		}
+		if skew > maxClockSkew {
+			r.fail("clock: off by %v from the API's clock — turn on time sync (`timedatectl set-ntp true`)", skew.Round(time.Second))
+		} else {
+			r.ok("clock: within %v of the API's clock", skew.Round(time.Second))
+		}
+	}
+	return r.result()
+}
+
+// doctorProbeKey asks GET {base}/models with the key and returns the response's Date.
+func (c *ctl) doctorProbeKey(ctx context.Context, r *report) time.Time {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.DeepSeekBaseURL+"/models", nil)
+	if err != nil {
+		r.fail("API key: DEEPSEEK_BASE_URL=%s is not a URL: %v", c.cfg.DeepSeekBaseURL, err)
+		return time.Time{}
+	}
+	req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	resp, err := c.e.HTTP.Do(req)
+	if err != nil {
+		r.fail("API key: cannot reach %s (%v) — check the network or DEEPSEEK_BASE_URL; `bridgectl doctor --dry` skips this", c.cfg.DeepSeekBaseURL, err)
+		return time.Time{}
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	date, _ := http.ParseTime(resp.Header.Get("Date"))
+	switch resp.StatusCode {
+	case http.StatusOK:
+		r.ok("API key: present and accepted by %s", c.cfg.DeepSeekBaseURL)
+	case http.StatusUnauthorized, http.StatusForbidden:
+		r.fail("API key: rejected by %s (%d) — check DEEPSEEK_API_KEY (platform.deepseek.com → API keys)", c.cfg.DeepSeekBaseURL, resp.StatusCode)
+	case http.StatusPaymentRequired:
+		r.fail("API key: accepted, but the balance is insufficient (402) — top up at platform.deepseek.com")
+	default:
+		r.warn("API key: present; %s/models answered %d, so acceptance is unverified", c.cfg.DeepSeekBaseURL, resp.StatusCode)
+	}
+	return date
+}
+
+func (c *ctl) doctorPort(ctx context.Context, r *report) {
+	pid := livePID(c.dir.PIDFile(), "serve")
+	if pid != 0 {
+		if d := c.daemon(ctx); d.Healthy {
+			r.ok("port: http://%s is served by the running bridge (pid %d)", d.Addr, pid)
+			return
+		}
+	}
+	if c.cfg.Port == 0 {
+		r.ok("port: PORT=0, a free port is picked at start")
+		return
+	}
+	ln, err := net.Listen("tcp", c.cfg.Addr())
+	if err != nil {
+		r.fail("port: %s is taken (%v) — stop what listens there (`ss -ltnp 'sport = :%d'`) or set PORT in %s", c.cfg.Addr(), errors.Unwrap(err), c.cfg.Port, c.envPath)
+		return
+	}
+	ln.Close()
+	r.ok("port: %s is free", c.cfg.Addr())
+}
+
+func (c *ctl) doctorPerms(r *report) {
+	fi, err := os.Stat(c.dir.Root)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		r.ok("state dir: %s does not exist yet; it is created with mode 0700 at the first start", c.dir.Root)
+	case err != nil:
+		r.fail("state dir: %v", err)
+	case !fi.IsDir():
+		r.fail("state dir: %s is not a directory — remove it or set BRIDGE_STATE_DIR", c.dir.Root)
+	case runtime.GOOS != "windows" && fi.Mode().Perm() != 0o700:
+		r.fail("state dir: %s has mode %04o — `chmod 700 %s` (it holds the approval queue)", c.dir.Root, fi.Mode().Perm(), c.dir.Root)
+	default:
+		r.ok("state dir: %s (mode 0700)", c.dir.Root)
+	}
+	if c.cfg.EnvFile == "" || runtime.GOOS == "windows" {
+		return
+	}
+	if fi, err := os.Stat(c.cfg.EnvFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		r.fail("env file: %s has mode %04o and holds the API key — `chmod 600 %s`", c.cfg.EnvFile, fi.Mode().Perm(), c.cfg.EnvFile)
+	}
+}
+
+func (c *ctl) doctorSandbox(ctx context.Context, r *report) {
+	if !c.cfg.Sandbox {
+		r.warn("sandbox: BRIDGE_SANDBOX=off — harness commands run without bubblewrap (trusted runs only)")
+		return
+	}
+	if runtime.GOOS != "linux" {
+		r.ok("sandbox: %s uses Claude Code's own sandbox (bubblewrap is Linux only)", runtime.GOOS)
+		return
+	}
+	bwrap, err := lookPath(c.e, "bwrap")
+	if err != nil {
+		r.fail("sandbox: bubblewrap (bwrap) is missing — `sudo apt-get install bubblewrap socat` (or your distribution's package); agent jobs are refused without it")
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true").CombinedOutput(); err != nil {
+		r.fail("sandbox: %s cannot create a sandbox here (%v: %s) — allow unprivileged user namespaces (`sysctl kernel.unprivileged_userns_clone=1`, or the AppArmor profile for bwrap)", bwrap, err, strings.TrimSpace(string(out)))
+		return
+	}
+	if _, err := lookPath(c.e, "socat"); err != nil {
+		r.fail("sandbox: bubblewrap works but socat is missing (Claude Code's sandbox needs it) — `sudo apt-get install socat`")
+		return
+	}
+	r.ok("sandbox: bubblewrap works (%s), socat present", bwrap)
+}
+
+func (c *ctl) doctorRoots(r *report) {
+	if len(c.cfg.AllowedRoots) == 0 {
+		r.warn("allowed roots: none — every agent workspace is refused; `bridgectl allow DIR` grants one")
+		return
+	}
+	bad := 0
+	for _, root := range c.cfg.AllowedRoots {
+		fi, err := os.Stat(root)
+		switch {
+		case err != nil:
+			r.fail("allowed root %s: %v — create it or `bridgectl allow --remove %s`", root, errors.Unwrap(err), root)
+			bad++
+		case !fi.IsDir():
+			r.fail("allowed root %s is not a directory — `bridgectl allow --remove %s`", root, root)
+			bad++
+		case within(root, c.dir.Root):
+			r.fail("allowed root %s contains the state directory %s — a job could reach the approval queue; remove the root or move BRIDGE_STATE_DIR", root, c.dir.Root)
+			bad++
+		default:
+			if why := broadRoot(root, c.home()); why != "" {
+				r.warn("allowed root %s is %s — an agent may work anywhere in it", root, why)
+			}
+		}
+	}
+	if bad == 0 {
+		r.ok("allowed roots: %s", strings.Join(c.cfg.AllowedRoots, ", "))
+	}
+}
+
+// versionOf runs bin with arg and returns the first line of its output.
+func versionOf(ctx context.Context, bin, arg string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, arg)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", err, truncate(string(out), 200))
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return first, nil
+}

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// maxLogLine bounds one printed log line; longer lines are cut.
+const maxLogLine = 64 << 10
+
+var logsCmd = &Command{
+	Name:  "logs",
+	Usage: "logs [-f] [-n N] [--tunnel]",
+	Short: "print the daemon's log (masked); -f follows it",
+	Long: `Prints the last N lines (default 50) of the daemon's log: BRIDGE_LOG_FILE if set,
+else <state>/bridge.log. --tunnel prints cloudflared's log instead. The path
+secret, the API key and the tunnel token are masked in every line. -f keeps
+printing new lines until Ctrl-C.`,
+	Run: runLogs,
+}
+
+func runLogs(ctx context.Context, e *Env, args []string) error {
+	f := newFlags(e, false)
+	follow := f.Bool("f", false, "follow: keep printing new lines")
+	n := f.Int("n", 50, "how many lines from the end")
+	tunnel := f.Bool("tunnel", false, "the tunnel's (cloudflared's) log")
+	if _, err := f.parse(args); err != nil {
+		return err
+	}
+	if *n < 0 {
+		return usageError{"-n must be 0 or more"}
+	}
+	c, err := f.load()
+	if err != nil {
+		return err
+	}
+	path := c.dir.LogFile()
+	if c.cfg.LogFile != "" {
+		path = c.cfg.LogFile
+	}
+	if *tunnel {
+		path = c.dir.TunnelLogFile()
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) && !*follow {
+		fmt.Fprintf(e.Stdout, "no log yet at %s (it starts with `bridgectl start`)\n", path)
+		return nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read log: %w", err)
+	}
+	ls := lines(b)
+	if len(ls) > *n {
+		ls = ls[len(ls)-*n:]
+	}
+	for _, l := range ls {
+		printLogLine(e.Stdout, l)
+	}
+	if !*follow {
+		return nil
+	}
+	return followLog(ctx, e.Stdout, path, int64(len(b)))
+}
+
+func printLogLine(w io.Writer, l string) {
+	if len(l) > maxLogLine {
+		l = l[:maxLogLine] + " …(cut)"
+	}
+	fmt.Fprintln(w, l)
+}
+
+// followLog prints lines appended to path after offset until ctx ends. A
+// truncated or replaced file is read again from its start.
+func followLog(ctx context.Context, w io.Writer, path string, offset int64) error {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var partial []byte
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			continue
+		}
+		if fi.Size() < offset {
+			offset, partial = 0, nil
+		}
+		if fi.Size() == offset {
+			continue
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		chunk, err := io.ReadAll(io.LimitReader(io.NewSectionReader(f, offset, fi.Size()-offset), 4<<20))
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("read log: %w", err)
+		}
+		offset += int64(len(chunk))
+		data := append(partial, chunk...)
+		last := len(data)
+		for last > 0 && data[last-1] != '\n' {
+			last--
+		}
+		for _, l := range lines(data[:last]) {
+			printLogLine(w, l)
+		}
+		partial = append([]byte(nil), data[last:]...)
+	}
+}

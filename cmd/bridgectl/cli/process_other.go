@@ -1,0 +1,44 @@
+//go:build !unix
+
+package cli
+
+import (
+	"os"
+	"os/exec"
+)
+
+func detach(cmd *exec.Cmd) {}
+
+func exeExts() []string { return []string{".exe", ""} }
+
+func pidAlive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	_ = p
+	return true
+}
+
+func procMatches(pid int, want string) bool { return true }
+
+func leadsGroup(pid int) bool { return false }
+
+func terminate(pid int, group bool) error { return kill(pid, group) }
+
+func kill(pid int, group bool) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return nil
+	}
+	return p.Kill()
+}
+
+func killGroupLeftovers(pgid int) {}
+
+// execForeground runs bin as a child and waits (no exec on this OS).
+func execForeground(bin string, args, env []string) error {
+	cmd := exec.Command(bin, args...)
+	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, os.Stdin, os.Stdout, os.Stderr
+	return cmd.Run()
+}

@@ -1,0 +1,70 @@
+//go:build unix
+
+package cli
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+func detach(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} }
+
+func exeExts() []string { return []string{""} }
+
+// pidAlive: the process exists and is not a zombie (a zombie has exited; it
+// only waits for its parent to read the status).
+func pidAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	if err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+			return s[i+2] != 'Z' && s[i+2] != 'X'
+		}
+	}
+	return true
+}
+
+// procMatches guards against a recycled pid: where /proc exists, the command
+// line must contain want.
+func procMatches(pid int, want string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return true // no /proc (macOS): trust the pid file
+	}
+	return strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), want)
+}
+
+func leadsGroup(pid int) bool {
+	pgid, err := syscall.Getpgid(pid)
+	return err == nil && pgid == pid
+}
+
+func terminate(pid int, group bool) error { return signal(pid, group, syscall.SIGTERM) }
+func kill(pid int, group bool) error      { return signal(pid, group, syscall.SIGKILL) }
+
+func signal(pid int, group bool, sig syscall.Signal) error {
+	target := pid
+	if group {
+		target = -pid
+	}
+	err := syscall.Kill(target, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+// killGroupLeftovers kills what remains of a group whose leader has exited.
+func killGroupLeftovers(pgid int) { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+
+// execForeground replaces bridgectl with bin (signals then reach the daemon directly).
+func execForeground(bin string, args, env []string) error {
+	return syscall.Exec(bin, append([]string{bin}, args...), env)
+}

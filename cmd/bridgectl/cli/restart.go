@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+)
+
+var restartCmd = &Command{
+	Name:  "restart",
+	Usage: "restart",
+	Short: "stop the daemon and the tunnel, then start the daemon (and the same kind of tunnel)",
+	Long: `Like ` + "`bridgectl stop`" + ` followed by ` + "`bridgectl start`" + `. If a tunnel was running it is
+started again: a named tunnel keeps its hostname, a quick tunnel gets a NEW
+trycloudflare URL. To keep the tunnel and its URL, use ` + "`bridgectl reload`" + `.`,
+	Run: runRestart,
+}
+
+func runRestart(ctx context.Context, e *Env, args []string) error {
+	f := newFlags(e, false)
+	if _, err := f.parse(args); err != nil {
+		return err
+	}
+	c, err := f.load()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(c.dir.DisabledFlag()); err == nil {
+		return errors.New("the bridge is disabled (`bridgectl disable`): run `bridgectl enable` first")
+	}
+	var prev *tunnelInfo
+	if t := c.tunnel(); t.PID != 0 && t.Info != nil {
+		prev = t.Info
+	}
+	if err := c.stopAll(ctx); err != nil {
+		return err
+	}
+	st, err := c.startDaemon(ctx, 0)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.Stdout, "started: pid %d, listening on http://%s\n", st.PID, st.Addr)
+	if prev == nil {
+		return nil
+	}
+	var ti *tunnelInfo
+	if prev.Kind == "named" {
+		ti, err = c.startNamedTunnel(ctx, st, prev.Hostname)
+	} else {
+		ti, err = c.startQuickTunnel(ctx, st)
+	}
+	if err != nil {
+		return fmt.Errorf("the daemon runs, but the tunnel did not come back: %w", err)
+	}
+	fmt.Fprintf(e.Stdout, "tunnel: pid %d\npublic endpoint: %s\n", ti.PID, ti.URL+"/mcp/"+c.cfg.PathSecret)
+	return nil
+}

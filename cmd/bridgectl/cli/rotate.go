@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+var rotateCmd = &Command{
+	Name:  "rotate",
+	Usage: "rotate [--show]",
+	Short: "new secret, then reload: the old URL gives 404, the new one works, the tunnel stays",
+	Long: `Writes a new MCP_PATH_SECRET into .env (like ` + "`bridgectl secret`" + `), then reloads a running
+daemon (like ` + "`bridgectl reload`" + `; the tunnel and its public hostname are untouched) and
+checks that the old local URL now answers 404. The full new URL — the public
+one if a tunnel runs, else the local one — is copied to the clipboard when a
+tool is available (wl-copy, xclip, pbcopy, clip.exe) and printed masked
+(--show prints it in full). Update the connector URL in your MCP host.`,
+	Run: runRotate,
+}
+
+func runRotate(ctx context.Context, e *Env, args []string) error {
+	f := newFlags(e, true)
+	if _, err := f.parse(args); err != nil {
+		return err
+	}
+	c, err := f.load()
+	if err != nil {
+		return err
+	}
+	oldSecret := c.cfg.PathSecret
+	wasRunning := c.daemon(ctx).PID != 0
+	if _, err := c.writeSecret(); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.Stdout, "new secret written to %s\n", c.envPath)
+	var d daemonStatus
+	if wasRunning {
+		d, err = c.reloadDaemon(ctx)
+		if err != nil {
+			return fmt.Errorf("the new secret is in .env but the reload failed: %w", err)
+		}
+		fmt.Fprintf(e.Stdout, "reloaded: pid %d, listening on http://%s\n", d.PID, d.Addr)
+		if oldSecret != "" {
+			if code := postStatus(ctx, e, localEndpoint(d.Addr, oldSecret)); code == http.StatusNotFound {
+				fmt.Fprintln(e.Stdout, "old URL: 404 (revoked)")
+			} else {
+				return fmt.Errorf("the old URL still answers %d after the reload: check `bridgectl status`", code)
+			}
+		}
+	} else {
+		d = c.daemon(ctx)
+		fmt.Fprintln(e.Stdout, "the daemon is not running; the new secret applies at `bridgectl start`")
+	}
+	url := localEndpoint(d.Addr, c.cfg.PathSecret)
+	if t := c.tunnel(); t.PID != 0 && t.Info != nil {
+		url = t.Info.URL + "/mcp/" + c.cfg.PathSecret
+		fmt.Fprintf(e.Stdout, "tunnel untouched (pid %d)\n", t.PID)
+	}
+	fmt.Fprintf(e.Stdout, "new endpoint: %s\n", url)
+	if tool, err := copyToClipboard(ctx, e, url); err == nil {
+		fmt.Fprintf(e.Stdout, "copied the full URL to the clipboard (%s)\n", tool)
+	} else {
+		fmt.Fprintf(e.Stdout, "not copied: %v; `bridgectl url --show` prints the full URL\n", err)
+	}
+	return nil
+}
+
+// postStatus POSTs an empty JSON-RPC body and returns the status (0 on a transport error).
+func postStatus(ctx context.Context, e *Env, url string) int {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{}`))
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := e.HTTP.Do(req)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+

@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/envfile"
+)
+
+var secretCmd = &Command{
+	Name:  "secret",
+	Usage: "secret [--show]",
+	Short: "write a new MCP_PATH_SECRET (32 random bytes, hex) into .env",
+	Long: `Generates 32 random bytes (crypto/rand), writes them as 64 hex characters to
+MCP_PATH_SECRET in the .env file (created with mode 0600 if missing), and keeps
+every other line and comment of the file as it was. Prints the secret masked;
+--show prints it in full. A running daemon keeps the old secret until
+` + "`bridgectl reload`" + ` — ` + "`bridgectl rotate`" + ` does both.`,
+	Run: runSecret,
+}
+
+func runSecret(ctx context.Context, e *Env, args []string) error {
+	f := newFlags(e, true)
+	if _, err := f.parse(args); err != nil {
+		return err
+	}
+	c, err := f.load()
+	if err != nil {
+		return err
+	}
+	s, err := c.writeSecret()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.Stdout, "new secret written to %s: %s\n", c.envPath, s)
+	if d := c.daemon(ctx); d.PID != 0 {
+		fmt.Fprintln(e.Stdout, "the running daemon still serves the old secret: run `bridgectl reload` (or use `bridgectl rotate`, which does both)")
+	}
+	return nil
+}
+
+func newSecret() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("random bytes: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// writeSecret puts a fresh secret into .env and re-reads the config.
+func (c *ctl) writeSecret() (string, error) {
+	s, err := newSecret()
+	if err != nil {
+		return "", err
+	}
+	c.e.mask.add(s)
+	if err := envfile.Set(c.envPath, "MCP_PATH_SECRET", s); err != nil {
+		return "", err
+	}
+	if c.overriddenByEnv("MCP_PATH_SECRET") {
+		fmt.Fprintln(c.e.Stderr, "warning: MCP_PATH_SECRET is also set in the environment, which wins over .env: unset it, or the new secret has no effect")
+	}
+	if err := c.reread(); err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+// reread loads the config again after .env changed.
+func (c *ctl) reread() error {
+	envFlag := ""
+	if _, err := os.Stat(c.envPath); err == nil {
+		envFlag = c.envPath
+	}
+	f := &flags{e: c.e, env: envFlag}
+	n, err := f.load()
+	if err != nil {
+		return err
+	}
+	*c = *n
+	return nil
+}

@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+)
+
+var startCmd = &Command{
+	Name:  "start",
+	Usage: "start [--foreground]",
+	Short: "start the daemon in the background and wait until /health answers",
+	Long: `Runs ` + "`bridge serve --env FILE`" + ` in its own session with a pid file (<state>/bridge.pid)
+and its output appended to <state>/bridge.log after a start marker line. It
+returns once the daemon wrote <state>/daemon.json and GET /health answered: a
+live pid alone is not proof of a live server.
+
+Refuses when the daemon is already running or when ` + "`bridgectl disable`" + ` was run.
+Preflight: a missing or short MCP_PATH_SECRET and a taken port fail; a missing
+DEEPSEEK_API_KEY only warns (the daemon serves and each DeepSeek call explains it).
+
+The bridge binary is BRIDGE_BIN, else ` + "`bridge`" + ` next to bridgectl, else on PATH.
+--foreground replaces bridgectl with the daemon (for systemd or a terminal).`,
+	Run: runStart,
+}
+
+func runStart(ctx context.Context, e *Env, args []string) error {
+	f := newFlags(e, false)
+	fg := f.Bool("foreground", false, "run the daemon in this terminal instead of the background")
+	if _, err := f.parse(args); err != nil {
+		return err
+	}
+	c, err := f.load()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(c.dir.DisabledFlag()); err == nil {
+		return errors.New("the bridge is disabled (`bridgectl disable`): run `bridgectl enable` first")
+	}
+	s := c.daemon(ctx)
+	switch {
+	case s.PID != 0 && s.Healthy:
+		return fmt.Errorf("the daemon is already running (pid %d, http://%s): use `bridgectl restart` or `bridgectl reload`", s.PID, s.Addr)
+	case s.PID != 0:
+		return fmt.Errorf("daemon pid %d is alive but /health on %s does not answer (%v): see `bridgectl logs`, then `bridgectl stop` and start again", s.PID, s.Addr, s.HealthErr)
+	case s.StalePID != 0:
+		fmt.Fprintf(e.Stderr, "note: removing a stale pid file (pid %d is gone)\n", s.StalePID)
+		os.Remove(c.dir.PIDFile())
+	}
+	if *fg {
+		return c.startForeground()
+	}
+	st, err := c.startDaemon(ctx, 0)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.Stdout, "started: pid %d, listening on http://%s\n", st.PID, st.Addr)
+	fmt.Fprintf(e.Stdout, "endpoint: %s\n", localEndpoint(st.Addr, c.cfg.PathSecret))
+	fmt.Fprintf(e.Stdout, "log: %s\n", c.dir.LogFile())
+	return nil
+}
+
+func (c *ctl) startForeground() error {
+	if err := c.preflight(c.cfg.Port); err != nil {
+		return err
+	}
+	bin, err := findBridge(c.e)
+	if err != nil {
+		return err
+	}
+	// The pid stays the same through exec, so the pid file names the daemon.
+	if err := writePID(c.dir.PIDFile(), os.Getpid()); err != nil {
+		return err
+	}
+	c.e.Flush()
+	if err := execForeground(bin, c.daemonArgs(), c.e.Environ); err != nil {
+		os.Remove(c.dir.PIDFile())
+		return fmt.Errorf("run %s: %w", bin, err)
+	}
+	return nil
+}

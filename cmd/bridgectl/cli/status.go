@@ -1,0 +1,247 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+)
+
+var statusCmd = &Command{
+	Name:  "status",
+	Usage: "status [--show] [--json]",
+	Short: "what is running: daemon, endpoints, tunnel, approval and sandbox modes, harness, roots, jobs",
+	Long: `One screen for a glance: enabled or disabled, the daemon's pid and health, the
+local and public MCP endpoints (masked unless --show), approval mode, sandbox
+mode, whether the harness binary was found, the allowed roots and the agent jobs
+that are not finished. --json prints the same as one JSON object.`,
+	Run: runStatus,
+}
+
+// statusReport is `bridgectl status --json`.
+type statusReport struct {
+	Enabled        bool            `json:"enabled"`
+	EnvFile        string          `json:"env_file"`
+	StateDir       string          `json:"state_dir"`
+	Daemon         string          `json:"daemon"` // running | stopped | unhealthy
+	PID            int             `json:"pid,omitempty"`
+	StartedAt      string          `json:"started_at,omitempty"`
+	Addr           string          `json:"addr"`
+	LocalEndpoint  string          `json:"local_endpoint"`
+	Tunnel         string          `json:"tunnel"` // none | quick | named | dead
+	TunnelPID      int             `json:"tunnel_pid,omitempty"`
+	PublicEndpoint string          `json:"public_endpoint,omitempty"`
+	Approval       string          `json:"approval"`
+	Sandbox        string          `json:"sandbox"`
+	Harness        string          `json:"harness"`
+	DaemonReports  json.RawMessage `json:"daemon_reports,omitempty"`
+	AllowedRoots   []string        `json:"allowed_roots"`
+	Jobs           []jobLine       `json:"jobs"`
+}
+
+type jobLine struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Steps  int    `json:"steps"`
+	Task   string `json:"task,omitempty"`
+}
+
+func runStatus(ctx context.Context, e *Env, args []string) error {
+	f := newFlags(e, true)
+	asJSON := f.Bool("json", false, "print JSON")
+	if _, err := f.parse(args); err != nil {
+		return err
+	}
+	c, err := f.load()
+	if err != nil {
+		return err
+	}
+	r := c.status(ctx)
+	if *asJSON {
+		b, _ := json.MarshalIndent(r, "", "  ")
+		fmt.Fprintf(e.Stdout, "%s\n", b)
+		return nil
+	}
+	w := e.Stdout
+	if r.Enabled {
+		fmt.Fprintln(w, "bridge:    enabled")
+	} else {
+		fmt.Fprintln(w, "bridge:    DISABLED — `bridgectl enable` to allow starts")
+	}
+	switch r.Daemon {
+	case "running":
+		fmt.Fprintf(w, "daemon:    running, pid %d, http://%s (health OK)%s\n", r.PID, r.Addr, ifNotEmpty(", since ", r.StartedAt))
+	case "unhealthy":
+		fmt.Fprintf(w, "daemon:    pid %d alive but /health on %s does not answer — `bridgectl logs`, then `bridgectl restart`\n", r.PID, r.Addr)
+	default:
+		fmt.Fprintln(w, "daemon:    stopped — `bridgectl start`")
+	}
+	fmt.Fprintf(w, "local:     %s\n", r.LocalEndpoint)
+	switch r.Tunnel {
+	case "none":
+		fmt.Fprintln(w, "tunnel:    none — `bridgectl tunnel` for a public URL")
+	case "dead":
+		fmt.Fprintln(w, "tunnel:    recorded but cloudflared is gone — `bridgectl untunnel && bridgectl tunnel`")
+	default:
+		fmt.Fprintf(w, "tunnel:    %s, pid %d\npublic:    %s\n", r.Tunnel, r.TunnelPID, r.PublicEndpoint)
+	}
+	fmt.Fprintf(w, "approval:  %s\n", r.Approval)
+	fmt.Fprintf(w, "sandbox:   %s\n", r.Sandbox)
+	fmt.Fprintf(w, "harness:   %s\n", r.Harness)
+	if len(r.AllowedRoots) == 0 {
+		fmt.Fprintln(w, "roots:     none — every agent workspace is refused; `bridgectl allow DIR` grants one")
+	} else {
+		fmt.Fprintf(w, "roots:     %s\n", strings.Join(r.AllowedRoots, ", "))
+	}
+	if len(r.Jobs) == 0 {
+		fmt.Fprintln(w, "jobs:      none running")
+	} else {
+		fmt.Fprintf(w, "jobs:      %d not finished (`bridgectl jobs` for more)\n", len(r.Jobs))
+		for _, j := range r.Jobs {
+			fmt.Fprintf(w, "  %s  %-16s %3d steps  %s\n", j.ID, j.Status, j.Steps, j.Task)
+		}
+	}
+	fmt.Fprintf(w, "env file:  %s%s\n", r.EnvFile, ifNotEmpty("", missingNote(r.EnvFile)))
+	fmt.Fprintf(w, "state dir: %s\n", r.StateDir)
+	return nil
+}
+
+func ifNotEmpty(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
+}
+
+func missingNote(path string) string {
+	if _, err := os.Stat(path); err != nil {
+		return " (missing — `bridgectl secret` creates it)"
+	}
+	return ""
+}
+
+func (c *ctl) status(ctx context.Context) statusReport {
+	r := statusReport{EnvFile: c.envPath, StateDir: c.dir.Root, AllowedRoots: c.cfg.AllowedRoots, Jobs: []jobLine{}}
+	if r.AllowedRoots == nil {
+		r.AllowedRoots = []string{}
+	}
+	_, err := os.Stat(c.dir.DisabledFlag())
+	r.Enabled = err != nil
+	d := c.daemon(ctx)
+	r.Addr = d.Addr
+	switch {
+	case d.PID != 0 && d.Healthy:
+		r.Daemon, r.PID = "running", d.PID
+	case d.PID != 0:
+		r.Daemon, r.PID = "unhealthy", d.PID
+	default:
+		r.Daemon = "stopped"
+	}
+	if d.Info != nil {
+		r.StartedAt = d.Info.StartedAt
+		if rep, err := json.Marshal(map[string]json.RawMessage{"harness": d.Info.Harness, "sandbox": d.Info.Sandbox, "approval": d.Info.Approval}); err == nil && (d.Info.Harness != nil || d.Info.Sandbox != nil || d.Info.Approval != nil) {
+			r.DaemonReports = rep
+		}
+	}
+	r.LocalEndpoint = localEndpoint(d.Addr, c.cfg.PathSecret)
+	t := c.tunnel()
+	switch {
+	case t.PID != 0 && t.Info != nil:
+		r.Tunnel, r.TunnelPID = t.Info.Kind, t.PID
+		r.PublicEndpoint = t.Info.URL + "/mcp/" + c.cfg.PathSecret
+	case t.Info != nil || t.StalePID != 0:
+		r.Tunnel = "dead"
+	default:
+		r.Tunnel = "none"
+	}
+	r.Approval = c.approvalMode(d)
+	r.Sandbox = c.sandboxMode(d)
+	r.Harness = c.harnessLine(d)
+	if snaps, err := loadJobs(c.dir); err == nil {
+		for _, s := range snaps {
+			if !s.finished() {
+				r.Jobs = append(r.Jobs, jobLine{ID: s.ID, Status: s.Status, Steps: s.Steps, Task: truncate(s.Task, 60)})
+			}
+		}
+	}
+	return r
+}
+
+// rawString renders a daemon.json field that may be a string, bool or object.
+func rawString(m json.RawMessage) string {
+	if len(m) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(m, &s) == nil {
+		return s
+	}
+	var b bool
+	if json.Unmarshal(m, &b) == nil {
+		if b {
+			return "on"
+		}
+		return "off"
+	}
+	return string(m)
+}
+
+func (c *ctl) approvalMode(d daemonStatus) string {
+	if d.Info != nil && len(d.Info.Approval) > 0 {
+		return rawString(d.Info.Approval) + " (reported by the daemon)"
+	}
+	if !c.cfg.CCApproval {
+		return "OFF (BRIDGE_CC_APPROVAL=off): commands outside the rules run without a human"
+	}
+	if _, err := os.Stat(c.dir.ApprovalOffFlag()); err == nil {
+		return "OFF (approval-off flag in the state dir, cleared at the daemon's next boot)"
+	}
+	return "on: commands outside the rules wait for `bridgectl approve`"
+}
+
+func (c *ctl) sandboxMode(d daemonStatus) string {
+	if d.Info != nil && len(d.Info.Sandbox) > 0 {
+		return rawString(d.Info.Sandbox) + " (reported by the daemon)"
+	}
+	if !c.cfg.Sandbox {
+		return "OFF (BRIDGE_SANDBOX=off): harness commands run without bubblewrap"
+	}
+	if p, err := lookPath(c.e, "bwrap"); err == nil {
+		return "on (bubblewrap: " + p + ")"
+	}
+	return "on, but bubblewrap is missing: agent jobs are refused — install the `bubblewrap` package"
+}
+
+func (c *ctl) harnessLine(d daemonStatus) string {
+	if d.Info != nil && len(d.Info.Harness) > 0 {
+		return rawString(d.Info.Harness) + " (reported by the daemon)"
+	}
+	if p := c.findHarness(); p != "" {
+		return "found: " + p
+	}
+	return "not found — agent jobs cannot run; set BRIDGE_CLAUDE_BIN or run scripts/install.sh"
+}
+
+// findHarness mirrors the daemon's lookup: BRIDGE_CLAUDE_BIN, the project's
+// pinned install (.cache/bin/claude next to the env file), then PATH.
+func (c *ctl) findHarness() string {
+	if c.cfg.ClaudeBin != "" {
+		if _, err := os.Stat(c.cfg.ClaudeBin); err == nil {
+			return c.cfg.ClaudeBin
+		}
+		return ""
+	}
+	if p, err := lookPath(c.e, "claude"); err == nil {
+		return p
+	}
+	return ""
+}
+
+func truncate(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}

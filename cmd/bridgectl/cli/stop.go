@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+)
+
+var stopCmd = &Command{
+	Name:  "stop",
+	Usage: "stop",
+	Short: "stop the daemon and the tunnel",
+	Long: `Sends SIGTERM to the daemon's and the tunnel's process groups, waits up to 10 s
+for each to exit, then SIGKILLs what is left, and removes the pid files. Running
+agent jobs end as interrupted (the daemon stops them on SIGTERM).`,
+	Run: runStop,
+}
+
+func runStop(ctx context.Context, e *Env, args []string) error {
+	f := newFlags(e, false)
+	if _, err := f.parse(args); err != nil {
+		return err
+	}
+	c, err := f.load()
+	if err != nil {
+		return err
+	}
+	return c.stopAll(ctx)
+}
+
+// stopAll stops the tunnel, then the daemon, and says what it did.
+func (c *ctl) stopAll(ctx context.Context) error {
+	tpid, terr := c.stopTunnel(ctx)
+	switch {
+	case terr != nil:
+		fmt.Fprintf(c.e.Stderr, "tunnel: %v\n", terr)
+	case tpid != 0:
+		fmt.Fprintf(c.e.Stdout, "tunnel stopped (pid %d)\n", tpid)
+	}
+	dpid, derr := c.stopDaemon(ctx)
+	switch {
+	case derr != nil:
+		return fmt.Errorf("daemon: %w", derr)
+	case dpid != 0:
+		fmt.Fprintf(c.e.Stdout, "daemon stopped (pid %d)\n", dpid)
+	case tpid == 0:
+		fmt.Fprintln(c.e.Stdout, "nothing was running")
+	}
+	return terr
+}

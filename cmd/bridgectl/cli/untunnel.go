@@ -1,0 +1,35 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+)
+
+var untunnelCmd = &Command{
+	Name:  "untunnel",
+	Usage: "untunnel",
+	Short: "stop the tunnel; the daemon keeps running",
+	Long:  `Stops cloudflared (SIGTERM, then SIGKILL after 10 s) and removes tunnel.pid and tunnel.json. A named tunnel's token stays in <state>/tunnel.token (` + "`bridgectl uninstall --purge`" + ` removes it).`,
+	Run:   runUntunnel,
+}
+
+func runUntunnel(ctx context.Context, e *Env, args []string) error {
+	f := newFlags(e, false)
+	if _, err := f.parse(args); err != nil {
+		return err
+	}
+	c, err := f.load()
+	if err != nil {
+		return err
+	}
+	pid, err := c.stopTunnel(ctx)
+	if err != nil {
+		return err
+	}
+	if pid == 0 {
+		fmt.Fprintln(e.Stdout, "no tunnel was running")
+		return nil
+	}
+	fmt.Fprintf(e.Stdout, "tunnel stopped (pid %d)\n", pid)
+	return nil
+}

@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+)
+
+var urlCmd = &Command{
+	Name:  "url",
+	Usage: "url [--show]",
+	Short: "print the local and public MCP endpoints (masked unless --show)",
+	Long:  `The local endpoint is http://ADDR/mcp/SECRET on the daemon's address; the public one is the tunnel's URL with the same path. --show prints the secret in full — it is a credential: anyone with the URL can spend your DeepSeek balance.`,
+	Run:   runURL,
+}
+
+func runURL(ctx context.Context, e *Env, args []string) error {
+	f := newFlags(e, true)
+	if _, err := f.parse(args); err != nil {
+		return err
+	}
+	c, err := f.load()
+	if err != nil {
+		return err
+	}
+	if err := c.cfg.CheckSecret(); err != nil {
+		return err
+	}
+	d := c.daemon(ctx)
+	note := ""
+	if !d.Healthy {
+		note = "   (daemon not running)"
+	}
+	fmt.Fprintf(e.Stdout, "local:  %s%s\n", localEndpoint(d.Addr, c.cfg.PathSecret), note)
+	if t := c.tunnel(); t.PID != 0 && t.Info != nil {
+		fmt.Fprintf(e.Stdout, "public: %s\n", t.Info.URL+"/mcp/"+c.cfg.PathSecret)
+	} else {
+		fmt.Fprintln(e.Stdout, "public: none (`bridgectl tunnel`)")
+	}
+	return nil
+}
