@@ -397,12 +397,7 @@ func (c *Client) attempt(ctx context.Context, body []byte, n int, p *progress) (
 	if resp.StatusCode != http.StatusOK {
 		return t, readAPIError(resp)
 	}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-		err = t.readJSON(resp.Body, p)
-	} else {
-		err = t.readStream(resp.Body, p)
-	}
-	return t, err
+	return t, t.readStream(resp.Body, p)
 }
 
 func unwrapURLError(err error) error {
@@ -444,19 +439,6 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-// readJSON handles a non-streamed chat.completion (a server that ignored stream).
-func (t *turn) readJSON(r io.Reader, p *progress) error {
-	var ch wireChunk
-	if err := json.NewDecoder(io.LimitReader(r, 64<<20)).Decode(&ch); err != nil {
-		return fmt.Errorf("%w: the answer was not valid JSON: %v", ErrUpstream, err)
-	}
-	if err := t.apply(&ch, p); err != nil {
-		return err
-	}
-	t.done = true
-	return nil
 }
 
 // readStream parses the SSE stream: comment lines are keep-alives, data lines
