@@ -10,7 +10,8 @@ package e2e
 //	startBridgeBin(t, bin, env) *bridgeProc     the same with another build (e.g. the conformance one)
 //	goSDKClient(t, url) *mcp.ClientSession      official Go SDK client, closed in t.Cleanup
 //	goSDKClientWith(t, url, opts)               the same with client options (handlers)
-//	newProgressLog() *progressLog               records progress notifications for a client
+//	newProgressLog() *progressLog               records progress notifications for a client (WaitFor)
+//	assertNotInFiles(t, files, needles...)      no file holds any needle (run for every bridge's logs at cleanup)
 //	mergeEnv(maps...) map[string]string         later maps win
 
 import (
@@ -234,12 +235,14 @@ func startBridgeBin(t testing.TB, bin string, env map[string]string) *bridgeProc
 		"BRIDGE_LOG_LEVEL": "debug",
 	}, env)
 	t.Cleanup(func() {
-		if !p.running() {
-			return
+		if p.running() {
+			if code := p.Stop(); code != 0 {
+				t.Errorf("bridge exited with status %d after SIGTERM; output:\n%s", code, p.LogBytes())
+			}
 		}
-		if code := p.Stop(); code != 0 {
-			t.Errorf("bridge exited with status %d after SIGTERM; output:\n%s", code, p.LogBytes())
-		}
+		// The invariant every e2e test checks for free: no log line holds the
+		// path secret or the API key.
+		assertNotInFiles(t, p.LogFiles(), p.env["MCP_PATH_SECRET"], p.env["DEEPSEEK_API_KEY"])
 	})
 	p.start()
 	return p
@@ -484,6 +487,26 @@ func (p *bridgeProc) assertGroupGone(pgid int) {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
+// assertNotInFiles fails the test if any of the files contains one of the
+// (non-empty) needles. Missing files are fine.
+func assertNotInFiles(t testing.TB, files []string, needles ...string) {
+	t.Helper()
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for i, n := range needles {
+			if n == "" {
+				continue
+			}
+			if c := bytes.Count(b, []byte(n)); c > 0 {
+				t.Errorf("%s holds secret #%d (%d chars) %d time(s)", f, i, len(n), c)
+			}
+		}
+	}
+}
+
 // goSDKClient connects the official Go SDK client to url (Streamable HTTP, no
 // standalone SSE stream) and closes the session in t.Cleanup.
 func goSDKClient(t testing.TB, url string) *mcp.ClientSession {
@@ -515,12 +538,38 @@ func redact(url string) string {
 }
 
 // progressLog records the progress notifications one client receives.
+//
+// The Go SDK hands notifications to its handler on another goroutine than the
+// one delivering responses, so a notification sent just before a result may
+// be recorded just after CallTool returned: wait with WaitFor, not a count.
 type progressLog struct {
-	mu     sync.Mutex
-	events []mcp.ProgressNotificationParams
+	mu      sync.Mutex
+	events  []mcp.ProgressNotificationParams
+	changed chan struct{} // closed and replaced on every event
 }
 
-func newProgressLog() *progressLog { return &progressLog{} }
+func newProgressLog() *progressLog { return &progressLog{changed: make(chan struct{})} }
+
+// WaitFor waits up to timeout until ok holds for the notifications carrying
+// token, and returns them (also when it timed out).
+func (l *progressLog) WaitFor(token any, timeout time.Duration, ok func([]mcp.ProgressNotificationParams) bool) ([]mcp.ProgressNotificationParams, bool) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		l.mu.Lock()
+		ch := l.changed
+		l.mu.Unlock()
+		evs := l.ForToken(token)
+		if ok(evs) {
+			return evs, true
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return l.ForToken(token), false
+		}
+	}
+}
 
 // Options returns client options whose progress handler records into l.
 func (l *progressLog) Options() *mcp.ClientOptions {
@@ -529,6 +578,8 @@ func (l *progressLog) Options() *mcp.ClientOptions {
 			l.mu.Lock()
 			defer l.mu.Unlock()
 			l.events = append(l.events, *req.Params)
+			close(l.changed)
+			l.changed = make(chan struct{})
 		},
 	}
 }
