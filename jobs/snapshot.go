@@ -1,0 +1,233 @@
+package jobs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+// Status is where a job is in its life.
+type Status string
+
+// queued → running ⇄ waiting_approval → done | error | cancelled | interrupted.
+const (
+	StatusQueued          Status = "queued"
+	StatusRunning         Status = "running"
+	StatusWaitingApproval Status = "waiting_approval"
+	StatusDone            Status = "done"
+	StatusError           Status = "error"
+	StatusCancelled       Status = "cancelled"
+	StatusInterrupted     Status = "interrupted"
+)
+
+// Final reports whether s is an end state.
+func (s Status) Final() bool {
+	switch s {
+	case StatusDone, StatusError, StatusCancelled, StatusInterrupted:
+		return true
+	}
+	return false
+}
+
+// Usage is what a job's model calls cost in tokens. InputTokens are the
+// cache-miss input tokens, CacheReadTokens the cache hits; ThinkingTokens are
+// part of OutputTokens.
+type Usage struct {
+	InputTokens     int64 `json:"input_tokens"`
+	OutputTokens    int64 `json:"output_tokens"`
+	CacheReadTokens int64 `json:"cache_read_tokens"`
+	ThinkingTokens  int64 `json:"thinking_tokens"`
+}
+
+// IsZero reports whether u counts nothing.
+func (u Usage) IsZero() bool { return u == Usage{} }
+
+// ApprovalInfo is the request a job is waiting on.
+type ApprovalInfo struct {
+	ID      string `json:"id"`
+	Summary string `json:"summary"`
+}
+
+// Command is one Bash command of the job.
+type Command struct {
+	Command string `json:"command"`
+	// ExitCode is the exit status when the harness reported it.
+	ExitCode *int `json:"exit_code,omitempty"`
+	// Denied: the permission layer refused it; it never ran.
+	Denied bool `json:"denied,omitempty"`
+}
+
+// Partial is what a job that did not finish had done. It is never a result.
+type Partial struct {
+	// Label says, in words, that this is not a result.
+	Label        string         `json:"label"`
+	Notes        []string       `json:"notes,omitempty"`      // the model's last notes
+	ToolCalls    map[string]int `json:"tool_calls,omitempty"` // tally per tool
+	FilesTouched []string       `json:"files_touched,omitempty"`
+}
+
+// PartialLabel heads every Partial.
+const PartialLabel = "NOT A RESULT: the job stopped before finishing; this is only what it had done so far"
+
+// TraceEntry is one line of a job's trace.
+type TraceEntry struct {
+	Time     time.Time `json:"t"`
+	Kind     string    `json:"kind"` // tool_use | tool_result | text | state
+	Tool     string    `json:"tool,omitempty"`
+	Detail   string    `json:"detail,omitempty"`
+	IsError  bool      `json:"is_error,omitempty"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	Denied   bool      `json:"denied,omitempty"`
+}
+
+// Denial is a tool call the harness's permission layer refused.
+type Denial struct {
+	ToolName  string `json:"tool_name"`
+	ToolUseID string `json:"tool_use_id"`
+}
+
+// SnapshotVersion is the format version of jobs/<id>.json (see docs/STATE.md).
+const SnapshotVersion = 1
+
+// Snapshot is everything known about one job; it is also the format of
+// <state>/jobs/<id>.json (docs/STATE.md).
+type Snapshot struct {
+	Version   int    `json:"version"`
+	ID        string `json:"id"`
+	Status    Status `json:"status"`
+	Task      string `json:"task"`
+	Workspace string `json:"workspace"`
+
+	CreatedAt time.Time  `json:"created_at"`
+	StartedAt *time.Time `json:"started_at,omitempty"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+	// ExpiresAt is when a finished job is swept from memory and disk.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	MaxSteps  int   `json:"max_steps"`
+	TimeoutMS int64 `json:"timeout_ms"`
+
+	Steps    int    `json:"steps"`
+	LastTool string `json:"last_tool,omitempty"`
+
+	// Nonce and Result are set only on done.
+	Nonce  string `json:"nonce,omitempty"`
+	Result string `json:"result,omitempty"`
+	// Error says why a job ended error, cancelled or interrupted.
+	Error   string   `json:"error,omitempty"`
+	Partial *Partial `json:"partial,omitempty"`
+
+	Usage   Usage   `json:"usage"`
+	CostUSD float64 `json:"cost_usd"`
+
+	FilesWritten      []string      `json:"files_written"`
+	Commands          []Command     `json:"commands"`
+	PermissionDenials []Denial      `json:"permission_denials,omitempty"`
+	Approval          *ApprovalInfo `json:"approval,omitempty"`
+	// QueuePosition is 1 for the next queued job; 0 when not queued.
+	QueuePosition int `json:"queue_position,omitempty"`
+
+	SessionID  string `json:"session_id,omitempty"`
+	NumTurns   int    `json:"num_turns,omitempty"`
+	HarnessPID int    `json:"harness_pid,omitempty"`
+
+	Trace        []TraceEntry `json:"trace,omitempty"`
+	TraceDropped int          `json:"trace_dropped,omitempty"` // oldest entries dropped to keep the bound
+}
+
+// Elapsed is the time since the job was created, up to its end.
+func (s *Snapshot) Elapsed(now time.Time) time.Duration {
+	end := now
+	if s.EndedAt != nil {
+		end = *s.EndedAt
+	}
+	if end.Before(s.CreatedAt) {
+		return 0
+	}
+	return end.Sub(s.CreatedAt)
+}
+
+// clone deep-copies s so it can leave the registry's lock.
+func (s *Snapshot) clone() Snapshot {
+	c := *s
+	c.FilesWritten = append([]string{}, s.FilesWritten...)
+	c.Commands = append([]Command{}, s.Commands...)
+	c.PermissionDenials = append([]Denial(nil), s.PermissionDenials...)
+	c.Trace = append([]TraceEntry(nil), s.Trace...)
+	if s.Partial != nil {
+		p := *s.Partial
+		p.Notes = append([]string(nil), s.Partial.Notes...)
+		p.FilesTouched = append([]string(nil), s.Partial.FilesTouched...)
+		p.ToolCalls = make(map[string]int, len(s.Partial.ToolCalls))
+		for k, v := range s.Partial.ToolCalls {
+			p.ToolCalls[k] = v
+		}
+		c.Partial = &p
+	}
+	if s.Approval != nil {
+		a := *s.Approval
+		c.Approval = &a
+	}
+	return c
+}
+
+var idRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// ValidID reports whether id has the shape of a job id (so it is safe in a path).
+func ValidID(id string) bool { return idRE.MatchString(id) }
+
+// ErrUnknownJob: no job has this id (or it has expired).
+var ErrUnknownJob = errors.New("unknown job id")
+
+// Load reads one job's snapshot from the state dir, without a daemon.
+func Load(dir statedir.Dir, id string) (Snapshot, error) {
+	if !ValidID(id) {
+		return Snapshot{}, fmt.Errorf("%w %q: job ids are 32 hex characters (see `bridgectl jobs`)", ErrUnknownJob, id)
+	}
+	var s Snapshot
+	if err := statedir.ReadJSON(dir.JobFile(id), &s); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return Snapshot{}, fmt.Errorf("%w %s: it never existed or its results have expired", ErrUnknownJob, id)
+		}
+		return Snapshot{}, err
+	}
+	return s, nil
+}
+
+// LoadAll reads every snapshot in the state dir, oldest first. Files that are
+// not snapshots (temp files, foreign names) are skipped; a corrupt snapshot is
+// reported in errs and skipped.
+func LoadAll(dir statedir.Dir) (snaps []Snapshot, errs []error) {
+	entries, err := os.ReadDir(dir.Jobs())
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, []error{fmt.Errorf("read jobs dir: %w", err)}
+	}
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || !ValidID(id) || !e.Type().IsRegular() {
+			continue
+		}
+		s, err := Load(dir, id)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if s.ID != id {
+			errs = append(errs, fmt.Errorf("%s: snapshot names job %q", filepath.Join(dir.Jobs(), e.Name()), s.ID))
+			continue
+		}
+		snaps = append(snaps, s)
+	}
+	sort.Slice(snaps, func(i, j int) bool { return snaps[i].CreatedAt.Before(snaps[j].CreatedAt) })
+	return snaps, errs
+}

@@ -1,0 +1,77 @@
+package jobs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestAdmitWorkspace(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "ws")
+	inside := filepath.Join(root, "proj")
+	sibling := filepath.Join(base, "ws-evil")
+	outside := filepath.Join(base, "elsewhere")
+	state := filepath.Join(root, "state")
+	for _, d := range []string{inside, sibling, outside, state} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	escape := filepath.Join(root, "escape")
+	if err := os.Symlink(outside, escape); err != nil {
+		t.Fatal(err)
+	}
+	viaLink := filepath.Join(base, "link-to-proj")
+	if err := os.Symlink(inside, viaLink); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(root, "file.txt")
+	os.WriteFile(file, []byte("x"), 0o644)
+
+	tests := []struct {
+		name     string
+		roots    []string
+		state    string
+		dir      string
+		want     string
+		errParts []string
+	}{
+		{"inside", []string{root}, "", inside, inside, nil},
+		{"the root itself", []string{root}, "", root, root, nil},
+		{"symlink into the root", []string{root}, "", viaLink, inside, nil},
+		{"no roots", nil, "", inside, "", []string{"DEEPSEEK_ALLOWED_ROOTS is empty", "restart"}},
+		{"outside", []string{root}, "", outside, "", []string{"outside the allowed roots", root}},
+		{"prefix sibling", []string{root}, "", sibling, "", []string{"outside the allowed roots"}},
+		{"symlink escaping the root", []string{root}, "", escape, "", []string{"through a symlink", outside}},
+		{"dot-dot traversal", []string{root}, "", inside + "/../../elsewhere", "", []string{"outside"}},
+		{"missing", []string{root}, "", filepath.Join(root, "nope"), "", []string{"does not exist", "create it"}},
+		{"a file", []string{root}, "", file, "", []string{"not a directory"}},
+		{"relative", []string{root}, "", "proj", "", []string{"not an absolute path"}},
+		{"empty", []string{root}, "", "", "", []string{"empty"}},
+		{"contains the state dir", []string{root}, state, root, "", []string{"state directory"}},
+		{"inside the state dir", []string{root}, root, inside, "", []string{"state directory"}},
+		{"missing root admits nothing", []string{filepath.Join(base, "gone")}, "", inside, "", []string{"outside"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := AdmitWorkspace(tt.roots, tt.state, tt.dir)
+			if tt.errParts == nil {
+				if err != nil || got != tt.want {
+					t.Fatalf("= %q, %v; want %q", got, err, tt.want)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrWorkspace) {
+				t.Fatalf("admitted %q (%v)", got, err)
+			}
+			for _, p := range tt.errParts {
+				if !strings.Contains(err.Error(), p) {
+					t.Errorf("error %q lacks %q", err, p)
+				}
+			}
+		})
+	}
+}
