@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -68,7 +69,7 @@ type Env struct {
 	// EnvFile is the --env given before the subcommand ("" = discover).
 	EnvFile string
 
-	cmd  *Command // the command being run (set by dispatch)
+	cmd *Command // the command being run (set by dispatch)
 
 	mask *masker
 }
@@ -368,7 +369,23 @@ func (m *masker) apply(s string, showable bool) string {
 			s = strings.ReplaceAll(s, sec, maskValue(sec))
 		}
 	}
+	// Secrets bridgectl no longer knows (an old, rotated secret in a log; a
+	// key in another file) are caught by their shape.
+	for _, p := range secretShapes {
+		s = p.re.ReplaceAllStringFunc(s, func(m string) string {
+			sub := p.re.FindStringSubmatchIndex(m)
+			return m[:sub[2]] + maskValue(m[sub[2]:sub[3]]) + m[sub[3]:]
+		})
+	}
 	return s
+}
+
+// secretShapes find secrets by context; group 1 is the secret. Values already
+// masked (ending in "…") do not match.
+var secretShapes = []struct{ re *regexp.Regexp }{
+	{regexp.MustCompile(`/mcp/([^/\s"'?#<>…]{8,})(?:[/\s"'?#<>]|$)`)},
+	{regexp.MustCompile(`(?:MCP_PATH_SECRET|DEEPSEEK_API_KEY|TUNNEL_TOKEN)=["']?([^\s"'…]{4,})(?:[\s"']|$)`)},
+	{regexp.MustCompile(`\b(sk-[A-Za-z0-9_-]{16,})(?:[^A-Za-z0-9_…-]|$)`)},
 }
 
 // maskValue is how a secret looks in output: enough to tell two apart, not to use one.

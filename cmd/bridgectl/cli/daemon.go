@@ -19,7 +19,7 @@ import (
 )
 
 // daemonStartTimeout bounds the wait for a new daemon's /health.
-const daemonStartTimeout = 30 * time.Second
+var daemonStartTimeout = 30 * time.Second
 
 // daemonInfo is <state>/daemon.json, written by `bridge serve` once it listens.
 type daemonInfo struct {

@@ -82,4 +82,3 @@ func postStatus(ctx context.Context, e *Env, url string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
-

@@ -13,7 +13,7 @@ import (
 )
 
 // tunnelStartTimeout bounds the wait for cloudflared's URL and first registered connection.
-const tunnelStartTimeout = 45 * time.Second
+var tunnelStartTimeout = 45 * time.Second
 
 var tunnelCmd = &Command{
 	Name:  "tunnel",

@@ -1,0 +1,393 @@
+package cli
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestHelpForEveryCommand(t *testing.T) {
+	te := newTestEnv(t)
+	out, _, code := te.run("help")
+	if code != 0 {
+		t.Fatalf("help: exit %d", code)
+	}
+	for _, c := range commands() {
+		if !strings.Contains(out, c.Usage) {
+			t.Errorf("help does not list %q", c.Usage)
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			args := []string{c.Name, "--help"}
+			if c.Name == "job" {
+				args = []string{"job", "--help"}
+			}
+			out, errs, code := te.run(args...)
+			if code != 0 || !strings.Contains(out, "usage: bridgectl "+c.Usage) || !strings.Contains(out, "-env") {
+				t.Fatalf("%s --help: exit %d\n%s%s", c.Name, code, out, errs)
+			}
+		})
+	}
+	if _, errs, code := te.run("frobnicate"); code != 2 || !strings.Contains(errs, "bridgectl help") {
+		t.Fatalf("unknown command: exit %d, %q", code, errs)
+	}
+	if _, errs, code := te.run("start", "--bogus"); code != 2 || !strings.Contains(errs, "start --help") {
+		t.Fatalf("unknown flag: exit %d, %q", code, errs)
+	}
+}
+
+func TestMaskWriterCatchesSplitSecret(t *testing.T) {
+	m := &masker{}
+	m.add(testSecret)
+	var b strings.Builder
+	w := &maskWriter{m: m, w: &b}
+	half := len(testSecret) / 2
+	w.Write([]byte("url: http://x/mcp/" + testSecret[:half]))
+	w.Write([]byte(testSecret[half:] + "/tail\nnext "))
+	w.Flush()
+	if strings.Contains(b.String(), testSecret) || !strings.Contains(b.String(), "/mcp/test…/tail\nnext ") {
+		t.Fatalf("masked output %q", b.String())
+	}
+}
+
+func TestMaskShapes(t *testing.T) {
+	m := &masker{}
+	tests := []struct{ in, want string }{
+		{"GET /mcp/4a59c0ffee0123456789abcdef/x", "GET /mcp/4a59…/x"},
+		{`"path":"/mcp/old-secret-from-last-week"}`, `"path":"/mcp/old-…"}`},
+		{"/mcp/test… stays", "/mcp/test… stays"},
+		{"/mcp/short", "/mcp/short"},
+		{"MCP_PATH_SECRET=abcdefabcdefabcdef0123 next", "MCP_PATH_SECRET=abcd… next"},
+		{"DEEPSEEK_API_KEY=\"sk-0123456789abcdef0123\"", "DEEPSEEK_API_KEY=\"sk-0…\""},
+		{"key sk-0123456789abcdef0123456789abcdef used", "key sk-0… used"},
+	}
+	for _, tt := range tests {
+		if got := m.apply(tt.in, false); got != tt.want {
+			t.Errorf("mask(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestScanTunnelLog(t *testing.T) {
+	terms := "2026-01-01T00:00:00Z INF Thank you … Terms of Use (https://www.cloudflare.com/website-terms/) …\n"
+	box := "2026-01-01T00:00:01Z INF |  https://quiet-river-amber-4f.trycloudflare.com                      |\n"
+	reg := "2026-01-01T00:00:02Z INF Registered tunnel connection connIndex=0 connection=abc event=0 ip=198.41.200.13 location=ams01 protocol=quic\n"
+	apiErr := `2026-01-01T00:00:01Z ERR Error requesting new quick Tunnel error="failed to request quick Tunnel: Post \"https://api.trycloudflare.com/tunnel\": EOF"` + "\n"
+	edge := `2026-01-01T00:00:03Z ERR Failed to dial a quic connection error="failed to dial to edge with quic: timeout: no recent network activity" connIndex=0 event=0 ip=198.41.192.167` + "\n"
+	old := "=== bridgectl tunnel 2026-01-01T00:00:00Z pid 1 ===\n" +
+		"2025-12-31T00:00:01Z INF |  https://old-tunnel-name-aa.trycloudflare.com  |\n" + reg
+	marker := "=== bridgectl tunnel 2026-01-01T00:00:00Z pid 2 ===\n"
+	tests := []struct {
+		name       string
+		log        string
+		url        string
+		registered int
+		errors     int
+	}{
+		{"url and registration", marker + terms + box + reg, "https://quiet-river-amber-4f.trycloudflare.com", 1, 0},
+		{"only after the latest marker", old + marker + terms, "", 0, 0},
+		{"new url replaces old one", old + marker + box + reg + reg, "https://quiet-river-amber-4f.trycloudflare.com", 2, 0},
+		{"api host is not a tunnel", marker + terms + apiErr, "", 0, 1},
+		{"edge errors, no registration", marker + box + edge + edge, "https://quiet-river-amber-4f.trycloudflare.com", 0, 2},
+		{"older phrasing", marker + "INF Connection 0a1b2c3d registered connIndex=1 location=lax07\n", "", 1, 0},
+		{"no marker at all", box + reg, "https://quiet-river-amber-4f.trycloudflare.com", 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := scanTunnelLog([]byte(tt.log))
+			if got.URL != tt.url || got.Registered != tt.registered || len(got.Errors) != tt.errors {
+				t.Fatalf("got %+v, want url %q registered %d errors %d", got, tt.url, tt.registered, tt.errors)
+			}
+		})
+	}
+}
+
+func TestSecretRewritesEnvKeepingEverythingElse(t *testing.T) {
+	te := newTestEnv(t)
+	before, _ := os.ReadFile(te.envFile)
+	out := te.must("secret")
+	after, _ := os.ReadFile(te.envFile)
+	noSecrets(t, "secret", out)
+	re := regexp.MustCompile(`(?m)^MCP_PATH_SECRET=([0-9a-f]{64})$`)
+	m := re.FindStringSubmatch(string(after))
+	if m == nil {
+		t.Fatalf(".env has no 64-hex secret:\n%s", after)
+	}
+	if strings.Contains(out, m[1]) || !strings.Contains(out, m[1][:4]+"…") {
+		t.Fatalf("secret output is not masked right: %q", out)
+	}
+	want := strings.Replace(string(before), "MCP_PATH_SECRET="+testSecret, "MCP_PATH_SECRET="+m[1], 1)
+	if string(after) != want {
+		t.Fatalf(".env changed beyond the secret:\n got %q\nwant %q", after, want)
+	}
+	out = te.must("secret", "--show")
+	after, _ = os.ReadFile(te.envFile)
+	m2 := re.FindStringSubmatch(string(after))
+	if m2 == nil || m2[1] == m[1] || !strings.Contains(out, m2[1]) {
+		t.Fatalf("secret --show: want the new secret in full, got %q", out)
+	}
+}
+
+func TestStartRefusals(t *testing.T) {
+	t.Run("short secret", func(t *testing.T) {
+		te := newTestEnv(t, "MCP_PATH_SECRET=short")
+		_, errs, code := te.run("start")
+		if code == 0 || !strings.Contains(errs, "at least 16") || !strings.Contains(errs, "bridgectl secret") {
+			t.Fatalf("exit %d, %q", code, errs)
+		}
+		if _, err := os.Stat(filepath.Join(te.state, "bridge.pid")); err == nil {
+			t.Fatal("a pid file was written")
+		}
+	})
+	t.Run("port taken", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		te := newTestEnv(t, "PORT="+strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+		_, errs, code := te.run("start")
+		if code == 0 || !strings.Contains(errs, "is taken") {
+			t.Fatalf("exit %d, %q", code, errs)
+		}
+	})
+	t.Run("disabled", func(t *testing.T) {
+		te := newTestEnv(t)
+		te.must("disable")
+		_, errs, code := te.run("start")
+		if code == 0 || !strings.Contains(errs, "bridgectl enable") {
+			t.Fatalf("exit %d, %q", code, errs)
+		}
+		te.must("enable")
+		te.must("start")
+	})
+	t.Run("no key only warns", func(t *testing.T) {
+		te := newTestEnv(t, "DEEPSEEK_API_KEY=")
+		_, errs, code := te.run("start")
+		if code != 0 || !strings.Contains(errs, "DEEPSEEK_API_KEY is not set") {
+			t.Fatalf("exit %d, %q", code, errs)
+		}
+	})
+	t.Run("already running", func(t *testing.T) {
+		te := newTestEnv(t)
+		te.must("start")
+		_, errs, code := te.run("start")
+		if code == 0 || !strings.Contains(errs, "already running") {
+			t.Fatalf("exit %d, %q", code, errs)
+		}
+	})
+	t.Run("daemon exits at once", func(t *testing.T) {
+		te := newTestEnv(t, "BRIDGE_BIN=/bin/false")
+		_, errs, code := te.run("start")
+		if code == 0 || !strings.Contains(errs, "exited during start") {
+			t.Fatalf("exit %d, %q", code, errs)
+		}
+	})
+}
+
+func TestTunnelRefusesWithoutHealth(t *testing.T) {
+	te := newTestEnv(t)
+	_, errs, code := te.run("tunnel")
+	if code == 0 || !strings.Contains(errs, "does not answer /health") || !strings.Contains(errs, "bridgectl start") {
+		t.Fatalf("exit %d, %q", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(te.state, "tunnel.pid")); err == nil {
+		t.Fatal("cloudflared was started anyway")
+	}
+}
+
+func TestTunnelFailures(t *testing.T) {
+	old := tunnelStartTimeout
+	tunnelStartTimeout = 2 * time.Second
+	t.Cleanup(func() { tunnelStartTimeout = old })
+	tests := []struct {
+		mode string
+		want []string
+	}{
+		{"api-error", []string{"exited before the tunnel was up", "failed to request quick Tunnel"}},
+		{"edge-error", []string{"no a registered connection", "Failed to dial a quic connection"}},
+		{"no-url", []string{"no the trycloudflare URL"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			te := newTestEnv(t, "FAKE_CLOUDFLARED_MODE="+tt.mode)
+			te.must("start")
+			_, errs, code := te.run("tunnel")
+			if code == 0 {
+				t.Fatal("tunnel succeeded")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(errs, w) {
+					t.Errorf("error lacks %q:\n%s", w, errs)
+				}
+			}
+			for _, f := range []string{"tunnel.pid", "tunnel.json"} {
+				if _, err := os.Stat(filepath.Join(te.state, f)); err == nil {
+					t.Errorf("%s left behind", f)
+				}
+			}
+			te.must("untunnel")
+			for _, p := range te.leftovers() {
+				if strings.Contains(p, "tunnel") {
+					t.Errorf("cloudflared left running: %s", p)
+				}
+			}
+		})
+	}
+	t.Run("missing cloudflared", func(t *testing.T) {
+		te := newTestEnv(t, "BRIDGE_CLOUDFLARED_BIN=")
+		te.must("start")
+		_, errs, code := te.run("tunnel")
+		if code == 0 || !strings.Contains(errs, "cloudflared is not installed") || !strings.Contains(errs, "https://") {
+			t.Fatalf("exit %d, %q", code, errs)
+		}
+	})
+}
+
+func TestQuickTunnelLifecycleWithFakes(t *testing.T) {
+	proxyFile := filepath.Join(t.TempDir(), "proxy-addr")
+	clip := filepath.Join(t.TempDir(), "clipboard")
+	te := newTestEnv(t, "FAKE_CLOUDFLARED_PROXY_FILE="+proxyFile, "WAYLAND_DISPLAY=wayland-test")
+	// A clipboard tool that records what it was given.
+	if err := os.WriteFile(filepath.Join(te.pathDir, "wl-copy"), []byte("#!/bin/sh\ncat > "+clip+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var outs []string
+	out := te.must("start")
+	outs = append(outs, out)
+	var info daemonInfo
+	if err := json.Unmarshal([]byte(te.readFile("daemon.json")), &info); err != nil {
+		t.Fatal(err)
+	}
+	addr := info.Addr
+	if !strings.Contains(out, "started: pid "+strconv.Itoa(info.PID)) || !strings.Contains(out, "http://"+addr+"/mcp/test…") {
+		t.Fatalf("start output: %q", out)
+	}
+	if pid := strings.TrimSpace(te.readFile("bridge.pid")); pid != strconv.Itoa(info.PID) {
+		t.Fatalf("pid file %s, daemon.json pid %d", pid, info.PID)
+	}
+	if !strings.Contains(te.readFile("bridge.log"), "=== bridgectl start ") {
+		t.Fatal("no start marker in bridge.log")
+	}
+
+	out = te.must("tunnel")
+	outs = append(outs, out)
+	var ti tunnelInfo
+	if err := json.Unmarshal([]byte(te.readFile("tunnel.json")), &ti); err != nil {
+		t.Fatal(err)
+	}
+	if !quickURL.MatchString(ti.URL) || ti.Origin != "http://"+addr || ti.Kind != "quick" {
+		t.Fatalf("tunnel.json: %+v", ti)
+	}
+	if !strings.Contains(out, ti.URL+"/mcp/test…") {
+		t.Fatalf("tunnel output: %q", out)
+	}
+	rec := filepath.Join(te.state, "tunnel.log")
+	if b, _ := os.ReadFile(rec); !strings.Contains(string(b), "Registered tunnel connection") {
+		t.Fatal("tunnel.log lacks the registration")
+	}
+	proxy := func() string { b, _ := os.ReadFile(proxyFile); return string(b) }()
+	post := func(base, secret string) int {
+		resp, err := http.Post("http://"+base+"/mcp/"+secret, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if c := post(proxy, testSecret); c != 200 {
+		t.Fatalf("through the tunnel: %d", c)
+	}
+
+	out = te.must("status")
+	outs = append(outs, out)
+	for _, w := range []string{"daemon:    running, pid " + strconv.Itoa(info.PID), "tunnel:    quick, pid " + strconv.Itoa(ti.PID), ti.URL + "/mcp/test…"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("status lacks %q:\n%s", w, out)
+		}
+	}
+	jsonOut := te.must("status", "--json")
+	outs = append(outs, jsonOut)
+	var sr statusReport
+	if err := json.Unmarshal([]byte(jsonOut), &sr); err != nil || sr.Daemon != "running" || sr.TunnelPID != ti.PID {
+		t.Fatalf("status --json: %v %+v", err, sr)
+	}
+
+	out = te.must("reload")
+	outs = append(outs, out)
+	var info2 daemonInfo
+	json.Unmarshal([]byte(te.readFile("daemon.json")), &info2)
+	if info2.PID == info.PID || info2.Addr != addr {
+		t.Fatalf("reload: pid %d→%d addr %s→%s (want a new pid on the same address)", info.PID, info2.PID, addr, info2.Addr)
+	}
+	if pidAlive(info.PID) {
+		t.Fatalf("old daemon pid %d still alive", info.PID)
+	}
+	if tp := livePID(filepath.Join(te.state, "tunnel.pid"), "tunnel"); tp != ti.PID {
+		t.Fatalf("tunnel pid after reload: %d, want %d", tp, ti.PID)
+	}
+
+	out = te.must("rotate")
+	outs = append(outs, out)
+	env, _ := os.ReadFile(te.envFile)
+	newSecret := regexp.MustCompile(`(?m)^MCP_PATH_SECRET=([0-9a-f]{64})$`).FindStringSubmatch(string(env))
+	if newSecret == nil {
+		t.Fatalf("no new secret in .env:\n%s", env)
+	}
+	if strings.Contains(out, newSecret[1]) || !strings.Contains(out, "old URL: 404") || !strings.Contains(out, "copied the full URL to the clipboard (wl-copy)") {
+		t.Fatalf("rotate output: %q", out)
+	}
+	if b, _ := os.ReadFile(clip); string(b) != ti.URL+"/mcp/"+newSecret[1] {
+		t.Fatalf("clipboard holds %q, want the full public URL", b)
+	}
+	json.Unmarshal([]byte(te.readFile("daemon.json")), &info2)
+	for _, base := range []string{addr, proxy} {
+		if c := post(base, testSecret); c != 404 {
+			t.Errorf("old secret via %s: %d, want 404", base, c)
+		}
+		if c := post(base, newSecret[1]); c != 200 {
+			t.Errorf("new secret via %s: %d, want 200", base, c)
+		}
+	}
+	if tp := livePID(filepath.Join(te.state, "tunnel.pid"), "tunnel"); tp != ti.PID {
+		t.Fatalf("tunnel pid after rotate: %d, want %d", tp, ti.PID)
+	}
+	out = te.must("url", "--show")
+	if !strings.Contains(out, ti.URL+"/mcp/"+newSecret[1]) {
+		t.Fatalf("url --show: %q", out)
+	}
+	out = te.must("url")
+	outs = append(outs, out)
+	if strings.Contains(out, newSecret[1]) {
+		t.Fatalf("url printed the secret: %q", out)
+	}
+	out = te.must("logs", "-n", "100")
+	outs = append(outs, out)
+	if !strings.Contains(out, "leaky_test_line") {
+		t.Fatalf("logs did not show the daemon's lines: %q", out)
+	}
+	if strings.Contains(out, newSecret[1]) {
+		t.Fatalf("logs printed the new secret: %q", out)
+	}
+
+	out = te.must("stop")
+	outs = append(outs, out)
+	if !strings.Contains(out, "tunnel stopped (pid "+strconv.Itoa(ti.PID)+")") || !strings.Contains(out, "daemon stopped") {
+		t.Fatalf("stop output: %q", out)
+	}
+	if left := te.leftovers(); len(left) > 0 {
+		t.Fatalf("processes left after stop: %v", left)
+	}
+	for _, f := range []string{"bridge.pid", "tunnel.pid", "tunnel.json", "daemon.json"} {
+		if _, err := os.Stat(filepath.Join(te.state, f)); err == nil {
+			t.Errorf("%s left after stop", f)
+		}
+	}
+	noSecrets(t, "lifecycle", outs...)
+}

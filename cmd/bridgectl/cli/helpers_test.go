@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	testSecret = "test-secret-0123456789abcdef"
+	testKey    = "sk-test-double-key"
+	testToken  = "test-tunnel-token-eyJhIjoiZmFrZSJ9-0123456789"
+)
+
+// binDir holds the test doubles built once in TestMain.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "bridgectl-test-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	for _, b := range []struct{ name, pkg string }{
+		{"fakebridge", "../internal/fakebridge"},
+		{"cloudflared", "../internal/fakecloudflared"},
+	} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, b.name), b.pkg).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", b.name, err, out)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// testEnv is one isolated bridgectl world: its own .env, state dir, HOME and PATH.
+type testEnv struct {
+	t       *testing.T
+	dir     string
+	envFile string
+	state   string
+	home    string
+	pathDir string // on PATH: fake tools (clipboard, …)
+	marker  string // in every child's environment, to find leftovers in /proc
+	environ []string
+}
+
+func newTestEnv(t *testing.T, extra ...string) *testEnv {
+	t.Helper()
+	dir := t.TempDir()
+	te := &testEnv{t: t, dir: dir, envFile: filepath.Join(dir, "bridge.env"), state: filepath.Join(dir, "state"),
+		home: filepath.Join(dir, "home"), pathDir: filepath.Join(dir, "path")}
+	for _, d := range []string{te.home, te.pathDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := make([]byte, 8)
+	rand.Read(b)
+	te.marker = "bridgectl-test-" + hex.EncodeToString(b)
+	env := "# bridge settings for a test\n" +
+		"DEEPSEEK_API_KEY=" + testKey + "\n" +
+		"# the capability secret\n" +
+		"MCP_PATH_SECRET=" + testSecret + "\n" +
+		"HOST=127.0.0.1\nPORT=0\n" +
+		"BRIDGE_STATE_DIR=" + te.state + "\n" +
+		"UNKNOWN_SETTING=kept as is # with a comment\n"
+	if err := os.WriteFile(te.envFile, []byte(env), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	te.environ = []string{
+		"PATH=" + te.pathDir + string(os.PathListSeparator) + "/usr/bin" + string(os.PathListSeparator) + "/bin",
+		"HOME=" + te.home,
+		"BRIDGE_ENV_FILE=" + te.envFile,
+		"BRIDGE_BIN=" + filepath.Join(binDir, "fakebridge"),
+		"BRIDGE_CLOUDFLARED_BIN=" + filepath.Join(binDir, "cloudflared"),
+		"BRIDGECTL_TEST_MARKER=" + te.marker,
+		"FAKE_CLOUDFLARED_DELAY_MS=5",
+	}
+	te.environ = append(te.environ, extra...)
+	t.Cleanup(func() {
+		// Whatever a test left running: stop it, then prove nothing remains.
+		te.run("stop")
+		if left := te.leftovers(); len(left) > 0 {
+			t.Errorf("processes left behind: %v", left)
+		}
+	})
+	return te
+}
+
+// run runs bridgectl in-process and returns stdout, stderr and the exit code.
+func (te *testEnv) run(args ...string) (string, string, int) {
+	return te.runIn(strings.NewReader(""), args...)
+}
+
+func (te *testEnv) runIn(stdin *strings.Reader, args ...string) (string, string, int) {
+	var out, errb bytes.Buffer
+	e := NewEnv(stdin, &out, &errb, te.environ)
+	e.Exe = filepath.Join(te.dir, "no-such-bridgectl")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code := Main(ctx, e, args)
+	return out.String(), errb.String(), code
+}
+
+// must runs a command that has to succeed.
+func (te *testEnv) must(args ...string) string {
+	te.t.Helper()
+	out, errs, code := te.run(args...)
+	if code != 0 {
+		te.t.Fatalf("bridgectl %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out, errs)
+	}
+	return out
+}
+
+// leftovers lists live processes (not zombies) whose environment carries the marker.
+func (te *testEnv) leftovers() []string {
+	return procsWith(te.marker)
+}
+
+func procsWith(marker string) []string {
+	var left []string
+	ents, _ := os.ReadDir("/proc")
+	for _, d := range ents {
+		pid := d.Name()
+		if pid[0] < '0' || pid[0] > '9' {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + pid + "/environ")
+		if err != nil || !bytes.Contains(env, []byte(marker)) {
+			continue
+		}
+		stat, _ := os.ReadFile("/proc/" + pid + "/stat")
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
+			continue // exited; only its exit status waits to be collected
+		}
+		cmd, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+		left = append(left, pid+":"+strings.ReplaceAll(string(cmd), "\x00", " "))
+	}
+	return left
+}
+
+func (te *testEnv) readFile(rel string) string {
+	b, err := os.ReadFile(filepath.Join(te.state, rel))
+	if err != nil {
+		te.t.Fatalf("read %s: %v", rel, err)
+	}
+	return string(b)
+}
+
+// noSecrets fails if any secret appears in the outputs.
+func noSecrets(t *testing.T, what string, outputs ...string) {
+	t.Helper()
+	for _, o := range outputs {
+		for _, s := range []string{testSecret, testKey, testToken} {
+			if strings.Contains(o, s) {
+				t.Errorf("%s printed a secret (%s…):\n%s", what, s[:8], o)
+			}
+		}
+	}
+}

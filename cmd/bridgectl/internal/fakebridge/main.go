@@ -1,0 +1,84 @@
+// Command fakebridge stands in for `bridge serve` in bridgectl's fast tests. It
+// keeps the daemon's contract with bridgectl and nothing more: it reads the
+// config like the daemon (config.Load, --env FILE), refuses a bad secret,
+// listens on HOST:PORT (PORT=0 picks one), writes <state>/daemon.json once
+// listening and removes it on SIGTERM, answers GET /health with 200 and POST
+// /mcp/<secret> with 200 (any other path 404). It logs a line holding the
+// secret and the key, so tests can prove that `bridgectl logs` masks them.
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+func main() {
+	args := os.Args[1:]
+	if len(args) == 0 || args[0] != "serve" {
+		fmt.Fprintln(os.Stderr, "usage: fakebridge serve [--env FILE]")
+		os.Exit(2)
+	}
+	envFile := ""
+	if len(args) >= 3 && args[1] == "--env" {
+		envFile = args[2]
+	}
+	cfg, err := config.Load(envFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if err := cfg.CheckSecret(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	dir, err := statedir.Open(cfg.StateDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"status":"ok","version":"fake"}`)
+	})
+	mux.HandleFunc("POST /mcp/{secret}", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("secret") != cfg.PathSecret {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	fmt.Fprintf(os.Stderr, `{"level":"info","message":"listening on http://%s","leaky_test_line":"/mcp/%s key=%s"}`+"\n", ln.Addr(), cfg.PathSecret, cfg.APIKey)
+	if err := statedir.WriteJSON(dir.DaemonInfoFile(), map[string]any{
+		"version": 1, "pid": os.Getpid(), "addr": ln.Addr().String(),
+		"started_at": time.Now().UTC().Format(time.RFC3339), "harness": "fake", "sandbox": "off", "approval": "on",
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go srv.Serve(ln)
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	os.Remove(dir.DaemonInfoFile())
+	fmt.Fprintln(os.Stderr, `{"level":"info","message":"stopped"}`)
+}
