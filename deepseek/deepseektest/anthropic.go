@@ -34,7 +34,7 @@ func (s *Server) handleAnthropic(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, deepseekError("messages: must not be empty", "invalid_request_error"))
 		return
 	}
-	t := resolve(s.take(SideAnthropic, idx, !req.HasTools()), req)
+	t := resolve(s.take(SideAnthropic, idx, s.isSide(req)), req)
 	if !s.wait(r.Context(), s.delay+t.Delay) {
 		return
 	}

@@ -51,6 +51,10 @@ func WithDefault(t Turn) Option { return func(s *Server) { s.defaultTurn = t } }
 // tools, see the package doc).
 func WithSideTurn(t Turn) Option { return func(s *Server) { s.sideTurn = t } }
 
+// WithSideRule replaces the rule that decides which Anthropic messages
+// requests are side requests (default: a request without tools).
+func WithSideRule(isSide func(Request) bool) Option { return func(s *Server) { s.isSide = isSide } }
+
 // WithDelay adds d before every response (scripted, default and side turns).
 func WithDelay(d time.Duration) Option { return func(s *Server) { s.delay = d } }
 
@@ -66,6 +70,7 @@ type Server struct {
 	sideTurn    Turn
 	delay       time.Duration
 	reqLog      io.Writer
+	isSide      func(Request) bool
 
 	ln   net.Listener
 	srv  *http.Server
@@ -102,6 +107,7 @@ func NewServer(ln net.Listener, opts ...Option) *Server {
 		ln:            ln,
 		done:          make(chan struct{}),
 		reasonedCalls: map[string]bool{},
+		isSide:        func(r Request) bool { return !r.HasTools() },
 	}
 	for _, id := range DefaultModels {
 		s.models[id] = true

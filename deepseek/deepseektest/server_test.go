@@ -704,3 +704,16 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+func TestWithSideRule(t *testing.T) {
+	t.Parallel()
+	s := newDouble(t, deepseektest.WithSideRule(func(r deepseektest.Request) bool { return r.MaxTokens() == 1 }))
+	s.ScriptAnthropic(deepseektest.Text("scripted"))
+	probe := map[string]any{"model": "deepseek-flash", "max_tokens": 1, "messages": []any{map[string]any{"role": "user", "content": "quota"}}}
+	if got := decode(t, do(t, s, call{path: "/anthropic/v1/messages", body: probe}).Body); fmt.Sprint(got["content"]) != "[map[text:"+deepseektest.SideText+" type:text]]" {
+		t.Errorf("probe answer %v", got["content"])
+	}
+	if got := decode(t, do(t, s, call{path: "/anthropic/v1/messages", body: anthropicBody(false, false)}).Body); fmt.Sprint(got["content"]) != "[map[text:scripted type:text]]" {
+		t.Errorf("tool-less main request answer %v", got["content"])
+	}
+}
