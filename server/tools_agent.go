@@ -1,0 +1,421 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+)
+
+// AgentJobs is what the agent tools need from the job registry.
+type AgentJobs interface {
+	Start(ctx context.Context, req jobs.StartRequest) (jobs.Snapshot, error)
+	Wait(ctx context.Context, id string, d time.Duration, onChange func(jobs.Snapshot)) (jobs.Snapshot, error)
+	Cancel(ctx context.Context, id string) (jobs.Snapshot, error)
+}
+
+var _ AgentJobs = (*jobs.Registry)(nil)
+
+// Limits of the agent tools.
+const (
+	DefaultPollWait   = 20 * time.Second
+	MaxPollWait       = 40 * time.Second
+	DefaultSyncWindow = 45 * time.Second
+	cancelWait        = 15 * time.Second // how long cancel waits for the harness to be gone
+	progressEvery     = time.Second      // at most one progress notification per interval…
+	keepaliveEvery    = 10 * time.Second // …and at least one per this, while blocking
+)
+
+// AgentToolOptions tune the agent tools.
+type AgentToolOptions struct {
+	SyncWindow      time.Duration // BRIDGE_SYNC_WINDOW_MS: how long start waits for an inline result
+	MaxSteps        int           // BRIDGE_MAX_STEPS, shown in the schema
+	JobTimeout      time.Duration // BRIDGE_JOB_TIMEOUT_MS, shown in the schema
+	KeepaliveEvery  time.Duration // 0 = keepaliveEvery
+	Now             func() time.Time
+	ProgressLimiter time.Duration // 0 = progressEvery
+}
+
+// AgentJobPayload is the structuredContent of every agent tool.
+type AgentJobPayload struct {
+	JobID         string             `json:"job_id" jsonschema:"the job's id; pass it to deepseek_agent_poll and deepseek_agent_cancel"`
+	Status        string             `json:"status" jsonschema:"queued, running, waiting_approval, done, error, cancelled or interrupted"`
+	Nonce         string             `json:"nonce,omitempty" jsonschema:"set only when status is done: quote it verbatim with the result"`
+	Result        string             `json:"result,omitempty" jsonschema:"the agent's final answer; set only when status is done"`
+	Error         string             `json:"error,omitempty" jsonschema:"why the job ended error, cancelled or interrupted"`
+	Partial       *jobs.Partial      `json:"partial,omitempty" jsonschema:"what a job that did not finish had done; NOT a result"`
+	Steps         int                `json:"steps" jsonschema:"tool calls so far"`
+	LastTool      string             `json:"last_tool,omitempty" jsonschema:"the latest tool call, shortened"`
+	ElapsedMS     int64              `json:"elapsed_ms" jsonschema:"milliseconds since the job was accepted"`
+	Usage         jobs.Usage         `json:"usage" jsonschema:"tokens of the job's model calls"`
+	CostUSD       float64            `json:"cost_usd" jsonschema:"the usage at DeepSeek prices, in US dollars"`
+	FilesWritten  []string           `json:"files_written" jsonschema:"files the agent wrote or edited"`
+	Commands      []jobs.Command     `json:"commands" jsonschema:"shell commands the agent ran, with their exit status when known"`
+	Approval      *jobs.ApprovalInfo `json:"approval,omitempty" jsonschema:"the request a human must answer while status is waiting_approval"`
+	QueuePosition int                `json:"queue_position,omitempty" jsonschema:"1 = next to start; only while queued"`
+}
+
+// AgentStartTool is deepseek_agent_start.
+func AgentStartTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHandlerFunc) {
+	o = o.withDefaults()
+	tool := mcp.NewTool("deepseek_agent_start",
+		mcp.WithDescription(fmt.Sprintf("Hand DeepSeek a task that needs hands: an agent (Claude Code driven by DeepSeek) reads, edits and runs commands in a workspace directory the owner granted. "+
+			"Blocks up to %d s; a job that finishes by then is returned inline, otherwise you get its job_id to pass to deepseek_agent_poll. "+
+			"A result is real only when status is done and it carries a nonce: quote the nonce with it.", int(o.SyncWindow/time.Second))),
+		mcp.WithTitleAnnotation("Start a DeepSeek agent job"),
+		mcp.WithReadOnlyHintAnnotation(false),
+		mcp.WithDestructiveHintAnnotation(true),
+		mcp.WithIdempotentHintAnnotation(false),
+		mcp.WithOpenWorldHintAnnotation(true),
+		mcp.WithString("task", mcp.Required(), mcp.Description("what the agent should do, self-contained: it sees only this text and the workspace")),
+		mcp.WithString("workspace", mcp.Required(), mcp.Description("absolute path of an existing directory inside the owner's allowed roots (DEEPSEEK_ALLOWED_ROOTS)")),
+		mcp.WithNumber("max_steps", mcp.Min(1), mcp.Max(float64(o.MaxSteps)), mcp.Description(fmt.Sprintf("tool-call ceiling for this job (at most %d, the default)", o.MaxSteps))),
+		mcp.WithNumber("timeout_seconds", mcp.Min(1), mcp.Max(float64(o.JobTimeout/time.Second)), mcp.Description(fmt.Sprintf("wall-clock ceiling for this job in seconds (at most %d, the default)", int(o.JobTimeout/time.Second)))),
+		mcp.WithOutputSchema[AgentJobPayload](),
+	)
+	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		task, err := req.RequireString("task")
+		if err != nil {
+			return mcp.NewToolResultError("task is required: say what the agent should do"), nil
+		}
+		ws, err := req.RequireString("workspace")
+		if err != nil {
+			return mcp.NewToolResultError("workspace is required: the absolute path of a directory inside the allowed roots"), nil
+		}
+		maxSteps := req.GetInt("max_steps", 0)
+		timeout := time.Duration(req.GetFloat("timeout_seconds", 0) * float64(time.Second))
+		if maxSteps < 0 || timeout < 0 {
+			return mcp.NewToolResultError("max_steps and timeout_seconds must be positive"), nil
+		}
+		snap, err := j.Start(ctx, jobs.StartRequest{Task: task, Workspace: ws, MaxSteps: maxSteps, Timeout: timeout})
+		if err != nil {
+			return startError(err), nil
+		}
+		p := newProgress(ctx, req, o)
+		defer p.stop()
+		p.report(snap)
+		// The job belongs to the registry: the caller hanging up ends this wait, not the job.
+		final, err := j.Wait(ctx, snap.ID, o.SyncWindow, p.report)
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		return agentResult(final, o.now()), nil
+	}
+	return tool, handler
+}
+
+// AgentPollTool is deepseek_agent_poll.
+func AgentPollTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHandlerFunc) {
+	o = o.withDefaults()
+	tool := mcp.NewTool("deepseek_agent_poll",
+		mcp.WithDescription("Check on an agent job started with deepseek_agent_start. Waits up to wait_seconds and returns as soon as the job settles. "+
+			"Until status is done there is no result to report; on done, quote the nonce with the result."),
+		mcp.WithTitleAnnotation("Poll a DeepSeek agent job"),
+		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
+		mcp.WithString("job_id", mcp.Required(), mcp.Description("the job_id deepseek_agent_start returned")),
+		mcp.WithNumber("wait_seconds", mcp.Min(0), mcp.Max(MaxPollWait.Seconds()), mcp.DefaultNumber(DefaultPollWait.Seconds()),
+			mcp.Description("how long to wait for the job to settle, 0 to 40 seconds (default 20)")),
+		mcp.WithOutputSchema[AgentJobPayload](),
+	)
+	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		id, err := req.RequireString("job_id")
+		if err != nil || strings.TrimSpace(id) == "" {
+			return mcp.NewToolResultError("job_id is required: pass the job_id deepseek_agent_start returned"), nil
+		}
+		wait := time.Duration(req.GetFloat("wait_seconds", DefaultPollWait.Seconds()) * float64(time.Second))
+		wait = min(max(wait, 0), MaxPollWait)
+		p := newProgress(ctx, req, o)
+		defer p.stop()
+		snap, err := j.Wait(ctx, strings.TrimSpace(id), wait, p.report)
+		if err != nil {
+			return lookupError(err), nil
+		}
+		return agentResult(snap, o.now()), nil
+	}
+	return tool, handler
+}
+
+// AgentCancelTool is deepseek_agent_cancel.
+func AgentCancelTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHandlerFunc) {
+	o = o.withDefaults()
+	tool := mcp.NewTool("deepseek_agent_cancel",
+		mcp.WithDescription("Stop an agent job: its harness and every process it started are killed and the job ends as cancelled, without a result. A finished job is left as it is."),
+		mcp.WithTitleAnnotation("Cancel a DeepSeek agent job"),
+		mcp.WithReadOnlyHintAnnotation(false),
+		mcp.WithDestructiveHintAnnotation(true),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
+		mcp.WithString("job_id", mcp.Required(), mcp.Description("the job_id deepseek_agent_start returned")),
+		mcp.WithOutputSchema[AgentJobPayload](),
+	)
+	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		id, err := req.RequireString("job_id")
+		if err != nil || strings.TrimSpace(id) == "" {
+			return mcp.NewToolResultError("job_id is required: pass the job_id deepseek_agent_start returned"), nil
+		}
+		cctx, cancel := context.WithTimeout(ctx, cancelWait)
+		defer cancel()
+		snap, err := j.Cancel(cctx, strings.TrimSpace(id))
+		if err != nil {
+			return lookupError(err), nil
+		}
+		return agentResult(snap, o.now()), nil
+	}
+	return tool, handler
+}
+
+func (o AgentToolOptions) withDefaults() AgentToolOptions {
+	if o.SyncWindow <= 0 {
+		o.SyncWindow = DefaultSyncWindow
+	}
+	if o.MaxSteps <= 0 {
+		o.MaxSteps = 120
+	}
+	if o.JobTimeout <= 0 {
+		o.JobTimeout = 30 * time.Minute
+	}
+	if o.KeepaliveEvery <= 0 {
+		o.KeepaliveEvery = keepaliveEvery
+	}
+	if o.ProgressLimiter <= 0 {
+		o.ProgressLimiter = progressEvery
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+func (o AgentToolOptions) now() time.Time { return o.Now() }
+
+func startError(err error) *mcp.CallToolResult {
+	switch {
+	case errors.Is(err, jobs.ErrWorkspace), errors.Is(err, jobs.ErrBadInput), errors.Is(err, jobs.ErrQueueFull), errors.Is(err, jobs.ErrClosed):
+		return mcp.NewToolResultError("The job was not started. " + err.Error())
+	default:
+		return mcp.NewToolResultError("The job was not started: " + err.Error())
+	}
+}
+
+func lookupError(err error) *mcp.CallToolResult {
+	if errors.Is(err, jobs.ErrUnknownJob) {
+		return mcp.NewToolResultError(err.Error() + ". Check the job_id; finished jobs stay pollable only for BRIDGE_RESULT_TTL_MS after they end.")
+	}
+	return mcp.NewToolResultError(err.Error())
+}
+
+// Payload turns a snapshot into the structuredContent of the agent tools.
+func Payload(s jobs.Snapshot, now time.Time) AgentJobPayload {
+	p := AgentJobPayload{
+		JobID: s.ID, Status: string(s.Status), Nonce: s.Nonce, Result: s.Result, Error: s.Error,
+		Partial: s.Partial, Steps: s.Steps, LastTool: s.LastTool, ElapsedMS: s.Elapsed(now).Milliseconds(),
+		Usage: s.Usage, CostUSD: s.CostUSD, FilesWritten: s.FilesWritten, Commands: s.Commands,
+		Approval: s.Approval, QueuePosition: s.QueuePosition,
+	}
+	if s.Status != jobs.StatusDone { // belt and braces: never a nonce or result off done
+		p.Nonce, p.Result = "", ""
+	}
+	if p.FilesWritten == nil {
+		p.FilesWritten = []string{}
+	}
+	if p.Commands == nil {
+		p.Commands = []jobs.Command{}
+	}
+	return p
+}
+
+func agentResult(s jobs.Snapshot, now time.Time) *mcp.CallToolResult {
+	p := Payload(s, now)
+	return mcp.NewToolResultStructured(p, AgentText(p))
+}
+
+// AgentText is the text part of an agent tool's answer, written for the
+// calling model.
+func AgentText(p AgentJobPayload) string {
+	var b strings.Builder
+	elapsed := time.Duration(p.ElapsedMS) * time.Millisecond
+	switch jobs.Status(p.Status) {
+	case jobs.StatusDone:
+		fmt.Fprintf(&b, "Job %s is done (%d tool calls, %s, $%.4f).\n\nResult:\n%s\n\n", p.JobID, p.Steps, elapsed.Round(time.Second), p.CostUSD, p.Result)
+		fmt.Fprintf(&b, "Nonce: %s\nWhen you report this result, quote the nonce %s verbatim: it proves the result came from the bridge.", p.Nonce, p.Nonce)
+		writeWork(&b, p)
+	case jobs.StatusQueued:
+		fmt.Fprintf(&b, "Job %s is queued (position %d). Nothing to report yet: do not describe any result. Call deepseek_agent_poll with job_id %q again.", p.JobID, p.QueuePosition, p.JobID)
+	case jobs.StatusRunning:
+		fmt.Fprintf(&b, "Job %s is running (%d tool calls so far, %s", p.JobID, p.Steps, elapsed.Round(time.Second))
+		if p.LastTool != "" {
+			fmt.Fprintf(&b, ", last: %s", p.LastTool)
+		}
+		fmt.Fprintf(&b, "). Nothing to report yet: do not describe any result. Call deepseek_agent_poll with job_id %q again.", p.JobID)
+	case jobs.StatusWaitingApproval:
+		fmt.Fprintf(&b, "Job %s is waiting for a human to approve a step", p.JobID)
+		if p.Approval != nil {
+			fmt.Fprintf(&b, ": %s (request %s)", p.Approval.Summary, p.Approval.ID)
+		}
+		fmt.Fprintf(&b, ". Tell the user to run `bridgectl pending` in a terminal on the bridge's machine and approve or deny it. Nothing to report yet; call deepseek_agent_poll with job_id %q again afterwards.", p.JobID)
+	default:
+		fmt.Fprintf(&b, "Job %s ended %s: %s\nThere is no result and no nonce. Do not present anything from this job as its result.", p.JobID, p.Status, p.Error)
+		if p.Partial != nil {
+			fmt.Fprintf(&b, "\n\n%s.", p.Partial.Label)
+			if len(p.Partial.Notes) > 0 {
+				fmt.Fprintf(&b, "\nLast notes of the agent:\n- %s", strings.Join(p.Partial.Notes, "\n- "))
+			}
+			if len(p.Partial.ToolCalls) > 0 {
+				fmt.Fprintf(&b, "\nTool calls: %v", p.Partial.ToolCalls)
+			}
+			if len(p.Partial.FilesTouched) > 0 {
+				fmt.Fprintf(&b, "\nFiles touched: %s", strings.Join(p.Partial.FilesTouched, ", "))
+			}
+		}
+		writeWork(&b, p)
+	}
+	return b.String()
+}
+
+func writeWork(b *strings.Builder, p AgentJobPayload) {
+	if len(p.FilesWritten) > 0 {
+		fmt.Fprintf(b, "\nFiles written: %s", strings.Join(p.FilesWritten, ", "))
+	}
+	if len(p.Commands) > 0 {
+		b.WriteString("\nCommands:")
+		for _, c := range p.Commands {
+			status := "exit status unknown"
+			switch {
+			case c.Denied:
+				status = "denied"
+			case c.ExitCode != nil:
+				status = fmt.Sprintf("exit %d", *c.ExitCode)
+			}
+			fmt.Fprintf(b, "\n- %s (%s)", c.Command, status)
+		}
+	}
+}
+
+// progress sends notifications/progress for one blocking call, if the client
+// gave a progress token: on changes (at most one per limiter interval) and as
+// a keepalive while nothing changes. Its goroutine ends with stop.
+type progress struct {
+	send    func(n int, msg string)
+	updates chan jobs.Snapshot
+	done    chan struct{}
+	ended   chan struct{}
+}
+
+func newProgress(ctx context.Context, req mcp.CallToolRequest, o AgentToolOptions) *progress {
+	p := &progress{updates: make(chan jobs.Snapshot, 1), done: make(chan struct{}), ended: make(chan struct{})}
+	var token mcp.ProgressToken
+	if req.Params.Meta != nil {
+		token = req.Params.Meta.ProgressToken
+	}
+	srv := mcpserver.ServerFromContext(ctx)
+	if token == nil || srv == nil {
+		close(p.ended)
+		return p
+	}
+	return startProgress(ctx, o, func(n int, msg string) {
+		_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+			"progressToken": token, "progress": n, "message": msg,
+		})
+	})
+}
+
+// startProgress runs the progress loop with send as its only output.
+func startProgress(ctx context.Context, o AgentToolOptions, send func(n int, msg string)) *progress {
+	p := &progress{send: send, updates: make(chan jobs.Snapshot, 1), done: make(chan struct{}), ended: make(chan struct{})}
+	go p.loop(ctx, o)
+	return p
+}
+
+func (p *progress) report(s jobs.Snapshot) {
+	if p.send == nil {
+		return
+	}
+	select { // keep only the latest
+	case p.updates <- s:
+	default:
+		select {
+		case <-p.updates:
+		default:
+		}
+		select {
+		case p.updates <- s:
+		default:
+		}
+	}
+}
+
+func (p *progress) loop(ctx context.Context, o AgentToolOptions) {
+	defer close(p.ended)
+	n := 0
+	var last jobs.Snapshot
+	var lastSent time.Time
+	pending := false
+	keep := time.NewTimer(o.KeepaliveEvery) // re-armed by every send
+	defer keep.Stop()
+	limiter := time.NewTimer(0)
+	defer limiter.Stop()
+	send := func(msg string) {
+		n++
+		p.send(n, msg)
+		lastSent, pending = time.Now(), false
+		keep.Reset(o.KeepaliveEvery)
+	}
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-ctx.Done():
+			return
+		case s := <-p.updates:
+			last, pending = s, true
+			if wait := o.ProgressLimiter - time.Since(lastSent); wait <= 0 {
+				send(progressMessage(last))
+			} else {
+				limiter.Reset(wait)
+			}
+		case <-limiter.C:
+			if pending {
+				send(progressMessage(last))
+			}
+		case <-keep.C:
+			msg := "waiting for the job"
+			if last.ID != "" {
+				msg = progressMessage(last)
+			}
+			send(msg)
+		}
+	}
+}
+
+func (p *progress) stop() {
+	select {
+	case <-p.ended:
+		return
+	default:
+	}
+	close(p.done)
+	<-p.ended
+}
+
+func progressMessage(s jobs.Snapshot) string {
+	msg := fmt.Sprintf("job %s %s: %d tool calls", s.ID, s.Status, s.Steps)
+	if s.Status == jobs.StatusQueued {
+		msg += fmt.Sprintf(", queue position %d", s.QueuePosition)
+	}
+	if s.LastTool != "" {
+		msg += ", last " + s.LastTool
+	}
+	if s.Approval != nil {
+		msg += ", waiting for approval: " + s.Approval.Summary
+	}
+	return msg
+}

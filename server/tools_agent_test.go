@@ -1,0 +1,340 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+)
+
+// fakeJobs is an AgentJobs whose answers the test sets.
+type fakeJobs struct {
+	mu        sync.Mutex
+	startErr  error
+	startSnap jobs.Snapshot
+	waitSnaps map[string]jobs.Snapshot
+	waitErr   error
+	changes   []jobs.Snapshot // fed to onChange during Wait
+	gotWait   []time.Duration
+	gotStart  []jobs.StartRequest
+	cancelled []string
+}
+
+func (f *fakeJobs) Start(ctx context.Context, req jobs.StartRequest) (jobs.Snapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gotStart = append(f.gotStart, req)
+	return f.startSnap, f.startErr
+}
+
+func (f *fakeJobs) Wait(ctx context.Context, id string, d time.Duration, onChange func(jobs.Snapshot)) (jobs.Snapshot, error) {
+	f.mu.Lock()
+	f.gotWait = append(f.gotWait, d)
+	s, ok := f.waitSnaps[id]
+	changes := f.changes
+	f.mu.Unlock()
+	if f.waitErr != nil {
+		return jobs.Snapshot{}, f.waitErr
+	}
+	if !ok {
+		return jobs.Snapshot{}, fmt.Errorf("%w %q: it never existed here or its results expired; start a new job with deepseek_agent_start", jobs.ErrUnknownJob, id)
+	}
+	for _, c := range changes {
+		onChange(c)
+	}
+	return s, nil
+}
+
+func (f *fakeJobs) Cancel(ctx context.Context, id string) (jobs.Snapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cancelled = append(f.cancelled, id)
+	s, ok := f.waitSnaps[id]
+	if !ok {
+		return jobs.Snapshot{}, fmt.Errorf("%w %q", jobs.ErrUnknownJob, id)
+	}
+	s.Status = jobs.StatusCancelled
+	s.Error = "cancelled by the caller"
+	s.Partial = &jobs.Partial{Label: jobs.PartialLabel}
+	return s, nil
+}
+
+const jobID = "0123456789abcdef0123456789abcdef"
+
+func snap(status jobs.Status) jobs.Snapshot {
+	created := time.Now().Add(-3 * time.Second)
+	s := jobs.Snapshot{ID: jobID, Status: status, CreatedAt: created, Steps: 2, LastTool: "Bash: ls",
+		FilesWritten: []string{"/ws/answer.txt"}, Commands: []jobs.Command{{Command: "ls", ExitCode: intp(0)}, {Command: "rm -rf /", Denied: true}},
+		Usage: jobs.Usage{InputTokens: 10, OutputTokens: 5}, CostUSD: 0.0001}
+	switch status {
+	case jobs.StatusDone:
+		s.Nonce, s.Result = "fedcba9876543210fedcba9876543210", "the reversed witness is in answer.txt"
+	case jobs.StatusError, jobs.StatusCancelled, jobs.StatusInterrupted:
+		s.Error = "the job hit its step ceiling of 2 tool calls and was stopped"
+		s.Partial = &jobs.Partial{Label: jobs.PartialLabel, Notes: []string{"half way"}, ToolCalls: map[string]int{"Bash": 2}}
+		s.Nonce, s.Result = "leaked", "leaked" // Payload must drop them
+	case jobs.StatusWaitingApproval:
+		s.Approval = &jobs.ApprovalInfo{ID: "ap-7", Summary: "Bash: make deploy"}
+	case jobs.StatusQueued:
+		s.QueuePosition = 2
+	}
+	return s
+}
+
+func intp(n int) *int { return &n }
+
+func call(t *testing.T, h mcpserver.ToolHandlerFunc, args map[string]any) (*mcp.CallToolResult, string) {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Arguments = args
+	res, err := h(t.Context(), req)
+	if err != nil {
+		t.Fatalf("handler returned a Go error: %v", err)
+	}
+	var text string
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			text += tc.Text
+		}
+	}
+	return res, text
+}
+
+func payloadOf(t *testing.T, res *mcp.CallToolResult) AgentJobPayload {
+	t.Helper()
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p AgentJobPayload
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestAgentPayloadAndTextPerStatus(t *testing.T) {
+	tests := []struct {
+		status   jobs.Status
+		want     []string
+		wantNot  []string
+		nonce    bool
+		approval bool
+	}{
+		{jobs.StatusDone, []string{"is done", "the reversed witness is in answer.txt", "quote the nonce fedcba9876543210fedcba9876543210 verbatim", "ls (exit 0)", "rm -rf / (denied)", "/ws/answer.txt"}, []string{"Nothing to report"}, true, false},
+		{jobs.StatusRunning, []string{"is running", "Nothing to report yet", "deepseek_agent_poll", jobID, "last: Bash: ls"}, []string{"Nonce", "Result"}, false, false},
+		{jobs.StatusQueued, []string{"queued (position 2)", "Nothing to report yet"}, []string{"Nonce"}, false, false},
+		{jobs.StatusWaitingApproval, []string{"bridgectl pending", "Bash: make deploy", "ap-7", "Nothing to report yet"}, []string{"Nonce"}, false, true},
+		{jobs.StatusError, []string{"ended error", "step ceiling", "no result and no nonce", "NOT A RESULT", "half way"}, []string{"leaked"}, false, false},
+		{jobs.StatusCancelled, []string{"ended cancelled", "no result and no nonce"}, []string{"leaked"}, false, false},
+		{jobs.StatusInterrupted, []string{"ended interrupted", "NOT A RESULT"}, []string{"leaked"}, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.status), func(t *testing.T) {
+			f := &fakeJobs{waitSnaps: map[string]jobs.Snapshot{jobID: snap(tt.status)}}
+			_, h := AgentPollTool(f, AgentToolOptions{})
+			res, text := call(t, h, map[string]any{"job_id": jobID, "wait_seconds": 0})
+			if res.IsError {
+				t.Fatalf("IsError for a %s job: %s", tt.status, text)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("text lacks %q:\n%s", w, text)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(text, w) {
+					t.Errorf("text has %q:\n%s", w, text)
+				}
+			}
+			p := payloadOf(t, res)
+			if p.JobID != jobID || p.Status != string(tt.status) || p.Steps != 2 || p.ElapsedMS < 3000 || p.Usage.InputTokens != 10 {
+				t.Errorf("payload = %+v", p)
+			}
+			if (p.Nonce != "") != tt.nonce || (p.Result != "") != tt.nonce {
+				t.Errorf("nonce %q result %q for %s", p.Nonce, p.Result, tt.status)
+			}
+			if (p.Approval != nil) != tt.approval {
+				t.Errorf("approval = %+v", p.Approval)
+			}
+			if len(p.Commands) != 2 || p.Commands[0].ExitCode == nil || *p.Commands[0].ExitCode != 0 || !p.Commands[1].Denied {
+				t.Errorf("commands = %+v", p.Commands)
+			}
+		})
+	}
+}
+
+func TestAgentStartInlineAndPending(t *testing.T) {
+	t.Run("done within the sync window comes back inline", func(t *testing.T) {
+		f := &fakeJobs{startSnap: snap(jobs.StatusRunning), waitSnaps: map[string]jobs.Snapshot{jobID: snap(jobs.StatusDone)}}
+		_, h := AgentStartTool(f, AgentToolOptions{SyncWindow: 7 * time.Second})
+		res, text := call(t, h, map[string]any{"task": "reverse it", "workspace": "/ws", "max_steps": 5, "timeout_seconds": 60})
+		if res.IsError || payloadOf(t, res).Nonce == "" || !strings.Contains(text, "quote the nonce") {
+			t.Fatalf("res = %v %s", res.IsError, text)
+		}
+		if got := f.gotStart[0]; got.Task != "reverse it" || got.Workspace != "/ws" || got.MaxSteps != 5 || got.Timeout != time.Minute {
+			t.Errorf("start request = %+v", got)
+		}
+		if f.gotWait[0] != 7*time.Second {
+			t.Errorf("sync window = %v", f.gotWait[0])
+		}
+	})
+	t.Run("still running returns the id", func(t *testing.T) {
+		f := &fakeJobs{startSnap: snap(jobs.StatusRunning), waitSnaps: map[string]jobs.Snapshot{jobID: snap(jobs.StatusRunning)}}
+		_, h := AgentStartTool(f, AgentToolOptions{})
+		res, text := call(t, h, map[string]any{"task": "x", "workspace": "/ws"})
+		if res.IsError || payloadOf(t, res).JobID != jobID || !strings.Contains(text, "Nothing to report yet") {
+			t.Fatalf("res = %s", text)
+		}
+	})
+}
+
+func TestAgentToolErrorsSayWhatToDo(t *testing.T) {
+	refused := fmt.Errorf("%w: no workspace is allowed because DEEPSEEK_ALLOWED_ROOTS is empty. Ask the owner to grant a root", jobs.ErrWorkspace)
+	tests := []struct {
+		name string
+		tool func(AgentJobs, AgentToolOptions) (mcp.Tool, mcpserver.ToolHandlerFunc)
+		f    *fakeJobs
+		args map[string]any
+		want []string
+	}{
+		{"refused workspace", AgentStartTool, &fakeJobs{startErr: refused}, map[string]any{"task": "x", "workspace": "/etc"}, []string{"not started", "DEEPSEEK_ALLOWED_ROOTS is empty", "grant a root"}},
+		{"queue full", AgentStartTool, &fakeJobs{startErr: fmt.Errorf("%w: try again when one has finished", jobs.ErrQueueFull)}, map[string]any{"task": "x", "workspace": "/ws"}, []string{"queue is full", "try again"}},
+		{"missing task", AgentStartTool, &fakeJobs{}, map[string]any{"workspace": "/ws"}, []string{"task is required"}},
+		{"missing workspace", AgentStartTool, &fakeJobs{}, map[string]any{"task": "x"}, []string{"workspace is required"}},
+		{"unknown job on poll", AgentPollTool, &fakeJobs{}, map[string]any{"job_id": "nope"}, []string{"unknown job id", "deepseek_agent_start", "BRIDGE_RESULT_TTL_MS"}},
+		{"missing job id", AgentPollTool, &fakeJobs{}, map[string]any{}, []string{"job_id is required"}},
+		{"unknown job on cancel", AgentCancelTool, &fakeJobs{}, map[string]any{"job_id": "nope"}, []string{"unknown job id"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, h := tt.tool(tt.f, AgentToolOptions{})
+			res, text := call(t, h, tt.args)
+			if !res.IsError {
+				t.Fatalf("not an error result: %s", text)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("text %q lacks %q", text, w)
+				}
+			}
+		})
+	}
+}
+
+func TestAgentPollWaitIsClamped(t *testing.T) {
+	tests := []struct {
+		args map[string]any
+		want time.Duration
+	}{
+		{map[string]any{"job_id": jobID}, 20 * time.Second},
+		{map[string]any{"job_id": jobID, "wait_seconds": 0}, 0},
+		{map[string]any{"job_id": jobID, "wait_seconds": 5}, 5 * time.Second},
+		{map[string]any{"job_id": jobID, "wait_seconds": 400}, 40 * time.Second},
+		{map[string]any{"job_id": jobID, "wait_seconds": -3}, 0},
+	}
+	for _, tt := range tests {
+		f := &fakeJobs{waitSnaps: map[string]jobs.Snapshot{jobID: snap(jobs.StatusRunning)}}
+		_, h := AgentPollTool(f, AgentToolOptions{})
+		call(t, h, tt.args)
+		if f.gotWait[0] != tt.want {
+			t.Errorf("%v: waited %v, want %v", tt.args, f.gotWait[0], tt.want)
+		}
+	}
+}
+
+func TestAgentCancel(t *testing.T) {
+	f := &fakeJobs{waitSnaps: map[string]jobs.Snapshot{jobID: snap(jobs.StatusRunning)}}
+	_, h := AgentCancelTool(f, AgentToolOptions{})
+	res, text := call(t, h, map[string]any{"job_id": " " + jobID + " "})
+	p := payloadOf(t, res)
+	if res.IsError || p.Status != "cancelled" || p.Nonce != "" || !strings.Contains(text, "ended cancelled") || f.cancelled[0] != jobID {
+		t.Fatalf("cancel = %+v %s", p, text)
+	}
+}
+
+func TestProgressIsThrottledAndKeptAlive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var sent []string
+		var nums []int
+		p := startProgress(t.Context(), AgentToolOptions{}.withDefaults(), func(n int, msg string) {
+			mu.Lock()
+			defer mu.Unlock()
+			nums = append(nums, n)
+			sent = append(sent, msg)
+		})
+		s := snap(jobs.StatusRunning)
+		for i := range 20 { // a burst: one notification now, the latest one a second later
+			s.Steps = i + 1
+			p.report(s)
+			synctest.Wait()
+		}
+		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait()
+		mu.Lock()
+		if len(sent) != 2 || !strings.Contains(sent[1], "20 tool calls") {
+			t.Errorf("burst sent %q", sent)
+		}
+		mu.Unlock()
+		time.Sleep(25 * time.Second) // nothing changes: keepalives
+		synctest.Wait()
+		p.stop()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(sent) < 4 {
+			t.Errorf("no keepalive: %q", sent)
+		}
+		for i := 1; i < len(nums); i++ {
+			if nums[i] <= nums[i-1] {
+				t.Errorf("progress not increasing: %v", nums)
+			}
+		}
+	})
+}
+
+// TestAgentToolSnapshots keeps what hosts see of the agent tools a reviewed
+// diff: UPDATE_TOOLSNAPS=1 go test ./server -run TestAgentToolSnapshots rewrites them.
+func TestAgentToolSnapshots(t *testing.T) {
+	o := AgentToolOptions{SyncWindow: 45 * time.Second, MaxSteps: 120, JobTimeout: 30 * time.Minute}
+	for _, mk := range []func(AgentJobs, AgentToolOptions) (mcp.Tool, mcpserver.ToolHandlerFunc){AgentStartTool, AgentPollTool, AgentCancelTool} {
+		tool, _ := mk(&fakeJobs{}, o)
+		t.Run(tool.Name, func(t *testing.T) {
+			a := tool.Annotations
+			if a.ReadOnlyHint == nil || a.DestructiveHint == nil || a.IdempotentHint == nil || a.OpenWorldHint == nil {
+				t.Fatalf("annotations not all set: %+v", a)
+			}
+			got, err := json.MarshalIndent(tool, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", "toolsnaps", tool.Name+".snap")
+			if os.Getenv("UPDATE_TOOLSNAPS") != "" {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with UPDATE_TOOLSNAPS=1 to create it)", err)
+			}
+			if strings.TrimSpace(string(want)) != strings.TrimSpace(string(got)) {
+				t.Errorf("tool %s changed; review and run with UPDATE_TOOLSNAPS=1:\n%s", tool.Name, got)
+			}
+		})
+	}
+}
