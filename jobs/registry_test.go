@@ -598,3 +598,21 @@ func TestIDsAndNoncesAreUnguessable(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadRefusesUnknownVersionAndBadIDs(t *testing.T) {
+	e := newEnv(t, nil)
+	id := strings.Repeat("b", 32)
+	writeSnap(t, e, Snapshot{Version: 99, ID: id, Status: StatusDone})
+	if _, err := Load(e.dir, id); err == nil || !strings.Contains(err.Error(), "version 99") {
+		t.Errorf("Load = %v", err)
+	}
+	for _, bad := range []string{"../../etc/passwd", "ABC", "", strings.Repeat("a", 33)} {
+		if _, err := Load(e.dir, bad); !errors.Is(err, ErrUnknownJob) {
+			t.Errorf("Load(%q) = %v", bad, err)
+		}
+	}
+	snaps, errs := LoadAll(e.dir)
+	if len(snaps) != 0 || len(errs) != 1 {
+		t.Errorf("LoadAll = %d snaps, errs %v", len(snaps), errs)
+	}
+}

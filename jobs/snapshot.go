@@ -198,6 +198,9 @@ func Load(dir statedir.Dir, id string) (Snapshot, error) {
 		}
 		return Snapshot{}, err
 	}
+	if s.Version != SnapshotVersion {
+		return Snapshot{}, fmt.Errorf("%s: snapshot format version %d, this build reads %d: use the bridgectl of the same release as the daemon", dir.JobFile(id), s.Version, SnapshotVersion)
+	}
 	return s, nil
 }
 
