@@ -166,7 +166,7 @@ func (c *Client) Flash(ctx context.Context, req FlashRequest) (FlashResult, erro
 				wait = time.Duration(apiErr.RetryAfterSeconds) * time.Second
 			}
 			if attempt >= c.o.MaxAttempts {
-				return finish(fmt.Errorf("%w (gave up after %d attempts)", err, attempt))
+				return finish(fmt.Errorf("%w (gave up after %d attempts; try again later)", err, attempt))
 			}
 			if time.Now().Add(wait).After(deadline) {
 				return finish(fmt.Errorf("%w (gave up after %d attempts: waiting %s more would pass the %s deadline, DEEPSEEK_TIMEOUT_MS)",
@@ -390,7 +390,7 @@ func (c *Client) attempt(ctx context.Context, body []byte, n int, p *progress) (
 	sent := time.Now()
 	resp, err := c.hc.Do(hreq)
 	if err != nil {
-		return t, fmt.Errorf("%w: could not reach DeepSeek at %s: %v", ErrUpstream, c.o.BaseURL, unwrapURLError(err))
+		return t, fmt.Errorf("%w: could not reach DeepSeek at %s (check DEEPSEEK_BASE_URL and the network): %v", ErrUpstream, c.o.BaseURL, unwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	c.log.Debug().Int("attempt", n).Int("status", resp.StatusCode).Dur("ttfb", time.Since(sent)).Msg("deepseek response")

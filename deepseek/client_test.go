@@ -262,6 +262,16 @@ func TestFlashGivesUp(t *testing.T) {
 			t.Errorf("took %v with %d requests; want an immediate give-up after 1", d, len(srv.Requests()))
 		}
 	})
+	t.Run("nothing listening", func(t *testing.T) {
+		t.Parallel()
+		srv, c := newPair(t, func(o *deepseek.Options) { o.MaxAttempts = 2 })
+		srv.Close()
+		res, err := c.Flash(t.Context(), deepseek.FlashRequest{Task: "x"})
+		if !errors.Is(err, deepseek.ErrUpstream) || !strings.Contains(err.Error(), "could not reach DeepSeek") ||
+			!strings.Contains(err.Error(), "check DEEPSEEK_BASE_URL") || res.Attempts != 2 {
+			t.Errorf("err = %v after %d attempts", err, res.Attempts)
+		}
+	})
 	t.Run("MaxAttempts", func(t *testing.T) {
 		t.Parallel()
 		srv, c := newPair(t, func(o *deepseek.Options) { o.MaxAttempts = 3 })

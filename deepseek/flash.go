@@ -55,7 +55,9 @@ type Usage struct {
 	ReasoningTokens  int64 `json:"reasoning_tokens"`
 }
 
-// FlashResult is the answer of a flash call; ReasoningContent is never part of it.
+// FlashResult is the answer of a flash call; reasoning_content is never part
+// of it. Usage and CostUSD cover every attempt the API billed (a blank first
+// answer that was retried included); Model is the model the API reported.
 type FlashResult struct {
 	Answer       string        `json:"answer"`
 	Model        string        `json:"model"`

@@ -345,14 +345,24 @@ func (s *Server) wait(ctx context.Context, d time.Duration) bool {
 
 // deepseekError is DeepSeek's error body (used on both sides: the Anthropic
 // endpoint answers errors in the same shape).
-func deepseekError(message, typ string) map[string]any {
-	return map[string]any{"error": map[string]any{
-		"message": message, "type": typ, "param": nil, "code": "invalid_request_error",
-	}}
+// The field order is DeepSeek's: message, type, param, code.
+func deepseekError(message, typ string) errorBody {
+	return errorBody{Error: errorDetail{Message: message, Type: typ, Code: "invalid_request_error"}}
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Param   any    `json:"param"`
+	Code    string `json:"code"`
 }
 
 // documentedError is the body DeepSeek sends for status.
-func documentedError(status int) map[string]any {
+func documentedError(status int) errorBody {
 	switch status {
 	case 400:
 		return deepseekError("Invalid request: the request body has an invalid format", "invalid_request_error")

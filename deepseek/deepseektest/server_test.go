@@ -246,27 +246,27 @@ func TestAuthModelsAndDocumentedErrors(t *testing.T) {
 		body   string
 	}{
 		{"openai no auth header", call{path: "/chat/completions", header: map[string]string{"Authorization": ""}, body: chatBody("deepseek-flash", false)},
-			401, `{"error":{"code":"invalid_request_error","message":"Authentication Fails (auth header format should be Bearer sk-...)","param":null,"type":"authentication_error"}}`},
+			401, `{"error":{"message":"Authentication Fails (auth header format should be Bearer sk-...)","type":"authentication_error","param":null,"code":"invalid_request_error"}}`},
 		{"openai wrong key", call{path: "/chat/completions", header: map[string]string{"Authorization": "Bearer sk-test-wrong-wxyz"}, body: chatBody("deepseek-flash", false)},
-			401, `{"error":{"code":"invalid_request_error","message":"Authentication Fails, Your api key: ****wxyz is invalid","param":null,"type":"authentication_error"}}`},
+			401, `{"error":{"message":"Authentication Fails, Your api key: ****wxyz is invalid","type":"authentication_error","param":null,"code":"invalid_request_error"}}`},
 		{"openai x-api-key is not enough", call{path: "/chat/completions", header: map[string]string{"Authorization": "", "x-api-key": "sk-test-double-key-abcd"}, body: chatBody("deepseek-flash", false)},
-			401, `{"error":{"code":"invalid_request_error","message":"Authentication Fails (auth header format should be Bearer sk-...)","param":null,"type":"authentication_error"}}`},
+			401, `{"error":{"message":"Authentication Fails (auth header format should be Bearer sk-...)","type":"authentication_error","param":null,"code":"invalid_request_error"}}`},
 		{"anthropic wrong x-api-key", call{path: "/anthropic/v1/messages", header: map[string]string{"Authorization": "", "x-api-key": "nope"}, body: anthropicBody(false, true)},
-			401, `{"error":{"code":"invalid_request_error","message":"Authentication Fails, Your api key: ****nope is invalid","param":null,"type":"authentication_error"}}`},
+			401, `{"error":{"message":"Authentication Fails, Your api key: ****nope is invalid","type":"authentication_error","param":null,"code":"invalid_request_error"}}`},
 		{"anthropic count_tokens without key", call{path: "/anthropic/v1/messages/count_tokens", header: map[string]string{"Authorization": ""}, body: anthropicBody(false, false)},
-			401, `{"error":{"code":"invalid_request_error","message":"Authentication Fails (auth header format should be Bearer sk-...)","param":null,"type":"authentication_error"}}`},
+			401, `{"error":{"message":"Authentication Fails (auth header format should be Bearer sk-...)","type":"authentication_error","param":null,"code":"invalid_request_error"}}`},
 		{"anthropic x-api-key", call{path: "/anthropic/v1/messages", header: map[string]string{"Authorization": "", "x-api-key": "sk-test-double-key-abcd"}, body: anthropicBody(false, false)},
 			200, ""},
 		{"anthropic bearer", call{path: "/anthropic/v1/messages", body: anthropicBody(false, false)}, 200, ""},
 		{"unknown model", call{path: "/chat/completions", body: chatBody("gpt-4o", false)},
-			400, `{"error":{"code":"invalid_request_error","message":"Model Not Exist","param":null,"type":"invalid_request_error"}}`},
+			400, `{"error":{"message":"Model Not Exist","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}`},
 		{"added model", call{path: "/chat/completions", body: chatBody("deepseek-custom", false)}, 200, ""},
 		{"legacy alias", call{path: "/chat/completions", body: chatBody("deepseek-reasoner", false)}, 200, ""},
 		{"anthropic maps claude names", call{path: "/anthropic/v1/messages", body: map[string]any{"model": "claude-haiku-4-5", "max_tokens": 1, "messages": []any{map[string]any{"role": "user", "content": "quota"}}}}, 200, ""},
 		{"anthropic unknown model", call{path: "/anthropic/v1/messages", body: map[string]any{"model": "gpt-4o", "max_tokens": 1, "messages": []any{map[string]any{"role": "user", "content": "x"}}}},
-			400, `{"error":{"code":"invalid_request_error","message":"Model Not Exist","param":null,"type":"invalid_request_error"}}`},
+			400, `{"error":{"message":"Model Not Exist","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}`},
 		{"not JSON", call{path: "/chat/completions", body: []byte("{nope")}, 400,
-			`{"error":{"code":"invalid_request_error","message":"Failed to deserialize the JSON body into the target type","param":null,"type":"invalid_request_error"}}`},
+			`{"error":{"message":"Failed to deserialize the JSON body into the target type","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}`},
 		{"v1 prefix is not served", call{path: "/v1/chat/completions", body: chatBody("deepseek-flash", false)}, 404, ""},
 	}
 	for _, tc := range cases {
@@ -292,13 +292,13 @@ func TestAuthModelsAndDocumentedErrors(t *testing.T) {
 		retryAfter string
 		body       string
 	}{
-		{400, "", `{"error":{"code":"invalid_request_error","message":"Invalid request: the request body has an invalid format","param":null,"type":"invalid_request_error"}}`},
-		{401, "", `{"error":{"code":"invalid_request_error","message":"Authentication Fails, Your api key: ****-key is invalid","param":null,"type":"authentication_error"}}`},
-		{402, "", `{"error":{"code":"invalid_request_error","message":"Insufficient Balance","param":null,"type":"unknown_error"}}`},
-		{422, "", `{"error":{"code":"invalid_request_error","message":"Invalid parameters: max_tokens must be a positive integer","param":null,"type":"invalid_request_error"}}`},
-		{429, "7", `{"error":{"code":"invalid_request_error","message":"Rate Limit Reached: you are sending requests too quickly, please slow down","param":null,"type":"rate_limit_error"}}`},
-		{500, "", `{"error":{"code":"invalid_request_error","message":"Server Error: the server had an internal error, please retry after a brief wait","param":null,"type":"server_error"}}`},
-		{503, "", `{"error":{"code":"invalid_request_error","message":"Server Overloaded: the server is overloaded due to high traffic, please retry after a brief wait","param":null,"type":"server_error"}}`},
+		{400, "", `{"error":{"message":"Invalid request: the request body has an invalid format","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}`},
+		{401, "", `{"error":{"message":"Authentication Fails, Your api key: ****-key is invalid","type":"authentication_error","param":null,"code":"invalid_request_error"}}`},
+		{402, "", `{"error":{"message":"Insufficient Balance","type":"unknown_error","param":null,"code":"invalid_request_error"}}`},
+		{422, "", `{"error":{"message":"Invalid parameters: max_tokens must be a positive integer","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}`},
+		{429, "7", `{"error":{"message":"Rate Limit Reached: you are sending requests too quickly, please slow down","type":"rate_limit_error","param":null,"code":"invalid_request_error"}}`},
+		{500, "", `{"error":{"message":"Server Error: the server had an internal error, please retry after a brief wait","type":"server_error","param":null,"code":"invalid_request_error"}}`},
+		{503, "", `{"error":{"message":"Server Overloaded: the server is overloaded due to high traffic, please retry after a brief wait","type":"server_error","param":null,"code":"invalid_request_error"}}`},
 	}
 	for _, tc := range errCases {
 		t.Run(fmt.Sprint("scripted ", tc.status), func(t *testing.T) {
