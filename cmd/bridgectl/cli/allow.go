@@ -144,6 +144,9 @@ func (c *ctl) checkRoot(arg string, force bool) (string, error) {
 	if strings.ContainsRune(real, os.PathListSeparator) {
 		return "", fmt.Errorf("%s contains %q, the separator of DEEPSEEK_ALLOWED_ROOTS: rename or pick another directory", real, string(os.PathListSeparator))
 	}
+	if why := broadRoot(real, c.home()); why != "" && !force {
+		return "", fmt.Errorf("refused: %s is %s, so an agent could work anywhere in it; allow a project directory instead, or pass --force if you really mean it", real, why)
+	}
 	for _, p := range []struct{ path, what string }{{c.dir.Root, "the bridge's state directory"}, {c.envPath, "the .env file with the API key"}} {
 		target := p.path
 		if r, err := filepath.EvalSymlinks(target); err == nil {
@@ -153,8 +156,8 @@ func (c *ctl) checkRoot(arg string, force bool) (string, error) {
 			return "", fmt.Errorf("refused: %s contains %s (%s); a job must never reach it — pick a narrower directory, or move it (BRIDGE_STATE_DIR / --env)", real, p.what, target)
 		}
 	}
-	if why := broadRoot(real, c.home()); why != "" && !force {
-		return "", fmt.Errorf("refused: %s is %s, so an agent could work anywhere in it; allow a project directory instead, or pass --force if you really mean it", real, why)
+	if state := c.dir.Root; within(state, real) {
+		return "", fmt.Errorf("refused: %s is inside the bridge's state directory %s; a job must never reach it — pick a directory outside", real, state)
 	}
 	return real, nil
 }

@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,3 +173,9 @@ func noSecrets(t *testing.T, what string, outputs ...string) {
 		}
 	}
 }
+
+type netListenConfig struct{}
+
+func (netListenConfig) listen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+func ioPipe() (*io.PipeReader, *io.PipeWriter) { return io.Pipe() }

@@ -3,13 +3,13 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -17,98 +17,29 @@ var jobsCmd = &Command{
 	Name:  "jobs",
 	Usage: "jobs [ID] [--trace] [--json]",
 	Short: "list agent jobs, or show one (with its live trace)",
-	Long: `Reads the job snapshots in <state>/jobs/ (the daemon need not run). Without ID:
-one line per job, newest first. With ID: the job's details; --trace adds its
-trace (written while the job runs, so a live job shows its progress). --json
-prints the snapshot(s) as stored.`,
+	Long: `Reads the job snapshots in <state>/jobs/ (the daemon need not run; format in
+docs/STATE.md). Without ID: one line per job, newest first. With ID: the job's
+details — status, steps, cost, files written, commands with exit codes, the
+approval it waits on, its result or partial work; --trace adds its trace, which
+the daemon writes while the job runs, so a live job shows its progress. --json
+prints the snapshot(s) as JSON.`,
 	Run: runJobs,
 }
 
-// jobSnap is the part of a job snapshot (<state>/jobs/<id>.json, docs/STATE.md)
-// that bridgectl shows; Raw keeps the whole record for --json.
-type jobSnap struct {
-	ID         string          `json:"id"`
-	Status     string          `json:"status"`
-	Task       string          `json:"task"`
-	Workspace  string          `json:"workspace"`
-	CreatedAt  string          `json:"created_at"`
-	FinishedAt string          `json:"finished_at"`
-	Steps      int             `json:"steps"`
-	CostUSD    float64         `json:"cost_usd"`
-	Result     string          `json:"result"`
-	Error      string          `json:"error"`
-	Trace      json.RawMessage `json:"trace"`
-	Raw        json.RawMessage `json:"-"`
-}
-
-func (s jobSnap) finished() bool {
-	switch s.Status {
-	case "done", "error", "cancelled", "interrupted":
-		return true
+// loadJobs reads every snapshot, newest first; unreadable ones are reported on stderr.
+func loadJobs(e *Env, dir statedir.Dir) []jobs.Snapshot {
+	snaps, errs := jobs.LoadAll(dir)
+	for _, err := range errs {
+		fmt.Fprintf(e.Stderr, "warning: %v\n", err)
 	}
-	return false
-}
-
-func decodeJob(b []byte) (jobSnap, error) {
-	var s jobSnap
-	if err := json.Unmarshal(b, &s); err != nil {
-		return s, err
-	}
-	if s.ID == "" {
-		var alt struct {
-			JobID string `json:"job_id"`
-		}
-		json.Unmarshal(b, &alt)
-		s.ID = alt.JobID
-	}
-	s.Raw = append(json.RawMessage(nil), b...)
-	return s, nil
-}
-
-// loadJobs reads every snapshot, newest first. Unreadable files are skipped.
-func loadJobs(dir statedir.Dir) ([]jobSnap, error) {
-	files, err := filepath.Glob(filepath.Join(dir.Jobs(), "*.json"))
-	if err != nil {
-		return nil, err
-	}
-	var out []jobSnap
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		s, err := decodeJob(b)
-		if err != nil || s.ID == "" {
-			continue
-		}
-		out = append(out, s)
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt > out[j].CreatedAt })
-	return out, nil
-}
-
-func loadJob(dir statedir.Dir, id string) (jobSnap, error) {
-	if id == "" || strings.ContainsAny(id, `/\.`) {
-		return jobSnap{}, fmt.Errorf("%q is not a job id (see `bridgectl jobs`)", id)
-	}
-	b, err := os.ReadFile(dir.JobFile(id))
-	if errors.Is(err, os.ErrNotExist) {
-		return jobSnap{}, fmt.Errorf("no job %s in %s (finished jobs are swept after BRIDGE_RESULT_TTL_MS): see `bridgectl jobs`", id, dir.Jobs())
-	}
-	if err != nil {
-		return jobSnap{}, err
-	}
-	s, err := decodeJob(b)
-	if err != nil {
-		return jobSnap{}, fmt.Errorf("job %s: snapshot is not valid JSON: %w", id, err)
-	}
-	return s, nil
+	sort.SliceStable(snaps, func(i, j int) bool { return snaps[i].CreatedAt.After(snaps[j].CreatedAt) })
+	return snaps
 }
 
 func runJobs(ctx context.Context, e *Env, args []string) error {
 	f := newFlags(e, false)
 	trace := f.Bool("trace", false, "show the job's trace (with ID)")
-	asJSON := f.Bool("json", false, "print the stored snapshot(s) as JSON")
+	asJSON := f.Bool("json", false, "print the snapshot(s) as JSON")
 	pos, err := f.parse(args)
 	if err != nil {
 		return err
@@ -121,84 +52,127 @@ func runJobs(ctx context.Context, e *Env, args []string) error {
 		return err
 	}
 	w := e.Stdout
+	now := e.Now()
 	if len(pos) == 1 {
-		s, err := loadJob(c.dir, pos[0])
+		s, err := jobs.Load(c.dir, pos[0])
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			fmt.Fprintf(w, "%s\n", strings.TrimSpace(string(s.Raw)))
-			return nil
+			return printJSON(w, s)
 		}
-		fmt.Fprintf(w, "job:        %s\nstatus:     %s\nsteps:      %d\n", s.ID, s.Status, s.Steps)
-		fmt.Fprintf(w, "workspace:  %s\ncreated:    %s\n", s.Workspace, s.CreatedAt)
-		if s.FinishedAt != "" {
-			fmt.Fprintf(w, "finished:   %s\n", s.FinishedAt)
-		}
-		if s.CostUSD > 0 {
-			fmt.Fprintf(w, "cost:       $%.4f\n", s.CostUSD)
-		}
-		fmt.Fprintf(w, "task:       %s\n", truncate(s.Task, 200))
-		if s.Result != "" {
-			fmt.Fprintf(w, "result:     %s\n", truncate(s.Result, 400))
-		}
-		if s.Error != "" {
-			fmt.Fprintf(w, "error:      %s\n", s.Error)
-		}
+		printJob(w, s, now)
 		if *trace {
-			printTrace(w, s.Trace)
+			printTrace(w, s)
 		}
 		return nil
 	}
 	if *trace {
 		return usageError{"--trace needs a job ID: bridgectl jobs ID --trace"}
 	}
-	snaps, err := loadJobs(c.dir)
-	if err != nil {
-		return err
-	}
+	snaps := loadJobs(e, c.dir)
 	if *asJSON {
-		raws := make([]json.RawMessage, 0, len(snaps))
-		for _, s := range snaps {
-			raws = append(raws, s.Raw)
+		if snaps == nil {
+			snaps = []jobs.Snapshot{}
 		}
-		b, _ := json.MarshalIndent(raws, "", "  ")
-		fmt.Fprintf(w, "%s\n", b)
-		return nil
+		return printJSON(w, snaps)
 	}
 	if len(snaps) == 0 {
 		fmt.Fprintln(w, "no jobs")
 		return nil
 	}
 	for _, s := range snaps {
-		fmt.Fprintf(w, "%s  %-16s %3d steps  %s  %s\n", s.ID, s.Status, s.Steps, s.CreatedAt, truncate(s.Task, 60))
+		fmt.Fprintf(w, "%s  %-16s %3d steps  %8s  %s  %s\n", s.ID, s.Status, s.Steps,
+			s.Elapsed(now).Round(time.Second), s.CreatedAt.Local().Format("2006-01-02 15:04"), truncate(s.Task, 60))
 	}
 	return nil
 }
 
-// printTrace prints a trace: a JSON array of events, one line each.
-func printTrace(w interface{ Write([]byte) (int, error) }, raw json.RawMessage) {
-	var events []json.RawMessage
-	if len(raw) == 0 || json.Unmarshal(raw, &events) != nil || len(events) == 0 {
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s\n", b)
+	return nil
+}
+
+func printJob(w io.Writer, s jobs.Snapshot, now time.Time) {
+	fmt.Fprintf(w, "job:        %s\nstatus:     %s\n", s.ID, s.Status)
+	if s.QueuePosition > 0 {
+		fmt.Fprintf(w, "queue:      position %d\n", s.QueuePosition)
+	}
+	if s.Approval != nil {
+		fmt.Fprintf(w, "waiting on: approval %s — %s (`bridgectl approve %s` or `bridgectl deny %s`)\n", s.Approval.ID, s.Approval.Summary, s.Approval.ID, s.Approval.ID)
+	}
+	fmt.Fprintf(w, "steps:      %d of at most %d%s\n", s.Steps, s.MaxSteps, ifNotEmpty(", last tool ", s.LastTool))
+	fmt.Fprintf(w, "workspace:  %s\n", s.Workspace)
+	fmt.Fprintf(w, "created:    %s (%s elapsed)\n", s.CreatedAt.Local().Format(time.RFC3339), s.Elapsed(now).Round(time.Second))
+	if s.EndedAt != nil {
+		fmt.Fprintf(w, "ended:      %s\n", s.EndedAt.Local().Format(time.RFC3339))
+	}
+	if s.CostUSD > 0 || !s.Usage.IsZero() {
+		fmt.Fprintf(w, "cost:       $%.4f (%d in, %d cached, %d out tokens)\n", s.CostUSD, s.Usage.InputTokens, s.Usage.CacheReadTokens, s.Usage.OutputTokens)
+	}
+	fmt.Fprintf(w, "task:       %s\n", truncate(s.Task, 300))
+	for _, fw := range s.FilesWritten {
+		fmt.Fprintf(w, "wrote:      %s\n", fw)
+	}
+	for _, cmd := range s.Commands {
+		st := "exit ?"
+		switch {
+		case cmd.Denied:
+			st = "denied"
+		case cmd.ExitCode != nil:
+			st = fmt.Sprintf("exit %d", *cmd.ExitCode)
+		}
+		fmt.Fprintf(w, "ran:        %-8s %s\n", st, truncate(cmd.Command, 120))
+	}
+	if s.Error != "" {
+		fmt.Fprintf(w, "error:      %s\n", s.Error)
+	}
+	if s.Partial != nil {
+		fmt.Fprintf(w, "partial:    %s\n", s.Partial.Label)
+		for _, n := range s.Partial.Notes {
+			fmt.Fprintf(w, "  note:     %s\n", truncate(n, 200))
+		}
+	}
+	if s.Result != "" {
+		fmt.Fprintf(w, "result:     %s\n", s.Result)
+	}
+	if s.Nonce != "" {
+		fmt.Fprintf(w, "nonce:      %s\n", s.Nonce)
+	}
+}
+
+func printTrace(w io.Writer, s jobs.Snapshot) {
+	if len(s.Trace) == 0 {
 		fmt.Fprintln(w, "trace:      (empty)")
 		return
 	}
 	fmt.Fprintln(w, "trace:")
-	for i, ev := range events {
-		var m map[string]any
-		if json.Unmarshal(ev, &m) != nil {
-			fmt.Fprintf(w, "  %3d  %s\n", i+1, truncate(string(ev), 200))
-			continue
-		}
-		var parts []string
-		for _, k := range []string{"kind", "type", "tool", "detail", "text", "exit_code", "error"} {
-			if v, ok := m[k]; ok && v != nil && fmt.Sprint(v) != "" {
-				parts = append(parts, fmt.Sprintf("%v", v))
-			}
-		}
-		if len(parts) == 0 {
-			parts = append(parts, string(ev))
-		}
-		fmt.Fprintf(w, "  %3d  %s\n", i+1, truncate(strings.Join(parts, "  "), 200))
+	if s.TraceDropped > 0 {
+		fmt.Fprintf(w, "  (%d older entries dropped)\n", s.TraceDropped)
 	}
+	for _, t := range s.Trace {
+		var extra []string
+		if t.ExitCode != nil {
+			extra = append(extra, fmt.Sprintf("exit %d", *t.ExitCode))
+		}
+		if t.IsError {
+			extra = append(extra, "error")
+		}
+		if t.Denied {
+			extra = append(extra, "denied")
+		}
+		fmt.Fprintf(w, "  %s  %-11s %-10s %s%s\n", t.Time.Local().Format("15:04:05"), t.Kind, t.Tool,
+			truncate(t.Detail, 160), ifNotEmpty("  [", strings.Join(extra, ", "))+ifNotEmpty("", closeBracket(extra)))
+	}
+}
+
+func closeBracket(extra []string) string {
+	if len(extra) == 0 {
+		return ""
+	}
+	return "]"
 }

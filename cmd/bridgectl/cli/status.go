@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 )
 
 var statusCmd = &Command{
@@ -158,11 +160,9 @@ func (c *ctl) status(ctx context.Context) statusReport {
 	r.Approval = c.approvalMode(d)
 	r.Sandbox = c.sandboxMode(d)
 	r.Harness = c.harnessLine(d)
-	if snaps, err := loadJobs(c.dir); err == nil {
-		for _, s := range snaps {
-			if !s.finished() {
-				r.Jobs = append(r.Jobs, jobLine{ID: s.ID, Status: s.Status, Steps: s.Steps, Task: truncate(s.Task, 60)})
-			}
+	for _, s := range loadJobs(c.e, c.dir) {
+		if !s.Status.Final() {
+			r.Jobs = append(r.Jobs, jobLine{ID: s.ID, Status: string(s.Status), Steps: s.Steps, Task: truncate(s.Task, 60)})
 		}
 	}
 	return r
@@ -223,19 +223,20 @@ func (c *ctl) harnessLine(d daemonStatus) string {
 	return "not found — agent jobs cannot run; set BRIDGE_CLAUDE_BIN or run scripts/install.sh"
 }
 
-// findHarness mirrors the daemon's lookup: BRIDGE_CLAUDE_BIN, the project's
-// pinned install (.cache/bin/claude next to the env file), then PATH.
+// findHarness mirrors the daemon's lookup (harness.Locate): BRIDGE_CLAUDE_BIN,
+// the project's pinned install next to the bridge binary or in the working
+// directory, then claude on PATH. "" when none is found.
 func (c *ctl) findHarness() string {
-	if c.cfg.ClaudeBin != "" {
-		if _, err := os.Stat(c.cfg.ClaudeBin); err == nil {
-			return c.cfg.ClaudeBin
-		}
+	exe := c.e.Exe
+	if b, err := findBridge(c.e); err == nil {
+		exe = b
+	}
+	wd, _ := os.Getwd()
+	p, err := harness.Locate(c.cfg.ClaudeBin, harness.PinnedPaths(exe, wd), func(n string) (string, error) { return lookPath(c.e, n) })
+	if err != nil {
 		return ""
 	}
-	if p, err := lookPath(c.e, "claude"); err == nil {
-		return p
-	}
-	return ""
+	return p
 }
 
 func truncate(s string, n int) string {

@@ -1,0 +1,423 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+func TestJobsView(t *testing.T) {
+	te := newTestEnv(t)
+	dir, err := statedir.Open(te.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	exit1, exit0 := 1, 0
+	ended := t0.Add(2 * time.Minute)
+	running := jobs.Snapshot{Version: 1, ID: strings.Repeat("a", 32), Status: jobs.StatusRunning, Task: "reverse witness.txt",
+		Workspace: "/srv/ws", CreatedAt: t0.Add(time.Minute), MaxSteps: 120, Steps: 2, LastTool: "Bash",
+		Trace: []jobs.TraceEntry{
+			{Time: t0.Add(61 * time.Second), Kind: "tool_use", Tool: "Read", Detail: "witness.txt"},
+			{Time: t0.Add(62 * time.Second), Kind: "tool_use", Tool: "Bash", Detail: "./fix.sh", ExitCode: &exit1},
+		}}
+	done := jobs.Snapshot{Version: 1, ID: strings.Repeat("b", 32), Status: jobs.StatusDone, Task: "older task",
+		Workspace: "/srv/ws", CreatedAt: t0, EndedAt: &ended, MaxSteps: 120, Steps: 5, Result: "all good", Nonce: "n0nce",
+		FilesWritten: []string{"answer.txt"}, Commands: []jobs.Command{{Command: "go test ./...", ExitCode: &exit0}}, CostUSD: 0.0123}
+	for _, s := range []jobs.Snapshot{running, done} {
+		if err := statedir.WriteJSON(dir.JobFile(s.ID), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir.Jobs(), strings.Repeat("c", 32)+".json"), []byte("{corrupt"), 0o600)
+
+	out, errs, code := te.run("jobs")
+	if code != 0 {
+		t.Fatalf("jobs: %d %s", code, errs)
+	}
+	ls := strings.Split(strings.TrimSpace(out), "\n")
+	if len(ls) != 2 || !strings.HasPrefix(ls[0], running.ID+"  running") || !strings.HasPrefix(ls[1], done.ID+"  done") {
+		t.Fatalf("jobs list (newest first):\n%s", out)
+	}
+	if !strings.Contains(errs, "warning") || !strings.Contains(errs, strings.Repeat("c", 32)) {
+		t.Fatalf("corrupt snapshot not reported: %q", errs)
+	}
+	out = te.must("jobs", running.ID, "--trace")
+	for _, w := range []string{"status:     running", "steps:      2 of at most 120, last tool Bash", "tool_use    Read       witness.txt", "./fix.sh  [exit 1]"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("jobs ID --trace lacks %q:\n%s", w, out)
+		}
+	}
+	out = te.must("jobs", done.ID)
+	for _, w := range []string{"result:     all good", "nonce:      n0nce", "wrote:      answer.txt", "ran:        exit 0   go test ./...", "cost:       $0.0123"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("jobs ID lacks %q:\n%s", w, out)
+		}
+	}
+	var got []jobs.Snapshot
+	if err := json.Unmarshal([]byte(te.must("jobs", "--json")), &got); err != nil || len(got) != 2 || got[1].Result != "all good" {
+		t.Fatalf("jobs --json: %v %+v", err, got)
+	}
+	out = te.must("status")
+	if !strings.Contains(out, "jobs:      1 not finished") || !strings.Contains(out, running.ID) || strings.Contains(out, done.ID) {
+		t.Fatalf("status jobs:\n%s", out)
+	}
+	if _, errs, code := te.run("jobs", "../../etc/passwd"); code == 0 || !strings.Contains(errs, "32 hex") {
+		t.Fatalf("bad id: %d %q", code, errs)
+	}
+	if _, errs, code := te.run("jobs", strings.Repeat("d", 32)); code == 0 || !strings.Contains(errs, "expired") {
+		t.Fatalf("unknown id: %d %q", code, errs)
+	}
+	if _, errs, code := te.run("job", "kill", running.ID); code == 0 || !strings.Contains(errs, "bridgectl start") {
+		t.Fatalf("job kill without daemon: %d %q", code, errs)
+	}
+}
+
+func TestAllow(t *testing.T) {
+	te := newTestEnv(t)
+	home := te.home
+	project := filepath.Join(te.dir, "projects", "demo")
+	os.MkdirAll(project, 0o700)
+	link := filepath.Join(te.dir, "link-to-demo")
+	os.Symlink(project, link)
+	tests := []struct {
+		name string
+		args []string
+		ok   bool
+		want string
+	}{
+		{"root", []string{"/"}, false, "a filesystem root"},
+		{"home", []string{home}, false, "your home directory"},
+		{"parent of home", []string{te.dir}, false, "a parent of your home directory"},
+		{"/home", []string{"/home"}, false, "system-wide"},
+		{"/tmp", []string{"/tmp"}, false, "refused: /tmp is"},
+		{"forced /tmp still holds the state dir", []string{"/tmp", "--force"}, false, "contains the bridge's state directory"},
+		{"/usr", []string{"/usr"}, false, "system-wide"},
+		{"/etc", []string{"/etc"}, false, "system-wide"},
+		{"/var", []string{"/var"}, false, "system-wide"},
+		{"state dir itself", []string{te.state}, false, "contains the bridge's state directory"},
+		{"inside the state dir", []string{filepath.Join(te.state, "jobs")}, false, "inside the bridge's state directory"},
+		{"missing", []string{filepath.Join(te.dir, "nope")}, false, "must exist"},
+		{"a file", []string{te.envFile}, false, "not a directory"},
+		{"project via symlink", []string{link}, true, "allowed " + project},
+		{"again", []string{project}, true, "already allowed"},
+		{"forced broad root", []string{"/usr", "--force"}, true, "allowed /usr"},
+		{"force does not allow the state dir", []string{te.state, "--force"}, false, "contains the bridge's state directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errs, code := te.run(append([]string{"allow"}, tt.args...)...)
+			if (code == 0) != tt.ok || !strings.Contains(out+errs, tt.want) {
+				t.Fatalf("allow %v: exit %d\n%s%s", tt.args, code, out, errs)
+			}
+		})
+	}
+	env, _ := os.ReadFile(te.envFile)
+	want := "DEEPSEEK_ALLOWED_ROOTS=" + project + ":/usr\n"
+	if !strings.Contains(string(env), want) || !strings.Contains(string(env), "UNKNOWN_SETTING=kept as is # with a comment\n") || !strings.Contains(string(env), "# the capability secret\n") {
+		t.Fatalf(".env after allow:\n%s", env)
+	}
+	if out := te.must("allow"); out != project+"\n/usr\n" {
+		t.Fatalf("allow (list): %q", out)
+	}
+	te.must("allow", "--remove", "/usr")
+	if _, errs, code := te.run("allow", "--remove", "/opt/none"); code == 0 || !strings.Contains(errs, "not an allowed root") {
+		t.Fatalf("remove unknown: %d %q", code, errs)
+	}
+	// With the daemon running, allow reloads it.
+	te.must("start")
+	pid1 := strings.TrimSpace(te.readFile("bridge.pid"))
+	out := te.must("allow", "--remove", project)
+	pid2 := strings.TrimSpace(te.readFile("bridge.pid"))
+	if !strings.Contains(out, "reloaded: pid "+pid2) || pid1 == pid2 {
+		t.Fatalf("allow did not reload (%s → %s): %q", pid1, pid2, out)
+	}
+}
+
+func TestNamedTunnelAndCheck(t *testing.T) {
+	proxyFile := filepath.Join(t.TempDir(), "proxy")
+	rec := filepath.Join(t.TempDir(), "record.json")
+	te := newTestEnv(t, "FAKE_CLOUDFLARED_PROXY_FILE="+proxyFile, "FAKE_CLOUDFLARED_RECORD="+rec, "MCP_PATH_SECRET="+testSecret)
+	if _, errs, code := te.run("tunnel", "named", "bridge.example.com"); code == 0 || !strings.Contains(errs, "no token on stdin") {
+		t.Fatalf("without token: %d %q", code, errs)
+	}
+	if _, errs, code := te.runIn(strings.NewReader(testToken+"\n"), "tunnel", "named", "bridge.example.com"); code == 0 || !strings.Contains(errs, "does not answer /health") {
+		t.Fatalf("without daemon: %d %q", code, errs)
+	}
+	out := te.must("start")
+	var info daemonInfo
+	json.Unmarshal([]byte(te.readFile("daemon.json")), &info)
+	te.environ = append(te.environ, "FAKE_CLOUDFLARED_ORIGIN=http://"+info.Addr)
+	tokPath := filepath.Join(te.state, "tunnel.token")
+	os.Remove(tokPath)
+	out2, errs, code := te.runIn(strings.NewReader(testToken+"\n"), "tunnel", "named", "https://bridge.example.com/")
+	if code != 0 {
+		t.Fatalf("tunnel named: %d\n%s%s", code, out2, errs)
+	}
+	fi, err := os.Stat(tokPath)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v %v", fi, err)
+	}
+	if b, _ := os.ReadFile(tokPath); strings.TrimSpace(string(b)) != testToken {
+		t.Fatalf("token file holds %q", b)
+	}
+	if !strings.Contains(out2, "public endpoint: https://bridge.example.com/mcp/test…") {
+		t.Fatalf("tunnel named output: %q", out2)
+	}
+	var r struct {
+		Args []string
+		Env  []string
+	}
+	b, _ := os.ReadFile(rec)
+	json.Unmarshal(b, &r)
+	if strings.Join(r.Args, " ") != "tunnel --no-autoupdate run --token-file "+tokPath {
+		t.Fatalf("cloudflared argv: %q", r.Args)
+	}
+	for _, kv := range r.Env {
+		if strings.HasPrefix(kv, "MCP_PATH_SECRET=") || strings.HasPrefix(kv, "DEEPSEEK_API_KEY=") {
+			t.Errorf("cloudflared got %s…", kv[:18])
+		}
+	}
+	// tunnel check: route the public URL to the fake edge's loopback proxy.
+	proxyAddr, _ := os.ReadFile(proxyFile)
+	var cout, cerr bytes.Buffer
+	e := NewEnv(strings.NewReader(""), &cout, &cerr, te.environ)
+	e.HTTP = &http.Client{Transport: edgeTransport{host: "bridge.example.com", addr: string(proxyAddr)}}
+	if code := Main(context.Background(), e, []string{"tunnel", "check"}); code != 0 {
+		t.Fatalf("tunnel check: %d\n%s%s", code, cout.String(), cerr.String())
+	}
+	for _, w := range []string{"OK   tunnel process", "OK   edge: 4 registered connections", "OK   origin: http://" + info.Addr, "OK   public: https://bridge.example.com/health answers"} {
+		if !strings.Contains(cout.String(), w) {
+			t.Errorf("tunnel check lacks %q:\n%s", w, cout.String())
+		}
+	}
+	// Without the route, the public check fails and says what to do.
+	cout2, _, code := te.run("tunnel", "check")
+	if code == 0 || !strings.Contains(cout2, "FAIL public: https://bridge.example.com/health") {
+		t.Fatalf("tunnel check without a route: %d\n%s", code, cout2)
+	}
+	// restart brings the named tunnel back with the same hostname and token.
+	out3 := te.must("restart")
+	if !strings.Contains(out3, "public endpoint: https://bridge.example.com/mcp/test…") {
+		t.Fatalf("restart: %q", out3)
+	}
+	noSecrets(t, "named tunnel", out, out2, cout.String(), cerr.String(), cout2, out3, te.must("logs", "--tunnel"), te.must("status"))
+}
+
+// edgeTransport sends requests for host to the fake edge's loopback address.
+type edgeTransport struct{ host, addr string }
+
+func (et edgeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Hostname() == et.host {
+		u := *r.URL
+		u.Scheme, u.Host = "http", et.addr
+		r = r.Clone(r.Context())
+		r.URL = &u
+		r.Host = et.host
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestDoctorOnAFreshMachine(t *testing.T) {
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	empty := filepath.Join(dir, "empty-path")
+	os.MkdirAll(home, 0o700)
+	os.MkdirAll(empty, 0o700)
+	environ := []string{"HOME=" + home, "PATH=" + empty, "XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
+		"BRIDGE_ENV_FILE=" + filepath.Join(dir, ".env"), "PORT=0"}
+	var out, errb bytes.Buffer
+	e := NewEnv(strings.NewReader(""), &out, &errb, environ)
+	e.Exe = filepath.Join(dir, "bridgectl")
+	code := Main(context.Background(), e, []string{"doctor", "--dry"})
+	if code == 0 {
+		t.Fatalf("doctor passed on a fresh machine:\n%s", out.String())
+	}
+	want := []string{
+		"WARN env file: no " + filepath.Join(dir, ".env"),
+		"FAIL API key: DEEPSEEK_API_KEY is not set",
+		"FAIL secret: MCP_PATH_SECRET is not set: run `bridgectl secret`",
+		"OK   port: PORT=0",
+		"OK   state dir: " + filepath.Join(home, ".local", "state", "deepseek-mcp-bridge") + " does not exist yet",
+		"FAIL bridge binary: the `bridge` binary was not found",
+		"FAIL harness: Claude Code not found",
+		"FAIL sandbox: bubblewrap (bwrap) is missing",
+		"WARN cloudflared: cloudflared is not installed",
+		"WARN allowed roots: none",
+		"OK   clock:",
+	}
+	got := out.String()
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("doctor lacks %q", w)
+		}
+	}
+	if n := strings.Count(got, "\n"); n != len(want) {
+		t.Errorf("doctor printed %d lines, want one per check (%d):\n%s", n, len(want), got)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".local", "state")); err == nil {
+		t.Error("doctor created the state dir")
+	}
+	if t.Failed() {
+		t.Logf("doctor output:\n%s", got)
+	}
+}
+
+func TestDoctorProbesKeyAndClock(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		skew   time.Duration
+		want   []string
+	}{
+		{"accepted", 200, 0, []string{"OK   API key: present and accepted", "OK   clock: within"}},
+		{"rejected", 401, 0, []string{"FAIL API key: rejected by", "(401)"}},
+		{"no balance", 402, 0, []string{"FAIL API key: accepted, but the balance is insufficient"}},
+		{"clock off", 200, 10 * time.Minute, []string{"FAIL clock: off by 10m", "timedatectl"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var gotAuth string
+			srv := newLoopbackServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				gotAuth = r.Header.Get("Authorization")
+				w.Header().Set("Date", time.Now().Add(-tt.skew).UTC().Format(http.TimeFormat))
+				w.WriteHeader(tt.status)
+				fmt.Fprint(w, `{"object":"list","data":[]}`)
+			}))
+			te := newTestEnv(t, "DEEPSEEK_BASE_URL="+srv)
+			out, _, _ := te.run("doctor")
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("doctor lacks %q:\n%s", w, out)
+				}
+			}
+			if gotAuth != "Bearer "+testKey {
+				t.Errorf("probe sent Authorization %q", gotAuth)
+			}
+			noSecrets(t, "doctor", out)
+		})
+	}
+}
+
+func newLoopbackServer(t *testing.T, h http.Handler) string {
+	srv := &http.Server{Handler: h}
+	ln, err := (&netListenConfig{}).listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+// TestEveryCommandMasks runs each command (including failing ones) against a
+// running daemon and tunnel and greps all output for the secret, the key and
+// the tunnel token.
+func TestEveryCommandMasks(t *testing.T) {
+	te := newTestEnv(t)
+	os.WriteFile(filepath.Join(te.state+"-token"), nil, 0o600)
+	te.must("start")
+	if _, errs, code := te.runIn(strings.NewReader(testToken), "tunnel", "named", "bridge.example.com"); code != 0 {
+		t.Fatalf("tunnel named: %s", errs)
+	}
+	// Put every secret into the logs, as a careless line would.
+	f, _ := os.OpenFile(filepath.Join(te.state, "tunnel.log"), os.O_APPEND|os.O_WRONLY, 0)
+	fmt.Fprintf(f, "INF token=%s secret=%s key=%s\n", testToken, testSecret, testKey)
+	f.Close()
+	runs := [][]string{
+		{"status"}, {"status", "--json"}, {"url"}, {"logs"}, {"logs", "--tunnel"}, {"logs", "-n", "1000"},
+		{"tunnel"}, {"tunnel", "check"}, {"start"}, {"smoke", "--no-flash"},
+		{"smoke", "http://127.0.0.1:1/mcp/" + testSecret}, {"doctor", "--dry"}, {"jobs"}, {"allow"},
+		{"allow", "/"}, {"job", "kill", strings.Repeat("a", 32)}, {"secret"}, {"url"}, {"reload"}, {"rotate"},
+		{"restart"}, {"help"}, {"stop"}, {"uninstall"},
+	}
+	secretNow := regexp.MustCompile(`(?m)^MCP_PATH_SECRET=(\S+)$`)
+	for _, args := range runs {
+		out, errs, _ := te.run(args...)
+		noSecrets(t, "bridgectl "+strings.Join(args, " "), out, errs)
+		env, _ := os.ReadFile(te.envFile)
+		if m := secretNow.FindStringSubmatch(string(env)); m == nil {
+			t.Fatalf("no secret in .env after %v", args)
+		} else if strings.Contains(out+errs, m[1]) {
+			t.Errorf("bridgectl %s printed the current secret:\n%s%s", strings.Join(args, " "), out, errs)
+		}
+	}
+}
+
+func TestLogsFollow(t *testing.T) {
+	te := newTestEnv(t)
+	log := filepath.Join(te.state, "bridge.log")
+	os.MkdirAll(te.state, 0o700)
+	os.WriteFile(log, []byte("old line\n"), 0o600)
+	pr, pw := ioPipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	e := NewEnv(strings.NewReader(""), pw, &bytes.Buffer{}, te.environ)
+	done := make(chan int)
+	go func() { done <- Main(ctx, e, []string{"logs", "-f", "-n", "1"}); pw.Close() }()
+	lines := make(chan string)
+	go func() {
+		buf := make([]byte, 4096)
+		var acc string
+		for {
+			n, err := pr.Read(buf)
+			acc += string(buf[:n])
+			for strings.Contains(acc, "\n") {
+				l, rest, _ := strings.Cut(acc, "\n")
+				lines <- l
+				acc = rest
+			}
+			if err != nil {
+				close(lines)
+				return
+			}
+		}
+	}()
+	if l := <-lines; l != "old line" {
+		t.Fatalf("first line %q", l)
+	}
+	f, _ := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
+	fmt.Fprintf(f, "new line with /mcp/%s in it\n", testSecret)
+	f.Close()
+	if l := <-lines; l != "new line with /mcp/test… in it" {
+		t.Fatalf("followed line %q", l)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("logs -f exit %d", code)
+	}
+}
+
+func TestUninstallPurge(t *testing.T) {
+	te := newTestEnv(t)
+	te.must("start")
+	out := te.must("uninstall")
+	if _, err := os.Stat(filepath.Join(te.state, "bridge.log")); err == nil {
+		t.Fatal("uninstall kept the log")
+	}
+	if _, err := os.Stat(filepath.Join(te.state, "jobs")); err != nil {
+		t.Fatal("uninstall without --purge removed jobs")
+	}
+	te.must("uninstall", "--purge")
+	if _, err := os.Stat(te.state); err == nil {
+		t.Fatal("--purge kept the state dir")
+	}
+	if _, err := os.Stat(te.envFile); err != nil {
+		t.Fatal("uninstall removed .env")
+	}
+	if !strings.Contains(out, "kept "+te.envFile) {
+		t.Fatalf("uninstall output: %q", out)
+	}
+	_ = url.URL{}
+}
