@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -333,14 +334,21 @@ func TestWaitReportsChangesAndReturnsOnSettle(t *testing.T) {
 		got, _ := e.r.Wait(t.Context(), s.ID, time.Minute, func(s Snapshot) { changes <- s })
 		res <- got
 	}()
-	run.send(evToolUse("a", "Grep", "TODO"))
-	select {
-	case c := <-changes:
-		if c.Steps != 1 || c.LastTool != "Grep: TODO" {
-			t.Errorf("change = %d %q", c.Steps, c.LastTool)
+	// The waiter may not be listening yet when the first event lands: keep
+	// sending steps until one is reported.
+	var c Snapshot
+	for i := 0; c.ID == ""; i++ {
+		if i == 200 {
+			t.Fatal("no change reported")
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no change reported")
+		run.send(evToolUse(fmt.Sprint(i), "Grep", "TODO"))
+		select {
+		case c = <-changes:
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+	if c.Steps < 1 || c.LastTool != "Grep: TODO" || c.Status != StatusRunning {
+		t.Errorf("change = %d %q %s", c.Steps, c.LastTool, c.Status)
 	}
 	run.send(evResult("success", false, "ok"))
 	run.end(harness.Exit{})
@@ -461,6 +469,10 @@ func TestShutdownInterruptsEverything(t *testing.T) {
 }
 
 func TestRestartReloadsSnapshots(t *testing.T) {
+	synctest.Test(t, testRestartReloadsSnapshots)
+}
+
+func testRestartReloadsSnapshots(t *testing.T) {
 	e := newEnv(t, nil)
 	done := e.start("finished one")
 	run := e.nextRun()
@@ -471,18 +483,13 @@ func TestRestartReloadsSnapshots(t *testing.T) {
 	live := e.start("running one")
 	liveRun := e.nextRun()
 	liveRun.send(evText("halfway"), evToolUse("w", "Write", filepath.Join(e.ws, "half.txt")), evToolResult("w", false, nil))
-	// Wait for the throttled trace write, then simulate a crash: the snapshot
-	// on disk still says running.
-	deadline := time.Now().Add(5 * time.Second)
-	for e.onDisk(live.ID).Steps != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("live trace never reached the disk")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// Let the throttled trace write happen (fake time), then simulate a crash:
+	// the snapshot on disk still says running.
+	time.Sleep(2 * e.opts.TraceInterval)
+	synctest.Wait()
 	crashed := e.onDisk(live.ID)
-	if crashed.Status != StatusRunning {
-		t.Fatalf("disk = %s", crashed.Status)
+	if crashed.Status != StatusRunning || crashed.Steps != 1 {
+		t.Fatalf("disk = %s steps %d", crashed.Status, crashed.Steps)
 	}
 
 	// An expired one and an orphan harness dir are cleaned at start.
