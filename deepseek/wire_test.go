@@ -1,0 +1,121 @@
+package deepseek
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestReadAPIError(t *testing.T) {
+	t.Parallel()
+	future := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
+	cases := []struct {
+		name       string
+		status     int
+		retryAfter string
+		body       string
+		sentinel   error
+		retryMin   int
+		retryMax   int
+		text       []string
+	}{
+		{"429 seconds", 429, "12", `{"error":{"message":"slow down","type":"rate_limit_error","param":null,"code":"invalid_request_error"}}`,
+			ErrRateLimited, 12, 12, []string{"(429): slow down", "try again"}},
+		{"503 http-date", 503, future, `{"error":{"message":"busy"}}`, ErrUpstream, 85, 91, []string{"overloaded (503): busy"}},
+		{"502 html from a proxy", 502, "", "<html>" + strings.Repeat("x", 1000) + "</html>", ErrUpstream, 0, 0, []string{"HTTP 502: <html>xxx", "…"}},
+		{"404 wrong base", 404, "", "", ErrBadRequest, 0, 0, []string{"check DEEPSEEK_BASE_URL", "without /v1", "no error message"}},
+		{"403", 403, "", `{"error":{"message":"region not supported"}}`, ErrBadRequest, 0, 0, []string{"HTTP 403", "region not supported"}},
+		{"garbage Retry-After", 429, "soon", "", ErrRateLimited, 0, 0, []string{"(429)"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := &http.Response{StatusCode: tc.status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(tc.body))}
+			if tc.retryAfter != "" {
+				resp.Header.Set("Retry-After", tc.retryAfter)
+			}
+			err := readAPIError(resp)
+			var apiErr *APIError
+			if !errors.Is(err, tc.sentinel) || !errors.As(err, &apiErr) || apiErr.Status != tc.status {
+				t.Fatalf("err = %v (%T), want %v with status %d", err, err, tc.sentinel, tc.status)
+			}
+			if apiErr.RetryAfterSeconds < tc.retryMin || apiErr.RetryAfterSeconds > tc.retryMax {
+				t.Errorf("RetryAfterSeconds %d, want %d..%d", apiErr.RetryAfterSeconds, tc.retryMin, tc.retryMax)
+			}
+			for _, want := range tc.text {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestReadStream(t *testing.T) {
+	t.Parallel()
+	chunk := func(delta string) string {
+		return `data: {"model":"deepseek-flash","choices":[{"delta":` + delta + `,"finish_reason":null}]}` + "\n\n"
+	}
+	final := `data: {"choices":[{"delta":{"content":""},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5,"prompt_cache_hit_tokens":1,"prompt_cache_miss_tokens":2,"completion_tokens_details":{"reasoning_tokens":1}}}` + "\n\n"
+	cases := []struct {
+		name, stream    string
+		answer, finish  string
+		err             error
+		wantUsage       Usage
+		wantToolCallArg string
+	}{
+		{name: "crlf, comments and multi-line fields", answer: "hello", finish: "stop",
+			stream: ": keep-alive\r\n\r\nevent: ignored\r\n" + strings.ReplaceAll(chunk(`{"reasoning_content":"r"}`), "\n", "\r\n") + chunk(`{"content":"hel"}`) + chunk(`{"content":"lo"}`) + final + "data: [DONE]\n\n",
+			wantUsage: Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5, CacheHitTokens: 1, CacheMissTokens: 2, ReasoningTokens: 1}},
+		{name: "finish without [DONE] is complete", answer: "a", finish: "stop", stream: chunk(`{"content":"a"}`) + final,
+			wantUsage: Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5, CacheHitTokens: 1, CacheMissTokens: 2, ReasoningTokens: 1}},
+		{name: "no finish and no [DONE] is a cut", stream: chunk(`{"content":"a"}`), err: ErrUpstream},
+		{name: "error object inside the stream", stream: chunk(`{"content":"a"}`) + `data: {"error":{"message":"overloaded"}}` + "\n\n", err: ErrUpstream},
+		{name: "tool call index out of range", stream: chunk(`{"tool_calls":[{"index":100000,"function":{"name":"x"}}]}`), err: ErrUpstream},
+		{name: "tool call pieces", finish: "tool_calls", wantToolCallArg: `{"a":1}`,
+			stream: chunk(`{"content":null,"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":""}}]}`) +
+				chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\""}}]}`) +
+				chunk(`{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]}`) +
+				`data: {"choices":[{"delta":{},"finish_reason":"tool_calls"}]}` + "\n\ndata: [DONE]\n\n"},
+		{name: "line over the limit", stream: "data: " + strings.Repeat("x", maxStreamLine+10) + "\n\n", err: ErrUpstream},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &turn{}
+			err := tr.readStream(strings.NewReader(tc.stream), &progress{})
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("err = %v, want %v", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("readStream: %v", err)
+			}
+			if tr.content.String() != tc.answer || tr.finish != tc.finish || tr.usage != tc.wantUsage {
+				t.Errorf("answer %q finish %q usage %+v", tr.content.String(), tr.finish, tr.usage)
+			}
+			if tc.wantToolCallArg != "" && (len(tr.toolCalls) != 1 || tr.toolCalls[0].Arguments != tc.wantToolCallArg || tr.toolCalls[0].ID != "c1" || tr.toolCalls[0].Name != "f") {
+				t.Errorf("tool calls %+v", tr.toolCalls)
+			}
+		})
+	}
+}
+
+func FuzzReadStream(f *testing.F) {
+	f.Add([]byte(": keep-alive\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"x\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":3}]}}]}\n\n"))
+	f.Add([]byte("data: {\x00\n\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr := &turn{}
+		err := tr.readStream(strings.NewReader(string(data)), &progress{fn: func(ProgressEvent) {}})
+		if err != nil && !errors.Is(err, ErrUpstream) {
+			t.Fatalf("error outside ErrUpstream: %v", err)
+		}
+		if len(tr.toolCalls) > maxToolCalls {
+			t.Fatalf("%d tool calls", len(tr.toolCalls))
+		}
+	})
+}
