@@ -66,7 +66,9 @@ func TestReadStream(t *testing.T) {
 		wantUsage       Usage
 		wantToolCallArg string
 	}{
-		{name: "crlf, comments and multi-line fields", answer: "hello", finish: "stop",
+		{name: "multi-line data field", answer: "ml", finish: "stop",
+			stream: "data: {\"choices\":\ndata: [{\"delta\":{\"content\":\"ml\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"},
+		{name: "crlf and comments", answer: "hello", finish: "stop",
 			stream:    ": keep-alive\r\n\r\nevent: ignored\r\n" + strings.ReplaceAll(chunk(`{"reasoning_content":"r"}`), "\n", "\r\n") + chunk(`{"content":"hel"}`) + chunk(`{"content":"lo"}`) + final + "data: [DONE]\n\n",
 			wantUsage: Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5, CacheHitTokens: 1, CacheMissTokens: 2, ReasoningTokens: 1}},
 		{name: "finish without [DONE] is complete", answer: "a", finish: "stop", stream: chunk(`{"content":"a"}`) + final,
