@@ -1,0 +1,344 @@
+package main
+
+// End-to-end lifecycle with real processes: the real `bridge serve`, the real
+// bridgectl binary, the fake cloudflared (a real process printing cloudflared's
+// log lines and forwarding HTTP like the edge), and the DeepSeek double.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+)
+
+const (
+	testSecret = "test-secret-0123456789abcdef"
+	testKey    = "sk-test-double-key"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "bridgectl-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// build builds the binaries once per run (bridge next to bridgectl, as installed).
+func build(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(binDir, "bridgectl")); err == nil {
+		return
+	}
+	if m, _ := filepath.Glob("../bridge/*.go"); len(m) == 0 {
+		t.Skip("cmd/bridge has no source yet: `bridge serve` is needed for the lifecycle test")
+	}
+	for _, b := range []struct{ name, pkg string }{
+		{"bridge", "../bridge"}, {"bridgectl", "."}, {"cloudflared", "./internal/fakecloudflared"},
+	} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, b.name), b.pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go build %s: %v\n%s", b.pkg, err, out)
+		}
+	}
+}
+
+type world struct {
+	t         *testing.T
+	dir       string
+	envFile   string
+	state     string
+	environ   []string
+	marker    string
+	proxyFile string
+}
+
+func newWorld(t *testing.T) *world {
+	build(t)
+	double := deepseektest.New(deepseektest.WithKey(testKey), deepseektest.WithDefault(deepseektest.Text("pong")))
+	t.Cleanup(double.Close)
+	dir := t.TempDir()
+	b := make([]byte, 8)
+	rand.Read(b)
+	w := &world{t: t, dir: dir, envFile: filepath.Join(dir, "bridge.env"), state: filepath.Join(dir, "state"),
+		marker: "bridgectl-e2e-" + hex.EncodeToString(b), proxyFile: filepath.Join(dir, "edge-addr")}
+	env := "# settings of an end-to-end test\n" +
+		"DEEPSEEK_API_KEY=" + testKey + "\n" +
+		"MCP_PATH_SECRET=" + testSecret + "\n" +
+		"HOST=127.0.0.1\nPORT=0\n" +
+		"DEEPSEEK_BASE_URL=" + double.URL() + "\n" +
+		"BRIDGE_STATE_DIR=" + w.state + "\n" +
+		"# a line bridgectl does not know\nSOMETHING_ELSE=kept\n"
+	if err := os.WriteFile(w.envFile, []byte(env), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(dir, "home")
+	os.MkdirAll(home, 0o700)
+	w.environ = []string{
+		"PATH=/usr/bin:/bin", "HOME=" + home, "BRIDGE_ENV_FILE=" + w.envFile,
+		"BRIDGE_CLOUDFLARED_BIN=" + filepath.Join(binDir, "cloudflared"),
+		"FAKE_CLOUDFLARED_PROXY_FILE=" + w.proxyFile, "FAKE_CLOUDFLARED_DELAY_MS=5",
+		"BRIDGECTL_E2E_MARKER=" + w.marker,
+	}
+	t.Cleanup(func() {
+		w.ctl("stop")
+		if left := w.leftovers(); len(left) > 0 {
+			t.Errorf("processes left behind: %v", left)
+		}
+	})
+	return w
+}
+
+// ctl runs the bridgectl binary.
+func (w *world) ctl(args ...string) (string, string, int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "bridgectl"), args...)
+	cmd.Env = w.environ
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		w.t.Fatalf("run bridgectl: %v", err)
+	}
+	for _, s := range []string{testSecret, testKey} {
+		if strings.Contains(out.String()+errb.String(), s) {
+			w.t.Errorf("bridgectl %s printed a secret:\n%s%s", strings.Join(args, " "), out.String(), errb.String())
+		}
+	}
+	return out.String(), errb.String(), code
+}
+
+func (w *world) must(args ...string) string {
+	w.t.Helper()
+	out, errs, code := w.ctl(args...)
+	if code != 0 {
+		w.t.Fatalf("bridgectl %s: exit %d\n%s%s\n--- bridge.log:\n%s", strings.Join(args, " "), code, out, errs, w.file("bridge.log"))
+	}
+	return out
+}
+
+func (w *world) file(name string) string {
+	b, _ := os.ReadFile(filepath.Join(w.state, name))
+	return string(b)
+}
+
+func (w *world) daemonInfo() (pid int, addr string) {
+	var di struct {
+		PID  int    `json:"pid"`
+		Addr string `json:"addr"`
+	}
+	if err := json.Unmarshal([]byte(w.file("daemon.json")), &di); err != nil {
+		w.t.Fatalf("daemon.json: %v", err)
+	}
+	return di.PID, di.Addr
+}
+
+func (w *world) tunnelPID() int {
+	pid, _ := strconv.Atoi(strings.TrimSpace(w.file("tunnel.pid")))
+	return pid
+}
+
+func (w *world) leftovers() []string {
+	var left []string
+	ents, _ := os.ReadDir("/proc")
+	for _, d := range ents {
+		if d.Name()[0] < '0' || d.Name()[0] > '9' {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + d.Name() + "/environ")
+		if err != nil || !bytes.Contains(env, []byte(w.marker)) {
+			continue
+		}
+		stat, _ := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
+			continue // exited; a zombie holds only its exit status
+		}
+		cmd, _ := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+		left = append(left, d.Name()+":"+strings.ReplaceAll(string(cmd), "\x00", " "))
+	}
+	return left
+}
+
+func status(t *testing.T, method, url string) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// initialize proves an MCP session works on endpoint (official Go SDK client).
+func initialize(t *testing.T, endpoint string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "lifecycle-test", Version: "1"}, nil)
+	s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1, DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	_, err = s.ListTools(ctx, nil)
+	return err
+}
+
+func TestLifecycle(t *testing.T) {
+	w := newWorld(t)
+
+	// start: background daemon, pid file, start marker, /health.
+	out := w.must("start")
+	pid1, addr := w.daemonInfo()
+	if !strings.Contains(out, fmt.Sprintf("started: pid %d, listening on http://%s", pid1, addr)) {
+		t.Fatalf("start output: %q", out)
+	}
+	if got := strings.TrimSpace(w.file("bridge.pid")); got != strconv.Itoa(pid1) {
+		t.Fatalf("pid file %q, daemon.json pid %d", got, pid1)
+	}
+	if !strings.Contains(w.file("bridge.log"), "=== bridgectl start ") {
+		t.Fatal("bridge.log has no start marker")
+	}
+	if c := status(t, http.MethodGet, "http://"+addr+"/health"); c != 200 {
+		t.Fatalf("/health: %d", c)
+	}
+	if _, errs, code := w.ctl("start"); code == 0 || !strings.Contains(errs, "already running") {
+		t.Fatalf("second start: %d %q", code, errs)
+	}
+
+	// status
+	out = w.must("status")
+	for _, want := range []string{"bridge:    enabled", fmt.Sprintf("daemon:    running, pid %d, http://%s (health OK)", pid1, addr), "local:     http://" + addr + "/mcp/test…", "tunnel:    none"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+
+	// smoke against the local endpoint, deepseek_flash answered by the double.
+	out = w.must("smoke")
+	if strings.Count(out, "OK   ") != 6 {
+		t.Fatalf("smoke:\n%s", out)
+	}
+
+	// tunnel: fake cloudflared; requests through its edge proxy carry Host: *.trycloudflare.com.
+	out = w.must("tunnel")
+	tpid := w.tunnelPID()
+	var ti struct{ URL, Origin string }
+	json.Unmarshal([]byte(w.file("tunnel.json")), &ti)
+	if !regexp.MustCompile(`^https://[a-z0-9-]+\.trycloudflare\.com$`).MatchString(ti.URL) || ti.Origin != "http://"+addr {
+		t.Fatalf("tunnel.json: %+v", ti)
+	}
+	if !strings.Contains(out, "public endpoint: "+ti.URL+"/mcp/test…") {
+		t.Fatalf("tunnel output: %q", out)
+	}
+	edge, _ := os.ReadFile(w.proxyFile)
+	if err := initialize(t, "http://"+string(edge)+"/mcp/"+testSecret); err != nil {
+		t.Fatalf("MCP through the tunnel: %v", err)
+	}
+
+	// reload: a new daemon on the same address; the tunnel process is untouched.
+	w.must("reload")
+	pid2, addr2 := w.daemonInfo()
+	if pid2 == pid1 || addr2 != addr {
+		t.Fatalf("reload: pid %d→%d, addr %s→%s", pid1, pid2, addr, addr2)
+	}
+	if w.tunnelPID() != tpid || !alive(tpid) {
+		t.Fatalf("reload touched the tunnel: pid %d → %d (alive %v)", tpid, w.tunnelPID(), alive(tpid))
+	}
+	if alive(pid1) {
+		t.Fatalf("the old daemon %d is still alive", pid1)
+	}
+	if err := initialize(t, "http://"+string(edge)+"/mcp/"+testSecret); err != nil {
+		t.Fatalf("MCP through the tunnel after reload: %v", err)
+	}
+
+	// rotate: new secret in .env (other lines kept), reload, old URL 404, new URL works; tunnel untouched.
+	before, _ := os.ReadFile(w.envFile)
+	out = w.must("rotate")
+	after, _ := os.ReadFile(w.envFile)
+	m := regexp.MustCompile(`(?m)^MCP_PATH_SECRET=([0-9a-f]{64})$`).FindStringSubmatch(string(after))
+	if m == nil {
+		t.Fatalf(".env after rotate:\n%s", after)
+	}
+	newSecret := m[1]
+	if string(after) != strings.Replace(string(before), testSecret, newSecret, 1) {
+		t.Fatalf("rotate changed more than the secret:\n%s", after)
+	}
+	if strings.Contains(out, newSecret) || !strings.Contains(out, "old URL: 404") {
+		t.Fatalf("rotate output: %q", out)
+	}
+	_, addr3 := w.daemonInfo()
+	for _, base := range []string{"http://" + addr3, "http://" + string(edge)} {
+		if c := status(t, http.MethodPost, base+"/mcp/"+testSecret); c != 404 {
+			t.Errorf("old URL via %s: %d, want 404", base, c)
+		}
+		if err := initialize(t, base+"/mcp/"+newSecret); err != nil {
+			t.Errorf("new URL via %s: %v", base, err)
+		}
+	}
+	if w.tunnelPID() != tpid || !alive(tpid) {
+		t.Fatalf("rotate touched the tunnel")
+	}
+	out = w.must("url", "--show")
+	if !strings.Contains(out, ti.URL+"/mcp/"+newSecret) {
+		t.Fatalf("url --show: %q", out)
+	}
+	if out := w.must("logs", "-n", "500"); strings.Contains(out, newSecret) {
+		t.Fatalf("logs printed the secret")
+	}
+
+	// stop: daemon and tunnel gone, nothing left in /proc, pid files removed.
+	pid3, _ := w.daemonInfo()
+	out = w.must("stop")
+	if !strings.Contains(out, fmt.Sprintf("tunnel stopped (pid %d)", tpid)) || !strings.Contains(out, fmt.Sprintf("daemon stopped (pid %d)", pid3)) {
+		t.Fatalf("stop output: %q", out)
+	}
+	if left := w.leftovers(); len(left) > 0 {
+		t.Fatalf("left after stop: %v", left)
+	}
+	for _, f := range []string{"bridge.pid", "tunnel.pid", "tunnel.json", "daemon.json"} {
+		if _, err := os.Stat(filepath.Join(w.state, f)); err == nil {
+			t.Errorf("%s left after stop", f)
+		}
+	}
+	if out := w.must("status"); !strings.Contains(out, "daemon:    stopped") {
+		t.Fatalf("status after stop:\n%s", out)
+	}
+}
+
+func alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z' && stat[i+2] != 'X'
+}
