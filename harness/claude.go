@@ -42,21 +42,22 @@ var _ Harness = (*ClaudeCode)(nil)
 // Locate finds the Claude Code binary: configured (BRIDGE_CLAUDE_BIN) if set —
 // it must then exist —, else the first existing pinned path, else `claude` on
 // PATH via lookPath. It returns ErrNoBinary (wrapped) when none is found.
+// The path returned is absolute: the harness runs in the workspace, not here.
 func Locate(configured string, pinned []string, lookPath func(string) (string, error)) (string, error) {
 	if configured != "" {
 		if isExecutable(configured) {
-			return configured, nil
+			return filepath.Abs(configured)
 		}
 		return "", fmt.Errorf("BRIDGE_CLAUDE_BIN=%s is not an executable file: %w", configured, ErrNoBinary)
 	}
 	for _, p := range pinned {
 		if p != "" && isExecutable(p) {
-			return p, nil
+			return filepath.Abs(p)
 		}
 	}
 	if lookPath != nil {
 		if p, err := lookPath("claude"); err == nil {
-			return p, nil
+			return filepath.Abs(p)
 		}
 	}
 	return "", ErrNoBinary
