@@ -391,3 +391,47 @@ func TestQuickTunnelLifecycleWithFakes(t *testing.T) {
 	}
 	noSecrets(t, "lifecycle", outs...)
 }
+
+func TestStopEscalatesAndKillsTheGroup(t *testing.T) {
+	old := stopGrace
+	stopGrace = 500 * time.Millisecond
+	t.Cleanup(func() { stopGrace = old })
+	for _, tc := range []struct{ name, knob string }{
+		{"ignores SIGTERM", "FAKEBRIDGE_IGNORE_TERM=1"},
+		{"leaves a child in its group", "FAKEBRIDGE_CHILD=1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			te := newTestEnv(t, tc.knob)
+			te.must("start")
+			if n := len(te.leftovers()); n == 0 {
+				t.Fatal("nothing running after start")
+			}
+			out := te.must("stop")
+			if !strings.Contains(out, "daemon stopped") {
+				t.Fatalf("stop: %q", out)
+			}
+			if left := te.leftovers(); len(left) > 0 {
+				t.Fatalf("left after stop: %v", left)
+			}
+		})
+	}
+}
+
+func TestStalePIDFile(t *testing.T) {
+	te := newTestEnv(t)
+	os.MkdirAll(te.state, 0o700)
+	// A pid that is surely not a bridge: our own (its command line has no "serve").
+	os.WriteFile(filepath.Join(te.state, "bridge.pid"), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
+	out := te.must("status")
+	if !strings.Contains(out, "daemon:    stopped") {
+		t.Fatalf("status with a recycled pid: %q", out)
+	}
+	if out, _, _ := te.run("stop"); !strings.Contains(out, "nothing was running") {
+		t.Fatalf("stop signalled a recycled pid: %q", out)
+	}
+	os.WriteFile(filepath.Join(te.state, "bridge.pid"), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
+	_, errs, code := te.run("start")
+	if code != 0 || !strings.Contains(errs, "removing a stale pid file") {
+		t.Fatalf("start over a stale pid file: %d %q", code, errs)
+	}
+}

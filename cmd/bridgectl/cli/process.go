@@ -15,7 +15,7 @@ import (
 )
 
 // stopGrace is how long a process gets between SIGTERM and SIGKILL.
-const stopGrace = 10 * time.Second
+var stopGrace = 10 * time.Second
 
 // child is a process bridgectl started in its own session. done closes when it
 // exits (bridgectl reaps it while it runs; after bridgectl exits, init does).

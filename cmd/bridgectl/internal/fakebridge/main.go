@@ -5,6 +5,10 @@
 // listening and removes it on SIGTERM, answers GET /health with 200 and POST
 // /mcp/<secret> with 200 (any other path 404). It logs a line holding the
 // secret and the key, so tests can prove that `bridgectl logs` masks them.
+//
+// Knobs: FAKEBRIDGE_IGNORE_TERM=1 ignores SIGTERM (so the stopper must SIGKILL);
+// FAKEBRIDGE_CHILD=1 starts a `sleep` child in its process group that outlives
+// it unless the whole group is killed.
 package main
 
 import (
@@ -13,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"syscall"
 	"time"
@@ -72,7 +77,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	if os.Getenv("FAKEBRIDGE_CHILD") == "1" {
+		child := exec.Command("sleep", "300")
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, `{"level":"info","message":"child pid %d"}`+"\n", child.Process.Pid)
+	}
+	sigs := []os.Signal{syscall.SIGTERM, os.Interrupt}
+	if os.Getenv("FAKEBRIDGE_IGNORE_TERM") == "1" {
+		signal.Ignore(syscall.SIGTERM)
+		sigs = sigs[1:]
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
 	defer stop()
 	go srv.Serve(ln)
 	<-ctx.Done()
