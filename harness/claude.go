@@ -221,6 +221,7 @@ func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	r := &run{
+		jobID:  spec.JobID,
 		cmd:    cmd,
 		stdin:  stdin,
 		events: make(chan Event, eventsBuffer),
@@ -258,6 +259,7 @@ func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
 }
 
 type run struct {
+	jobID  string
 	cmd    *exec.Cmd
 	pid    int
 	stdin  io.WriteCloser
@@ -331,6 +333,9 @@ loop:
 		}
 	}
 	signalGroup(r.pid, true)
+	// Anything of the job that left the group (setsid, a daemonised child)
+	// still carries the job's marker.
+	KillJobProcesses(r.jobID)
 	r.closeStdin()
 	r.wg.Wait()
 	r.exit = exitOf(r.cmd, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -69,9 +70,18 @@ func assertTreeGone(t *testing.T, jobID string) {
 	if runtime.GOOS != "linux" {
 		return
 	}
-	if pids := JobProcesses(jobID); len(pids) > 0 {
-		KillJobProcesses(jobID)
-		t.Fatalf("processes of job %s still alive: %v", jobID, pids)
+	// A SIGKILLed process vanishes asynchronously (its parent or init reaps it).
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		pids := JobProcesses(jobID)
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			KillJobProcesses(jobID)
+			t.Fatalf("processes of job %s still alive: %v", jobID, pids)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -290,4 +300,23 @@ func TestStartWithoutBinaryIsClearError(t *testing.T) {
 	if !errors.Is(err, ErrNoBinary) || !strings.Contains(err.Error(), "scripts/install.sh") {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+func TestClaudeCodeKillsProcessesThatLeftTheGroup(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("needs /proc")
+	}
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	// setsid puts the sleeper in its own session and group: only the marker finds it.
+	body := "setsid sleep 300 </dev/null >/dev/null 2>&1 &\necho '" + initLine + "'\necho '" + resultLine + "'\nexit 0"
+	c := &ClaudeCode{Bin: fakeClaude(t, body), Environ: []string{"PATH=" + os.Getenv("PATH")}}
+	spec := testSpec(t, "job-setsid")
+	r, err := c.Start(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	collect(t, r, 10*time.Second)
+	assertTreeGone(t, spec.JobID)
 }
