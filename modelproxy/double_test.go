@@ -208,7 +208,7 @@ func TestWithDoubleFaults(t *testing.T) {
 		}
 		a := call(t, p, "/v1/messages", "bearer", token, toolBody(true))
 		want := "budget exceeded: this job spent $0.28 of its $0.10 limit (BRIDGE_JOB_MAX_COST_USD)"
-		if _, msg := anthropicError(t, a.body); a.status != http.StatusForbidden || msg != want {
+		if _, msg := anthropicError(t, a.body); a.status != http.StatusPaymentRequired || msg != want {
 			t.Fatalf("status %d message %q, want %q", a.status, msg, want)
 		}
 		if got := <-f.ch; got != "job-1: "+want {

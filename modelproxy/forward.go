@@ -59,6 +59,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, j *job, body []b
 				Str("error", p.scrub(err.Error())).Msg("upstream unreachable")
 			if !ok {
 				res.upstreamErr = true
+				w.Header().Set("X-Should-Retry", "false")
 				writeError(w, refusal{http.StatusBadGateway, errAPI,
 					"DeepSeek could not be reached after " + strconv.Itoa(attempt) + " attempts: " + p.scrub(err.Error())})
 				return res
@@ -173,6 +174,10 @@ func (p *Proxy) relay(w http.ResponseWriter, resp *http.Response, j *job, res *r
 
 	if resp.StatusCode >= 300 {
 		res.upstreamErr = true
+		if retryable(resp.StatusCode) {
+			// The proxy has retried already; the Anthropic SDKs honour this.
+			w.Header().Set("X-Should-Retry", "false")
+		}
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		b = []byte(p.scrub(string(b)))
 		w.Header().Set("Content-Length", strconv.Itoa(len(b)))

@@ -167,23 +167,31 @@ func (p *Proxy) ceilingLocked(j *job) (refusal, bool) {
 	u := p.usageLocked(j)
 	o := p.opts
 	if o.JobMaxCostUSD > 0 && u.CostUSD >= o.JobMaxCostUSD {
-		return refusal{http.StatusForbidden, errPermission, fmt.Sprintf(
+		return budgetRefusal(fmt.Sprintf(
 			"budget exceeded: this job spent $%s of its $%s limit (BRIDGE_JOB_MAX_COST_USD)",
-			usd(u.CostUSD), usd(o.JobMaxCostUSD))}, true
+			usd(u.CostUSD), usd(o.JobMaxCostUSD))), true
 	}
 	if o.JobMaxTokens > 0 && u.TotalTokens() >= o.JobMaxTokens {
-		return refusal{http.StatusForbidden, errPermission, fmt.Sprintf(
+		return budgetRefusal(fmt.Sprintf(
 			"budget exceeded: this job used %d tokens of its %d limit (BRIDGE_JOB_MAX_TOKENS)",
-			u.TotalTokens(), o.JobMaxTokens)}, true
+			u.TotalTokens(), o.JobMaxTokens)), true
 	}
 	if o.DailyMaxCostUSD > 0 {
 		if d := p.ledgerLocked().Usage.CostUSD; d >= o.DailyMaxCostUSD {
-			return refusal{http.StatusForbidden, errPermission, fmt.Sprintf(
+			return budgetRefusal(fmt.Sprintf(
 				"budget exceeded: all jobs together spent $%s today (UTC) of the $%s daily limit (BRIDGE_DAILY_MAX_COST_USD); model calls resume after 00:00 UTC",
-				usd(d), usd(o.DailyMaxCostUSD))}, true
+				usd(d), usd(o.DailyMaxCostUSD))), true
 		}
 	}
 	return refusal{}, false
+}
+
+// budgetRefusal answers a crossed ceiling. 402 billing_error, because
+// Claude Code 2.1.328 neither retries it nor relabels it: measured, its result
+// reads "API Error: 402 budget exceeded: …" after one request (403 became
+// "Failed to authenticate. …", 400 was sent again five times).
+func budgetRefusal(msg string) refusal {
+	return refusal{http.StatusPaymentRequired, errBilling, msg}
 }
 
 // usd formats dollars: cents when that is exact enough, else up to 6 decimals.

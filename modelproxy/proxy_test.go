@@ -445,10 +445,10 @@ func TestJobCeilings(t *testing.T) {
 			}
 			for i := range 3 { // the next requests are refused, the callback fires once
 				a := call(t, p, "/v1/messages?beta=true", "bearer", token, msgBody)
-				if a.status != http.StatusForbidden {
+				if a.status != http.StatusPaymentRequired {
 					t.Fatalf("call %d over the ceiling: status %d body %q", i+2, a.status, a.body)
 				}
-				if typ, msg := anthropicError(t, a.body); typ != "permission_error" || msg != c.wantMsg {
+				if typ, msg := anthropicError(t, a.body); typ != "billing_error" || msg != c.wantMsg {
 					t.Fatalf("refusal %s %q, want %q", typ, msg, c.wantMsg)
 				}
 			}
@@ -506,7 +506,7 @@ func TestDailyCeiling(t *testing.T) {
 	wantMsg := fmt.Sprintf("budget exceeded: all jobs together spent $%s today (UTC) of the $0.25 daily limit (BRIDGE_DAILY_MAX_COST_USD); model calls resume after 00:00 UTC", usd(2*turnCost))
 	a3 := open(t, p, "job-c")
 	a := call(t, p, "/v1/messages", "bearer", a3, msgBody)
-	if a.status != http.StatusForbidden {
+	if a.status != http.StatusPaymentRequired {
 		t.Fatalf("over the daily ceiling: status %d", a.status)
 	}
 	if _, msg := anthropicError(t, a.body); msg != wantMsg {
@@ -531,8 +531,8 @@ func TestDailyCeiling(t *testing.T) {
 	t.Run("survives a restart", func(t *testing.T) {
 		q := startProxy(t, up, o)
 		tok := open(t, q, "job-d")
-		if a := call(t, q, "/v1/messages", "bearer", tok, msgBody); a.status != http.StatusForbidden {
-			t.Fatalf("after restart: status %d, want 403", a.status)
+		if a := call(t, q, "/v1/messages", "bearer", tok, msgBody); a.status != http.StatusPaymentRequired {
+			t.Fatalf("after restart: status %d, want 402", a.status)
 		}
 	})
 
@@ -639,6 +639,9 @@ func TestRetry(t *testing.T) {
 		}
 		if _, msg := anthropicError(t, a.body); msg != "boom" {
 			t.Fatalf("message %q", msg)
+		}
+		if a.header.Get("X-Should-Retry") != "false" {
+			t.Fatalf("x-should-retry %q: the harness would retry what the proxy already retried", a.header.Get("X-Should-Retry"))
 		}
 		if n := len(up.requests()); n != 3 {
 			t.Fatalf("%d attempts, want 3", n)
