@@ -28,8 +28,7 @@ const (
 	MaxPollWait       = 40 * time.Second
 	DefaultSyncWindow = 45 * time.Second
 	cancelWait        = 15 * time.Second // how long cancel waits for the harness to be gone
-	progressEvery     = time.Second      // at most one progress notification per interval…
-	keepaliveEvery    = 10 * time.Second // …and at least one per this, while blocking
+	progressEvery     = time.Second      // at most one progress notification per interval
 )
 
 // AgentToolOptions tune the agent tools.
@@ -37,7 +36,6 @@ type AgentToolOptions struct {
 	SyncWindow      time.Duration // BRIDGE_SYNC_WINDOW_MS: how long start waits for an inline result
 	MaxSteps        int           // BRIDGE_MAX_STEPS, shown in the schema
 	JobTimeout      time.Duration // BRIDGE_JOB_TIMEOUT_MS, shown in the schema
-	KeepaliveEvery  time.Duration // 0 = keepaliveEvery
 	Now             func() time.Time
 	ProgressLimiter time.Duration // 0 = progressEvery
 }
@@ -183,9 +181,6 @@ func (o AgentToolOptions) withDefaults() AgentToolOptions {
 	if o.JobTimeout <= 0 {
 		o.JobTimeout = 30 * time.Minute
 	}
-	if o.KeepaliveEvery <= 0 {
-		o.KeepaliveEvery = keepaliveEvery
-	}
 	if o.ProgressLimiter <= 0 {
 		o.ProgressLimiter = progressEvery
 	}
@@ -300,9 +295,10 @@ func writeWork(b *strings.Builder, p AgentJobPayload) {
 	}
 }
 
-// progress sends notifications/progress for one blocking call, if the client
-// gave a progress token: on changes (at most one per limiter interval) and as
-// a keepalive while nothing changes. Its goroutine ends with stop.
+// progress turns registry changes into notifications/progress for one
+// blocking call (step count, last tool), at most one per ProgressLimiter
+// interval, through the server's progress reporter (which also keeps the
+// stream alive while nothing changes). Its goroutine ends with stop.
 type progress struct {
 	send    func(n int, msg string)
 	updates chan jobs.Snapshot
@@ -311,21 +307,13 @@ type progress struct {
 }
 
 func newProgress(ctx context.Context, req mcp.CallToolRequest, o AgentToolOptions) *progress {
-	p := &progress{updates: make(chan jobs.Snapshot, 1), done: make(chan struct{}), ended: make(chan struct{})}
-	var token mcp.ProgressToken
-	if req.Params.Meta != nil {
-		token = req.Params.Meta.ProgressToken
-	}
-	srv := mcpserver.ServerFromContext(ctx)
-	if token == nil || srv == nil {
+	if progressToken(req) == nil {
+		p := &progress{ended: make(chan struct{})}
 		close(p.ended)
 		return p
 	}
-	return startProgress(ctx, o, func(n int, msg string) {
-		_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
-			"progressToken": token, "progress": n, "message": msg,
-		})
-	})
+	rep := newProgressReporter(ctx, req)
+	return startProgress(ctx, o, func(n int, msg string) { rep.Report(float64(n), 0, msg) })
 }
 
 // startProgress runs the progress loop with send as its only output.
@@ -359,15 +347,12 @@ func (p *progress) loop(ctx context.Context, o AgentToolOptions) {
 	var last jobs.Snapshot
 	var lastSent time.Time
 	pending := false
-	keep := time.NewTimer(o.KeepaliveEvery) // re-armed by every send
-	defer keep.Stop()
 	limiter := time.NewTimer(0)
 	defer limiter.Stop()
-	send := func(msg string) {
+	send := func() {
 		n++
-		p.send(n, msg)
+		p.send(n, progressMessage(last))
 		lastSent, pending = time.Now(), false
-		keep.Reset(o.KeepaliveEvery)
 	}
 	for {
 		select {
@@ -378,20 +363,14 @@ func (p *progress) loop(ctx context.Context, o AgentToolOptions) {
 		case s := <-p.updates:
 			last, pending = s, true
 			if wait := o.ProgressLimiter - time.Since(lastSent); wait <= 0 {
-				send(progressMessage(last))
+				send()
 			} else {
 				limiter.Reset(wait)
 			}
 		case <-limiter.C:
 			if pending {
-				send(progressMessage(last))
+				send()
 			}
-		case <-keep.C:
-			msg := "waiting for the job"
-			if last.ID != "" {
-				msg = progressMessage(last)
-			}
-			send(msg)
 		}
 	}
 }

@@ -264,7 +264,7 @@ func TestAgentCancel(t *testing.T) {
 	}
 }
 
-func TestProgressIsThrottledAndKeptAlive(t *testing.T) {
+func TestProgressIsThrottled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var sent []string
@@ -283,23 +283,16 @@ func TestProgressIsThrottledAndKeptAlive(t *testing.T) {
 		}
 		time.Sleep(1500 * time.Millisecond)
 		synctest.Wait()
-		mu.Lock()
-		if len(sent) != 2 || !strings.Contains(sent[1], "20 tool calls") {
-			t.Errorf("burst sent %q", sent)
-		}
-		mu.Unlock()
-		time.Sleep(25 * time.Second) // nothing changes: keepalives
+		time.Sleep(10 * time.Second) // nothing changes: nothing more from here (the server keeps the stream alive)
 		synctest.Wait()
 		p.stop()
 		mu.Lock()
 		defer mu.Unlock()
-		if len(sent) < 4 {
-			t.Errorf("no keepalive: %q", sent)
+		if len(sent) != 2 || !strings.Contains(sent[0], "1 tool calls") || !strings.Contains(sent[1], "20 tool calls, last Bash: ls") {
+			t.Errorf("burst sent %q", sent)
 		}
-		for i := 1; i < len(nums); i++ {
-			if nums[i] <= nums[i-1] {
-				t.Errorf("progress not increasing: %v", nums)
-			}
+		if len(nums) == 2 && nums[1] <= nums[0] {
+			t.Errorf("progress not increasing: %v", nums)
 		}
 	})
 }
