@@ -55,6 +55,9 @@ func (c *ctl) reloadDaemon(ctx context.Context) (daemonStatus, error) {
 	if t := c.tunnel(); t.PID != 0 && t.Info != nil && c.cfg.Port != 0 && portOf(t.Info.Origin) != c.cfg.Port {
 		fmt.Fprintf(c.e.Stderr, "warning: the tunnel forwards to %s but PORT is now %d: run `bridgectl untunnel && bridgectl tunnel` after this\n", t.Info.Origin, c.cfg.Port)
 	}
+	if unit, user := systemdUnit(s.PID); unit != "" {
+		return c.restartUnit(ctx, unit, user, s.PID)
+	}
 	if _, err := c.stopDaemon(ctx); err != nil {
 		return daemonStatus{}, err
 	}
