@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/logging"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
+)
+
+const serveHelp = `Usage: bridge serve [--env FILE]
+
+Runs the HTTP daemon until SIGINT or SIGTERM (in-flight calls get 10 s to finish).
+
+  POST http://HOST:PORT/mcp/<MCP_PATH_SECRET>   the MCP endpoint (Streamable HTTP, stateless)
+  GET  http://HOST:PORT/health                  {"status":"ok","version":…}
+
+Anything else, and a wrong secret, is 404. Once listening it writes
+<BRIDGE_STATE_DIR>/daemon.json (pid, address) and removes it on a clean stop.
+
+Required:
+  MCP_PATH_SECRET   at least 16 characters (bridgectl secret, or openssl rand -hex 32)
+Usually set:
+  DEEPSEEK_API_KEY  without it the server starts, and deepseek_flash answers with an error
+  HOST, PORT        listen address (default 127.0.0.1:8787; PORT=0 picks a free port)
+  RATE_LIMIT_PER_MINUTE, DEEPSEEK_MODEL, DEEPSEEK_TIMEOUT_MS, DEEPSEEK_MAX_OUTPUT_TOKENS
+Logging:
+  BRIDGE_LOG_FILE   JSON lines to this file; otherwise stderr (console format on a terminal)
+  BRIDGE_LOG_LEVEL  debug | info | warn | error
+The path secret and the API key never appear in the log.
+
+Flags:
+  --env FILE   read this .env file (default: BRIDGE_ENV_FILE, then ./.env)
+`
+
+const stdioHelp = `Usage: bridge stdio [--env FILE]
+
+Serves the bridge's tools over stdin/stdout (newline-delimited JSON-RPC), for
+MCP hosts that launch a server as a command, e.g.
+
+  claude mcp add deepseek -- bridge stdio --env /path/to/.env
+
+No path secret is needed. Logs go to BRIDGE_LOG_FILE or stderr, never stdout.
+`
+
+const approvalHelp = `Usage: bridge approval-prompt --config FILE
+
+The permission-prompt MCP server Claude Code starts for each agent job. It is
+not run by hand.
+`
+
+// setup loads the config and builds the logger and the DeepSeek client
+// shared by serve and stdio.
+type setup struct {
+	cfg    config.Config
+	log    zerolog.Logger
+	closer io.Closer
+	flash  *deepseek.Client
+}
+
+func newSetup(name string, args []string, stderr io.Writer, help string) (*setup, int) {
+	fs := flag.NewFlagSet("bridge "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, help) }
+	envFile := fs.String("env", "", "the .env file to read")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, exitOK
+		}
+		return nil, exitConfig
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "bridge %s: unexpected arguments %q\n\n%s", name, fs.Args(), help)
+		return nil, exitConfig
+	}
+	cfg, err := config.Load(*envFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "bridge %s: %v\n", name, err)
+		return nil, exitConfig
+	}
+	log, closer, err := logging.New(logging.Options{File: cfg.LogFile, Level: cfg.LogLevel, Stderr: stderr, Secrets: cfg.Secrets()})
+	if err != nil {
+		fmt.Fprintf(stderr, "bridge %s: %v\n", name, err)
+		return nil, exitConfig
+	}
+	log = log.With().Str("cmd", name).Logger()
+	if cfg.APIKey == "" {
+		log.Warn().Msg("DEEPSEEK_API_KEY is not set: the server runs, but deepseek_flash answers with an error until you set it and restart")
+	}
+	flash := deepseek.NewClient(deepseek.Options{
+		BaseURL:         cfg.DeepSeekBaseURL,
+		APIKey:          cfg.APIKey,
+		Model:           cfg.Model,
+		MaxOutputTokens: cfg.MaxOutputTokens,
+		Timeout:         cfg.FlashTimeout,
+		Logger:          &log,
+	})
+	return &setup{cfg: cfg, log: log, closer: closer, flash: flash}, exitOK
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	st, code := newSetup("serve", args, stderr, serveHelp)
+	if st == nil {
+		return code
+	}
+	defer st.closer.Close()
+	if err := st.cfg.CheckSecret(); err != nil {
+		fmt.Fprintf(stderr, "bridge serve: %v\n", err)
+		st.log.Error().Err(err).Msg("refusing to start")
+		return exitConfig
+	}
+	o := server.Options{Config: st.cfg, Flash: st.flash, Logger: st.log, Version: version}
+	if st.cfg.LogFile != "" { // the log line goes to the file; say it on stderr too
+		o.OnListening = func(addr string) { fmt.Fprintf(stderr, "listening on http://%s\n", addr) }
+	}
+	srv, err := server.New(o)
+	if err != nil {
+		st.log.Error().Err(err).Msg("build server")
+		fmt.Fprintf(stderr, "bridge serve: %v\n", err)
+		return exitFail
+	}
+	if err := srv.ListenAndServe(ctx); err != nil {
+		st.log.Error().Err(err).Msg("serve")
+		if st.cfg.LogFile != "" {
+			fmt.Fprintf(stderr, "bridge serve: %v\n", err)
+		}
+		return exitFail
+	}
+	return exitOK
+}
+
+func runApprovalPrompt(_ context.Context, args []string, _ io.Writer, stderr io.Writer) int {
+	for _, a := range args {
+		if a == "-h" || a == "--help" {
+			fmt.Fprint(stderr, approvalHelp)
+			return exitOK
+		}
+	}
+	fmt.Fprintln(stderr, "bridge approval-prompt: not built yet")
+	return exitFail
+}

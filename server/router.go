@@ -1,0 +1,276 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// mcpRoute is the route pattern; it is also what the access log shows, so
+// the secret never reaches a log line through the path.
+const mcpRoute = "/mcp/{secret}"
+
+// router: the body limit first (nothing else looks at a request before its
+// size is known), then the access log, then routing.
+func (s *Server) router() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.limitBody, s.accessLog)
+	r.Get("/health", s.health)
+	// Every method is routed here so that the secret is checked before the
+	// method: a wrong secret is a 404 whatever the method, and only the right
+	// secret learns that POST is the one allowed (405 otherwise).
+	r.HandleFunc(mcpRoute, s.mcpEntry)
+	return r
+}
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(map[string]string{"status": "ok", "version": s.o.Version})
+}
+
+// secretOK compares in constant time; hashing first makes the time
+// independent of the length of the guess too.
+func (s *Server) secretOK(got string) bool {
+	if got == "" || s.o.Config.PathSecret == "" {
+		return false
+	}
+	h := sha256.Sum256([]byte(got))
+	return subtle.ConstantTimeCompare(h[:], s.secretHash[:]) == 1
+}
+
+func (s *Server) mcpEntry(w http.ResponseWriter, r *http.Request) {
+	if !s.secretOK(chi.URLParam(r, "secret")) {
+		// Byte for byte what chi answers for a path that does not exist.
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "method not allowed: this endpoint takes POST (stateless Streamable HTTP)", http.StatusMethodNotAllowed)
+		return
+	}
+	if !originAllowed(r) {
+		s.log.Warn().Str("origin", r.Header.Get("Origin")).Msg("refused a request with a foreign Origin")
+		http.Error(w, "forbidden: requests from a browser page on another site are refused", http.StatusForbidden)
+		return
+	}
+	if !s.admit(w, r) {
+		return
+	}
+	sw := newSSEWriter(w)
+	s.stream.ServeHTTP(sw, r.WithContext(withSSEWriter(r.Context(), sw)))
+}
+
+// originAllowed decides the Origin header. Hosts that are not browsers (the
+// ChatGPT connector, Claude Code, the SDK clients, cloudflared forwarding
+// them) send no Origin and are allowed. A browser always sends one on a
+// cross-site POST; it is allowed only from localhost/127.0.0.1/[::1] or from
+// the request's own Host, so a page on another site cannot drive the bridge
+// from a user's browser. The Host itself is not checked: behind a tunnel it
+// is the tunnel's public name, and the capability path secret is what keeps
+// strangers (and DNS-rebinding pages, which cannot know it) out.
+func originAllowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false // includes the opaque "null" origin
+	}
+	switch strings.ToLower(u.Hostname()) {
+	case "localhost", "127.0.0.1", "::1":
+		return true
+	}
+	return strings.EqualFold(u.Host, r.Host)
+}
+
+// limitBody enforces MaxBodyBytes before routing: a declared Content-Length
+// above it is refused at once, any other body (chunked included) is read up
+// to the limit under a read deadline and replaced by the bytes read.
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > MaxBodyBytes {
+			s.tooLarge(w, r)
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			rc := http.NewResponseController(w)
+			_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+			body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+			// Clear the deadline: left in place it would cancel the request
+			// context of a long tools/call when the server's background read
+			// hits it.
+			_ = rc.SetReadDeadline(time.Time{})
+			if err != nil {
+				w.Header().Set("Connection", "close")
+				http.Error(w, "could not read the request body", http.StatusBadRequest)
+				return
+			}
+			if len(body) > MaxBodyBytes {
+				s.tooLarge(w, r)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.ContentLength = int64(len(body))
+			r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type bodyKey struct{}
+
+func bodyFrom(ctx context.Context) []byte {
+	b, _ := ctx.Value(bodyKey{}).([]byte)
+	return b
+}
+
+func (s *Server) tooLarge(w http.ResponseWriter, r *http.Request) {
+	s.log.Warn().Str("route", logPath(r)).Int64("content_length", r.ContentLength).Msg("request body over the limit")
+	w.Header().Set("Connection", "close") // the rest of the body is not read
+	http.Error(w, fmt.Sprintf("request body too large: the limit is %d bytes", MaxBodyBytes), http.StatusRequestEntityTooLarge)
+}
+
+// logPath is what a log line may say about a path: anything under /mcp may
+// hold the secret (or a near miss of it) and is shown redacted.
+func logPath(r *http.Request) string {
+	p := r.URL.Path
+	if p == "/mcp" || strings.HasPrefix(p, "/mcp/") {
+		return "/mcp/<redacted>"
+	}
+	if len(p) > 64 {
+		p = p[:64] + "…"
+	}
+	return p
+}
+
+// accessLog writes one line per request, never with the secret.
+func (s *Server) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		route := logPath(r)
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() == mcpRoute {
+			route = "/mcp/<redacted>"
+		}
+		remote, _, _ := net.SplitHostPort(r.RemoteAddr)
+		s.log.Debug().Str("method", r.Method).Str("route", route).Int("status", rec.status()).
+			Int64("bytes", rec.bytes).Dur("duration", time.Since(start)).Str("remote", remote).Msg("http")
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	code  int
+	bytes int64
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(p []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(p)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (r *statusRecorder) status() int {
+	if r.code == 0 {
+		return http.StatusOK
+	}
+	return r.code
+}
+
+// admit applies the tools/call rate limit; on refusal it has written the 429.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
+	n, id := countToolCalls(bodyFrom(r.Context()))
+	if n == 0 {
+		return true
+	}
+	ok, wait := s.limiter.take(n)
+	if ok {
+		return true
+	}
+	secs := int((wait + time.Second - 1) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	msg := fmt.Sprintf("rate limit exceeded: at most %d tools/call per minute (RATE_LIMIT_PER_MINUTE); retry after %d s", s.limiter.perMinute, secs)
+	if n > s.limiter.perMinute {
+		msg = fmt.Sprintf("rate limit exceeded: this batch holds %d tools/call, more than the %d per minute allowed (RATE_LIMIT_PER_MINUTE); send fewer at once and retry after %d s", n, s.limiter.perMinute, secs)
+	}
+	s.log.Warn().Int("tools_calls", n).Int("retry_after_s", secs).Msg("rate limited")
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	body, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"id":      id,
+		"error":   map[string]any{"code": -32000, "message": msg},
+	})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	w.WriteHeader(http.StatusTooManyRequests)
+	w.Write(append(body, '\n'))
+	return false
+}
+
+// countToolCalls counts the tools/call requests in a JSON-RPC message or
+// batch; id is the request id of a single message (nil for a batch).
+func countToolCalls(body []byte) (n int, id json.RawMessage) {
+	type msg struct {
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
+	}
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 {
+		return 0, nil
+	}
+	if trimmed[0] == '[' {
+		var batch []msg
+		if json.Unmarshal(trimmed, &batch) != nil {
+			return 0, nil
+		}
+		for _, m := range batch {
+			if m.Method == "tools/call" {
+				n++
+			}
+		}
+		return n, nil
+	}
+	var m msg
+	if json.Unmarshal(trimmed, &m) != nil || m.Method != "tools/call" {
+		return 0, nil
+	}
+	return 1, m.ID
+}

@@ -1,0 +1,246 @@
+// Package server is the bridge's MCP endpoint: the chi router with its limits
+// (body size, capability path, Origin, rate limit), the mcp-go Streamable HTTP
+// handler and the tools it serves, and the daemon's life (listen, daemon.json,
+// graceful shutdown). The same tools are available over stdio through MCP().
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	mcpserver "github.com/mark3labs/mcp-go/server"
+	"github.com/rs/zerolog"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+// FlashClient is what deepseek_flash needs from the DeepSeek client.
+type FlashClient interface {
+	Flash(ctx context.Context, req deepseek.FlashRequest) (deepseek.FlashResult, error)
+}
+
+var _ FlashClient = (*deepseek.Client)(nil)
+
+// Limits of the HTTP side.
+const (
+	MaxBodyBytes            = 2 << 20          // request bodies above this get 413
+	DefaultKeepalive        = 15 * time.Second // bytes move at least this often during a tools/call
+	DefaultShutdownTimeout  = 10 * time.Second // in-flight calls get this long after SIGTERM
+	readHeaderTimeout       = 10 * time.Second
+	bodyReadTimeout         = 60 * time.Second // reading a (≤ 2 MB) body; cleared before the handler runs
+	idleTimeout             = 120 * time.Second
+	maxHeaderBytes          = 64 << 10
+	daemonInfoFormatVersion = 1
+)
+
+// Options configure a Server.
+type Options struct {
+	Config  config.Config
+	Flash   FlashClient
+	Jobs    AgentJobs // nil: the agent tools are not offered
+	Logger  zerolog.Logger
+	Version string // shown by /health and in serverInfo ("dev" when empty)
+
+	// KeepaliveInterval is the longest silence during a tools/call (0 = 15 s).
+	KeepaliveInterval time.Duration
+	// Now is the rate limiter's clock (nil = time.Now); tests move it by hand.
+	Now func() time.Time
+	// ShutdownTimeout bounds graceful shutdown (0 = 10 s).
+	ShutdownTimeout time.Duration
+
+	// OnListening, when set, is called with the bound address once the
+	// daemon listens (after daemon.json is written).
+	OnListening func(addr string)
+
+	// Harness, Sandbox and Approval describe the daemon in daemon.json
+	// (filled by the packages that own them; nil = omitted).
+	Harness, Sandbox, Approval any
+}
+
+// Server is the bridge daemon's HTTP and MCP side.
+type Server struct {
+	o          Options
+	log        zerolog.Logger
+	mcp        *mcpserver.MCPServer
+	stream     *mcpserver.StreamableHTTPServer
+	handler    http.Handler
+	limiter    *callLimiter
+	secretHash [sha256.Size]byte
+}
+
+// New builds the server; it does not listen yet. The path secret is checked
+// by the caller (config.CheckSecret) before serving HTTP; stdio needs none.
+func New(o Options) (*Server, error) {
+	if o.Flash == nil {
+		return nil, errors.New("server: Options.Flash is nil")
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.KeepaliveInterval <= 0 {
+		o.KeepaliveInterval = DefaultKeepalive
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	perMinute := o.Config.RateLimitPerMinute
+	if perMinute <= 0 {
+		perMinute = 60
+	}
+	s := &Server{
+		o:          o,
+		log:        o.Logger.With().Str("component", "server").Logger(),
+		limiter:    newCallLimiter(perMinute, o.Now),
+		secretHash: sha256.Sum256([]byte(o.Config.PathSecret)),
+	}
+	opts := []mcpserver.ServerOption{
+		mcpserver.WithToolCapabilities(false),
+		mcpserver.WithRecovery(),
+		mcpserver.WithToolHandlerMiddleware(s.toolMiddleware),
+		mcpserver.WithInstructions("deepseek_flash hands a self-contained task (plus pasted material) to DeepSeek and returns its answer with token usage and cost."),
+	}
+	opts = append(opts, conformanceServerOptions()...)
+	s.mcp = mcpserver.NewMCPServer("deepseek-mcp-bridge", o.Version, opts...)
+	s.mcp.AddTools(s.tools()...)
+	s.stream = mcpserver.NewStreamableHTTPServer(s.mcp,
+		mcpserver.WithStateLess(true),
+		// mcp-go answers 403 to a request that arrives over loopback with a
+		// Host that is not localhost — which is every request a cloudflared
+		// tunnel forwards (Host: xyz.trycloudflare.com). The capability path
+		// secret and our own Origin check (originAllowed) protect the endpoint
+		// instead; see router.go.
+		mcpserver.WithDisableLocalhostProtection(true),
+		mcpserver.WithStreamableHTTPLogger(slog.New(zerolog.NewSlogHandler(s.log.With().Str("component", "mcp-go").Logger()))),
+	)
+	s.handler = s.router()
+	return s, nil
+}
+
+// Handler is the full router: body limit, /health, /mcp/{secret}.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// MCP is the MCP server with every tool registered (for `bridge stdio`).
+func (s *Server) MCP() *mcpserver.MCPServer { return s.mcp }
+
+// ListenAndServe listens on Config.Addr() and serves until ctx ends.
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.o.Config.Addr())
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.o.Config.Addr(), err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// DaemonInfo is <state>/daemon.json, written once the daemon listens and
+// removed on a clean shutdown.
+type DaemonInfo struct {
+	Version   int    `json:"version"`
+	PID       int    `json:"pid"`
+	Addr      string `json:"addr"`
+	StartedAt string `json:"started_at"`
+	Harness   any    `json:"harness,omitempty"`
+	Sandbox   any    `json:"sandbox,omitempty"`
+	Approval  any    `json:"approval,omitempty"`
+}
+
+// Serve serves on ln until ctx ends, then shuts down gracefully: in-flight
+// requests get ShutdownTimeout, after which their connections are closed.
+// ln is closed when Serve returns.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		// No ReadTimeout or WriteTimeout: either would cut a long SSE answer
+		// (a read deadline left in place cancels the request context). The
+		// body read has its own deadline in limitBody.
+		IdleTimeout:    idleTimeout,
+		MaxHeaderBytes: maxHeaderBytes,
+		BaseContext:    func(net.Listener) context.Context { return baseCtx },
+		ErrorLog:       log.New(zerologWriter{s.log}, "", 0),
+	}
+	addr := ln.Addr().String()
+	infoPath, err := s.writeDaemonInfo(addr)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	s.log.Info().Str("addr", addr).Str("version", s.o.Version).Msg("listening on http://" + addr)
+	if s.o.OnListening != nil {
+		s.o.OnListening(addr)
+	}
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }() // owner: Serve; joined below
+	var serveErr error
+	select {
+	case serveErr = <-errc:
+	case <-ctx.Done():
+		s.log.Info().Dur("deadline", s.o.ShutdownTimeout).Msg("shutting down")
+		sctx, cancel := context.WithTimeout(context.Background(), s.o.ShutdownTimeout)
+		if err := hs.Shutdown(sctx); err != nil {
+			s.log.Warn().Err(err).Msg("graceful shutdown timed out; closing open connections")
+			cancelBase() // ends the contexts of calls still running
+			hs.Close()
+		}
+		cancel()
+		serveErr = <-errc
+	}
+	if infoPath != "" {
+		if err := os.Remove(infoPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn().Err(err).Msg("remove daemon.json")
+		}
+	}
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		s.log.Info().Msg("stopped")
+		return nil
+	}
+	return fmt.Errorf("serve: %w", serveErr)
+}
+
+func (s *Server) writeDaemonInfo(addr string) (string, error) {
+	if s.o.Config.StateDir == "" {
+		return "", nil
+	}
+	dir, err := statedir.Open(s.o.Config.StateDir)
+	if err != nil {
+		return "", err
+	}
+	info := DaemonInfo{
+		Version: daemonInfoFormatVersion, PID: os.Getpid(), Addr: addr,
+		StartedAt: time.Now().UTC().Format(time.RFC3339),
+		Harness:   s.o.Harness, Sandbox: s.o.Sandbox, Approval: s.o.Approval,
+	}
+	path := dir.DaemonInfoFile()
+	if err := statedir.WriteJSON(path, info); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// zerologWriter turns net/http's error log lines into warn records.
+type zerologWriter struct{ log zerolog.Logger }
+
+func (w zerologWriter) Write(p []byte) (int, error) {
+	msg := string(p)
+	if n := len(msg); n > 0 && msg[n-1] == '\n' {
+		msg = msg[:n-1]
+	}
+	w.log.Warn().Str("source", "net/http").Msg(msg)
+	return len(p), nil
+}

@@ -1,0 +1,463 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+)
+
+// Why this file exists: mcp-go v1.2.1 (streamable_http.go, handlePost) hands
+// each notification from the session's channel to a forwarder goroutine that
+// then takes the response mutex; when the handler returns, the response path
+// takes that mutex first, drains the channel, closes `done` and unlocks — and
+// the forwarder, still holding the notification it already took off the
+// channel, sees `done` closed and drops it (upstream PR #969). The last
+// notification before a tool returns is the one most often lost.
+//
+// The fix sits at the transport boundary, for every tool: during a tools/call
+// over HTTP the handler runs with a session whose notification channel
+// belongs to a pump of ours. The pump writes each notification as an SSE
+// event straight to the response (through sseWriter, which serialises all
+// writes) and is drained and joined before the handler returns, so mcp-go's
+// forwarder never holds anything. The same writer carries the keepalive
+// comments.
+
+// sseWriter wraps the MCP route's ResponseWriter: every write is serialised,
+// SSE responses get X-Accel-Buffering: no, and a second WriteHeader (mcp-go
+// upgrading a response we already started) is ignored.
+type sseWriter struct {
+	mu          sync.Mutex
+	w           http.ResponseWriter
+	wroteHeader bool
+	lastWrite   time.Time
+	events      int // SSE events we wrote (notifications)
+}
+
+func newSSEWriter(w http.ResponseWriter) *sseWriter {
+	return &sseWriter{w: w, lastWrite: time.Now()}
+}
+
+func (s *sseWriter) Header() http.Header { return s.w.Header() }
+
+func (s *sseWriter) WriteHeader(code int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writeHeaderLocked(code)
+}
+
+func (s *sseWriter) writeHeaderLocked(code int) {
+	if s.wroteHeader {
+		return
+	}
+	s.wroteHeader = true
+	if isEventStream(s.w.Header()) {
+		s.w.Header().Set("X-Accel-Buffering", "no")
+	}
+	s.w.WriteHeader(code)
+}
+
+func isEventStream(h http.Header) bool {
+	ct := h.Get("Content-Type")
+	return len(ct) >= 17 && ct[:17] == "text/event-stream"
+}
+
+func (s *sseWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writeHeaderLocked(http.StatusOK)
+	s.lastWrite = time.Now()
+	return s.w.Write(p)
+}
+
+func (s *sseWriter) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLocked()
+}
+
+func (s *sseWriter) flushLocked() {
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *sseWriter) Unwrap() http.ResponseWriter { return s.w }
+
+// startSSELocked commits the response as an SSE stream if nothing was written yet.
+func (s *sseWriter) startSSELocked() error {
+	if s.wroteHeader {
+		if !isEventStream(s.w.Header()) {
+			return fmt.Errorf("response already started as %q", s.w.Header().Get("Content-Type"))
+		}
+		return nil
+	}
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	s.writeHeaderLocked(http.StatusOK)
+	return nil
+}
+
+// event writes one JSON-RPC message as an SSE event and flushes it.
+func (s *sseWriter) event(data []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.startSSELocked(); err != nil {
+		return err
+	}
+	s.lastWrite = time.Now()
+	if _, err := fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", data); err != nil {
+		return err
+	}
+	s.events++
+	s.flushLocked()
+	return nil
+}
+
+// comment writes an SSE comment line, which every client ignores but which
+// keeps proxies (Cloudflare's 100 s edge timeout) from cutting the stream.
+func (s *sseWriter) comment(text string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.startSSELocked(); err != nil {
+		return err
+	}
+	s.lastWrite = time.Now()
+	if _, err := fmt.Fprintf(s.w, ": %s\n\n", text); err != nil {
+		return err
+	}
+	s.flushLocked()
+	return nil
+}
+
+func (s *sseWriter) idle() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Since(s.lastWrite)
+}
+
+type sseKey struct{}
+
+func withSSEWriter(ctx context.Context, w *sseWriter) context.Context {
+	return context.WithValue(ctx, sseKey{}, w)
+}
+
+func sseFrom(ctx context.Context) *sseWriter {
+	w, _ := ctx.Value(sseKey{}).(*sseWriter)
+	return w
+}
+
+// callStream is the per-tools/call state shared by the progress reporter,
+// the keepalive and the pump.
+type callStream struct {
+	token mcp.ProgressToken // nil: the client asked for no progress
+	sse   *sseWriter        // nil on stdio
+
+	mu       sync.Mutex
+	last     float64 // last progress value sent for token
+	sentAny  bool
+	lastSent time.Time
+}
+
+// nextProgress makes progress strictly increasing, as the spec requires.
+func (c *callStream) nextProgress(p float64) float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sentAny && p <= c.last {
+		p = c.last + 1
+	}
+	c.last, c.sentAny, c.lastSent = p, true, time.Now()
+	return p
+}
+
+// observe records a progress value sent by other code for our token.
+func (c *callStream) observe(n mcp.JSONRPCNotification) {
+	if n.Method != "notifications/progress" {
+		return
+	}
+	var v float64
+	switch p := n.Params.AdditionalFields["progress"].(type) {
+	case float64:
+		v = p
+	case int:
+		v = float64(p)
+	case int64:
+		v = float64(p)
+	default:
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.sentAny || v > c.last {
+		c.last, c.sentAny = v, true
+	}
+	c.lastSent = time.Now()
+}
+
+func (c *callStream) idle() time.Duration {
+	if c.sse != nil {
+		return c.sse.idle()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Since(c.lastSent)
+}
+
+type callStreamKey struct{}
+
+// progressReporter sends notifications/progress for one tools/call when the
+// client sent _meta.progressToken; without a token Report does nothing. Values
+// are made strictly increasing.
+type progressReporter struct {
+	ctx context.Context
+	cs  *callStream
+}
+
+// newProgressReporter works inside toolMiddleware (where the call's stream
+// lives) and outside it (a handler called directly, e.g. in a unit test).
+func newProgressReporter(ctx context.Context, req mcp.CallToolRequest) *progressReporter {
+	cs, _ := ctx.Value(callStreamKey{}).(*callStream)
+	if cs == nil {
+		cs = &callStream{token: progressToken(req), lastSent: time.Now()}
+	}
+	return &progressReporter{ctx: ctx, cs: cs}
+}
+
+func progressToken(req mcp.CallToolRequest) mcp.ProgressToken {
+	if req.Params.Meta == nil {
+		return nil
+	}
+	return req.Params.Meta.ProgressToken
+}
+
+// Report sends one progress notification; total 0 means unknown.
+func (p *progressReporter) Report(progress, total float64, message string) {
+	if p == nil || p.cs.token == nil {
+		return
+	}
+	srv := mcpserver.ServerFromContext(p.ctx)
+	if srv == nil {
+		return
+	}
+	params := map[string]any{"progressToken": p.cs.token, "progress": p.cs.nextProgress(progress)}
+	if total > 0 {
+		params["total"] = total
+	}
+	if message != "" {
+		params["message"] = message
+	}
+	_ = srv.SendNotificationToClient(p.ctx, "notifications/progress", params)
+}
+
+// toolMiddleware wraps every tool handler: the response becomes SSE, the
+// call's notifications go through our pump (HTTP), and bytes keep moving
+// while the handler runs.
+func (s *Server) toolMiddleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		sess := mcpserver.ClientSessionFromContext(ctx)
+		if up, ok := sess.(mcpserver.SessionWithStreamableHTTPConfig); ok {
+			up.UpgradeToSSEWhenReceiveNotification()
+		}
+		cs := &callStream{token: progressToken(req), sse: sseFrom(ctx), lastSent: time.Now()}
+		var pump *notifyPump
+		if cs.sse != nil && sess != nil {
+			pump = startPump(sess, cs)
+			ctx = s.mcp.WithContext(ctx, pump)
+		}
+		ctx = context.WithValue(ctx, callStreamKey{}, cs)
+		stop := s.startKeepalive(ctx, cs)
+		res, err := next(ctx, req)
+		stop()
+		if pump != nil {
+			pump.close()
+		}
+		return res, err
+	}
+}
+
+// startKeepalive makes sure no more than KeepaliveInterval passes without
+// bytes on the wire: a progress notification when the client gave a token
+// (it also resets the client's own request timeout), else an SSE comment.
+// The returned func stops and joins the goroutine.
+func (s *Server) startKeepalive(ctx context.Context, cs *callStream) func() {
+	if cs.token == nil && cs.sse == nil {
+		return func() {}
+	}
+	every := s.o.KeepaliveInterval
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // owner: the tools/call; joined by the returned func
+		defer close(done)
+		t := time.NewTicker(every / 2)
+		defer t.Stop()
+		rep := newProgressReporter(ctx, mcp.CallToolRequest{})
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if cs.idle() < every/2 {
+				continue
+			}
+			if cs.token != nil {
+				cs.mu.Lock()
+				next := cs.last + 1
+				cs.mu.Unlock()
+				rep.Report(next, 0, "still working")
+			} else if err := cs.sse.comment("keepalive"); err != nil {
+				s.log.Debug().Err(err).Msg("keepalive comment")
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+	}
+}
+
+// notifyPump is the session a tool handler sees during an HTTP tools/call:
+// the mcp-go session with the notification channel replaced by ours. Its
+// goroutine writes each notification to the response as it comes.
+type notifyPump struct {
+	mcpserver.ClientSession
+	cs   *callStream
+	ch   chan mcp.JSONRPCNotification
+	stop chan struct{}
+	done chan struct{}
+}
+
+const pumpBuffer = 100 // like mcp-go's own session channel; a full one refuses
+
+func startPump(inner mcpserver.ClientSession, cs *callStream) *notifyPump {
+	p := &notifyPump{
+		ClientSession: inner, cs: cs,
+		ch:   make(chan mcp.JSONRPCNotification, pumpBuffer),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	go p.run() // owner: toolMiddleware; joined by close
+	return p
+}
+
+func (p *notifyPump) NotificationChannel() chan<- mcp.JSONRPCNotification { return p.ch }
+
+func (p *notifyPump) run() {
+	defer close(p.done)
+	for {
+		select {
+		case n := <-p.ch:
+			p.write(n)
+		case <-p.stop:
+			for { // what the handler sent before returning is written, all of it
+				select {
+				case n := <-p.ch:
+					p.write(n)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (p *notifyPump) write(n mcp.JSONRPCNotification) {
+	p.cs.observe(n)
+	b, err := json.Marshal(n)
+	if err != nil {
+		return
+	}
+	_ = p.cs.sse.event(b) // a gone client is seen by the handler's ctx
+}
+
+// close drains the channel onto the wire and joins the goroutine.
+func (p *notifyPump) close() {
+	close(p.stop)
+	<-p.done
+}
+
+// The optional session interfaces, forwarded to the mcp-go session.
+
+func (p *notifyPump) UpgradeToSSEWhenReceiveNotification() {
+	if s, ok := p.ClientSession.(mcpserver.SessionWithStreamableHTTPConfig); ok {
+		s.UpgradeToSSEWhenReceiveNotification()
+	}
+}
+
+func (p *notifyPump) SetLogLevel(level mcp.LoggingLevel) {
+	if s, ok := p.ClientSession.(mcpserver.SessionWithLogging); ok {
+		s.SetLogLevel(level)
+	}
+}
+
+func (p *notifyPump) GetLogLevel() mcp.LoggingLevel {
+	if s, ok := p.ClientSession.(mcpserver.SessionWithLogging); ok {
+		return s.GetLogLevel()
+	}
+	return mcp.LoggingLevelInfo
+}
+
+func (p *notifyPump) GetClientInfo() mcp.Implementation {
+	if s, ok := p.ClientSession.(mcpserver.SessionWithClientInfo); ok {
+		return s.GetClientInfo()
+	}
+	return mcp.Implementation{}
+}
+
+func (p *notifyPump) SetClientInfo(info mcp.Implementation) {
+	if s, ok := p.ClientSession.(mcpserver.SessionWithClientInfo); ok {
+		s.SetClientInfo(info)
+	}
+}
+
+func (p *notifyPump) GetClientCapabilities() mcp.ClientCapabilities {
+	if s, ok := p.ClientSession.(mcpserver.SessionWithClientInfo); ok {
+		return s.GetClientCapabilities()
+	}
+	return mcp.ClientCapabilities{}
+}
+
+func (p *notifyPump) SetClientCapabilities(c mcp.ClientCapabilities) {
+	if s, ok := p.ClientSession.(mcpserver.SessionWithClientInfo); ok {
+		s.SetClientCapabilities(c)
+	}
+}
+
+func (p *notifyPump) RequestSampling(ctx context.Context, r mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	if s, ok := p.ClientSession.(mcpserver.SessionWithSampling); ok {
+		return s.RequestSampling(ctx, r)
+	}
+	return nil, fmt.Errorf("the session does not support sampling")
+}
+
+func (p *notifyPump) RequestElicitation(ctx context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	if s, ok := p.ClientSession.(mcpserver.SessionWithElicitation); ok {
+		return s.RequestElicitation(ctx, r)
+	}
+	return nil, fmt.Errorf("the session does not support elicitation")
+}
+
+func (p *notifyPump) ListRoots(ctx context.Context, r mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	if s, ok := p.ClientSession.(mcpserver.SessionWithRoots); ok {
+		return s.ListRoots(ctx, r)
+	}
+	return nil, fmt.Errorf("the session does not support roots")
+}
+
+var (
+	_ mcpserver.SessionWithStreamableHTTPConfig = (*notifyPump)(nil)
+	_ mcpserver.SessionWithLogging              = (*notifyPump)(nil)
+	_ mcpserver.SessionWithClientInfo           = (*notifyPump)(nil)
+	_ mcpserver.SessionWithSampling             = (*notifyPump)(nil)
+	_ mcpserver.SessionWithElicitation          = (*notifyPump)(nil)
+	_ mcpserver.SessionWithRoots                = (*notifyPump)(nil)
+)

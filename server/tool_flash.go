@@ -1,0 +1,121 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
+)
+
+// FlashOutput is the structuredContent of deepseek_flash.
+type FlashOutput struct {
+	Answer       string     `json:"answer" jsonschema:"DeepSeek's answer (its reasoning is never included)"`
+	Model        string     `json:"model" jsonschema:"the model that answered"`
+	FinishReason string     `json:"finish_reason" jsonschema:"why generation stopped: stop, length, content_filter, ..."`
+	Usage        FlashUsage `json:"usage" jsonschema:"tokens billed for this call, retries included"`
+	CostUSD      float64    `json:"cost_usd" jsonschema:"the usage at DeepSeek's published prices, in US dollars"`
+	DurationMS   int64      `json:"duration_ms" jsonschema:"wall-clock time of the call in milliseconds"`
+}
+
+// FlashUsage is the token usage of a flash call.
+type FlashUsage struct {
+	PromptTokens     int64 `json:"prompt_tokens" jsonschema:"input tokens"`
+	CompletionTokens int64 `json:"completion_tokens" jsonschema:"output tokens, reasoning included"`
+	CacheHitTokens   int64 `json:"cache_hit_tokens" jsonschema:"input tokens served from DeepSeek's context cache"`
+	CacheMissTokens  int64 `json:"cache_miss_tokens" jsonschema:"input tokens not in the cache"`
+	ReasoningTokens  int64 `json:"reasoning_tokens" jsonschema:"output tokens spent on reasoning"`
+}
+
+var flashModes = []string{string(deepseek.ModeAnalyze), string(deepseek.ModeReview), string(deepseek.ModeCode), string(deepseek.ModeSummarize)}
+
+// modelFixable are the flash errors the calling model can act on (change the
+// request, tell the user to fix the key or balance, retry later): they come
+// back as an error result with the client's text. Anything else is a Go error.
+var modelFixable = []error{
+	deepseek.ErrNoAPIKey, deepseek.ErrKeyRejected, deepseek.ErrInsufficientBalance,
+	deepseek.ErrBadRequest, deepseek.ErrInvalidRequest, deepseek.ErrRateLimited, deepseek.ErrUpstream,
+	deepseek.ErrTimeout, deepseek.ErrCanceled, deepseek.ErrBlankAnswer,
+}
+
+// FlashTool is deepseek_flash: one task, optional pasted material, one answer.
+func FlashTool(c FlashClient) (mcp.Tool, mcpserver.ToolHandlerFunc) {
+	tool := mcp.NewTool("deepseek_flash",
+		mcp.WithDescription("Hand a self-contained task to DeepSeek (a fast, cheap model) and get its answer, with token usage and cost. "+
+			"DeepSeek sees only task and files: paste the material it needs (code, diffs, logs, documents) into files; it cannot read paths or URLs. "+
+			"Modes: analyze (default) explains and reasons about the material; review looks for defects and treats every conclusion in the material as an unverified claim; "+
+			"code writes or changes code; summarize condenses."),
+		mcp.WithTitleAnnotation("Ask DeepSeek"),
+		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(false),
+		mcp.WithOpenWorldHintAnnotation(true),
+		mcp.WithString("task", mcp.Required(), mcp.Description("what DeepSeek should do, self-contained: it sees nothing of this conversation")),
+		mcp.WithString("mode", mcp.Enum(flashModes...), mcp.DefaultString(string(deepseek.ModeAnalyze)),
+			mcp.Description("analyze | review | code | summarize (default analyze)")),
+		mcp.WithString("files", mcp.Description("inline material the task is about, pasted as text (file contents, diffs, logs); optional")),
+		mcp.WithOutputSchema[FlashOutput](),
+	)
+	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		task := strings.TrimSpace(req.GetString("task", ""))
+		if task == "" {
+			return mcp.NewToolResultError("task is required: say what DeepSeek should do, self-contained"), nil
+		}
+		mode := req.GetString("mode", string(deepseek.ModeAnalyze))
+		if mode == "" {
+			mode = string(deepseek.ModeAnalyze)
+		}
+		valid := false
+		for _, m := range flashModes {
+			valid = valid || m == mode
+		}
+		if !valid {
+			return mcp.NewToolResultError(fmt.Sprintf("mode %q is not one of %s", mode, strings.Join(flashModes, ", "))), nil
+		}
+		p := newProgressReporter(ctx, req)
+		res, err := c.Flash(ctx, deepseek.FlashRequest{
+			Task:  task,
+			Mode:  deepseek.Mode(mode),
+			Files: req.GetString("files", ""),
+			Progress: func(ev deepseek.ProgressEvent) {
+				msg := ev.Phase
+				if ev.Message != "" {
+					msg += ": " + ev.Message
+				}
+				p.Report(float64(ev.Tokens), 0, msg)
+			},
+		})
+		if err != nil {
+			for _, e := range modelFixable {
+				if errors.Is(err, e) {
+					return mcp.NewToolResultError(err.Error()), nil
+				}
+			}
+			return nil, fmt.Errorf("deepseek_flash: %w", err)
+		}
+		out := FlashOutput{
+			Answer: res.Answer, Model: res.Model, FinishReason: res.FinishReason,
+			Usage: FlashUsage{
+				PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens,
+				CacheHitTokens: res.Usage.CacheHitTokens, CacheMissTokens: res.Usage.CacheMissTokens,
+				ReasoningTokens: res.Usage.ReasoningTokens,
+			},
+			CostUSD:    res.CostUSD,
+			DurationMS: res.Duration.Milliseconds(),
+		}
+		return mcp.NewToolResultStructured(out, flashText(out)), nil
+	}
+	return tool, handler
+}
+
+// flashText is the answer for the calling model, with one line of accounting.
+func flashText(o FlashOutput) string {
+	return fmt.Sprintf("%s\n\n[%s · finish_reason %s · %d prompt tokens (%d cached) · %d completion tokens (%d reasoning) · $%.6f · %s]",
+		o.Answer, o.Model, o.FinishReason, o.Usage.PromptTokens, o.Usage.CacheHitTokens,
+		o.Usage.CompletionTokens, o.Usage.ReasoningTokens, o.CostUSD, (time.Duration(o.DurationMS) * time.Millisecond).String())
+}
