@@ -100,6 +100,22 @@
 //   - stderr gets "[claude-code:unrecognized_model] {"model":"deepseek-flash",…}"
 //     for the non-Claude model name; it is harmless.
 //
+// How 2.1.328 reacts to the double's failure turns (measured by hand with
+// cmd/deepseek-double, same flags; not pinned by a test):
+//
+//   - 402: no retry; the result line is {"subtype":"success","is_error":true,
+//     "result":"API Error: 402 Insufficient Balance","terminal_reason":
+//     "api_error"} and the exit status is 1. Check is_error, not subtype.
+//   - 401, 429 (Retry-After 1 honoured: next request 1.2 s later), 500, 503,
+//     BreakCut and BreakMalformed are all retried by Claude Code itself with
+//     the same body (X-Stainless-Retry-Count stays 0). A persistent 500 was
+//     retried at +0.7, 1.1, 2.1, 4.8, 9.5, 17.9, 35, 36 s … — a job facing a
+//     dead upstream hangs for minutes unless something above it has a
+//     deadline.
+//   - ReasoningOnly (stop_reason max_tokens, thinking only) makes Claude Code
+//     send the same turn again at once with max_tokens raised from 32000 to
+//     128000.
+//
 // # Recording
 //
 // Requests and AnthropicRequests return copies of every request (rejected
