@@ -187,6 +187,7 @@ func (c *Client) Flash(ctx context.Context, req FlashRequest) (FlashResult, erro
 				p.emit(PhaseRetrying, fmt.Sprintf("blank answer (finish_reason: %s); retrying once", t.finish))
 				continue
 			}
+			res.FinishReason = t.finish
 			return finish(c.blankError(t.finish))
 		}
 		res.Answer = t.content.String()

@@ -185,8 +185,8 @@ func TestFlashBlankAnswer(t *testing.T) {
 				t.Errorf("error %q does not say %q", err, want)
 			}
 		}
-		if len(srv.Requests()) != 2 || res.Attempts != 2 || res.CostUSD <= 0 {
-			t.Errorf("%d requests, Attempts %d, CostUSD %v; want 2, 2, >0", len(srv.Requests()), res.Attempts, res.CostUSD)
+		if len(srv.Requests()) != 2 || res.Attempts != 2 || res.CostUSD <= 0 || res.FinishReason != "length" {
+			t.Errorf("%d requests, Attempts %d, CostUSD %v, FinishReason %q; want 2, 2, >0, length", len(srv.Requests()), res.Attempts, res.CostUSD, res.FinishReason)
 		}
 	})
 }
