@@ -112,7 +112,11 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, j *job, body []b
 func (p *Proxy) ended(w http.ResponseWriter, j *job, res result) result {
 	if j.ctx.Err() != nil {
 		writeError(w, refusal{http.StatusUnauthorized, errAuthentication, msgBadToken})
+		return res
 	}
+	// The harness left (nobody reads this) or the proxy is shutting down.
+	w.Header().Set("X-Should-Retry", "false")
+	writeError(w, refusal{http.StatusServiceUnavailable, errAPI, "model call cancelled: the bridge is shutting down"})
 	return res
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // refusal is an Anthropic-shaped error answer.
@@ -96,12 +97,41 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	res := p.forward(w, r, j, body, billable)
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	res := p.forward(sw, r, j, body, billable)
 	fault := p.release(j, &res)
+	p.log.Debug().Str("job", j.id).Str("path", r.URL.Path).Int("status", sw.status).
+		Int("retries", res.retries).Int64("input_tokens", res.usage.Input+res.usage.CacheCreation).
+		Int64("cache_read_tokens", res.usage.CacheRead).Int64("output_tokens", res.usage.Output).
+		Dur("took", time.Since(start)).Msg("model call")
 	if fault != "" {
 		p.notify(j, fault)
 	}
 }
+
+// statusWriter remembers the status for the log; Unwrap keeps
+// http.ResponseController (flushing) working through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // refuse answers r without involving the upstream.
 func (p *Proxy) refuse(w http.ResponseWriter, r refusal) {

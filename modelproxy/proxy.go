@@ -46,6 +46,9 @@ const (
 	DefaultMaxBackoff     = 16 * time.Second
 	DefaultMaxRequestBody = 32 << 20 // Claude Code sends the whole conversation each turn
 	DefaultCloseWait      = 3 * time.Second
+	// A non-streamed answer's headers come only when it is complete; streamed
+	// ones come at once (DeepSeek sends keep-alives while busy).
+	responseHeaderTimeout = 10 * time.Minute
 	maxBufferedResponse   = 64 << 20 // a non-streamed answer, kept whole to read its usage
 	maxErrorBody          = 1 << 20
 	shutdownGrace         = 5 * time.Second
@@ -183,7 +186,9 @@ func New(o Options) (*Proxy, error) {
 		p.log = o.Logger.With().Str("component", "modelproxy").Logger()
 	}
 	if p.client == nil {
-		p.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.ResponseHeaderTimeout = responseHeaderTimeout
+		p.client = &http.Client{Transport: tr}
 	}
 	if p.clock == nil {
 		p.clock = time.Now

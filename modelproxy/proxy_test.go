@@ -801,3 +801,46 @@ func TestConcurrentJobs(t *testing.T) {
 		t.Fatalf("daily %+v", d)
 	}
 }
+
+// TestShutdownEndsStreams: cancelling the ctx given to Listen stops the
+// server and ends in-flight streams; nothing is left listening.
+func TestShutdownEndsStreams(t *testing.T) {
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		sseHeaders(w)
+		writeEvent(w, turnEvents(usageBlock{Input: 5, Output: 1}, 0, "")[0])
+		<-r.Context().Done()
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	p, err := New(Options{Upstream: up.URL, APIKey: testKey, Model: testModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Listen(ctx, "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	token := open(t, p, "job-1")
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, p.URL()+"/v1/messages", strings.NewReader(msgBody))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+
+	cancel()
+	var rest strings.Builder
+	br.WriteTo(&rest) // returns once the proxy ended the stream
+	if strings.Contains(rest.String(), "message_stop") {
+		t.Fatalf("stream completed instead of ending: %q", rest.String())
+	}
+	if err := p.Shutdown(t.Context()); err != nil { // joins the server goroutine
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if _, err := http.Post(p.URL()+"/v1/messages", "application/json", strings.NewReader(msgBody)); err == nil {
+		t.Fatal("the proxy still answers after shutdown")
+	}
+}
