@@ -116,7 +116,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		st.log.Error().Err(err).Msg("refusing to start")
 		return exitConfig
 	}
-	o := server.Options{Config: st.cfg, Flash: st.flash, Logger: st.log, Version: version}
+	reg, hinfo, err := newAgentJobs(st.cfg, st.log)
+	if err != nil {
+		st.log.Error().Err(err).Msg("agent jobs")
+		fmt.Fprintf(stderr, "bridge serve: %v\n", err)
+		return exitFail
+	}
+	jobsCtx, stopJobs := context.WithCancel(ctx)
+	waitJobs := closeJobsOnDone(jobsCtx, reg, st.log)
+	defer func() { stopJobs(); waitJobs() }()
+	o := server.Options{Config: st.cfg, Flash: st.flash, Jobs: reg, Harness: hinfo, Logger: st.log, Version: version}
 	if st.cfg.LogFile != "" { // the log line goes to the file; say it on stderr too
 		o.OnListening = func(addr string) { fmt.Fprintf(stderr, "listening on http://%s\n", addr) }
 	}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+// jobsCloseTimeout bounds stopping every harness at shutdown (each gets
+// harness.DefaultStopGrace between SIGTERM and SIGKILL).
+const jobsCloseTimeout = harness.DefaultStopGrace + 5*time.Second
+
+// harnessInfo is the "harness" entry of daemon.json.
+type harnessInfo struct {
+	Kind      string `json:"kind"`
+	Bin       string `json:"bin,omitempty"`
+	Available bool   `json:"available"`
+	Error     string `json:"error,omitempty"`
+}
+
+// newAgentJobs builds the job registry of `bridge serve`: the Claude Code
+// harness (binary: BRIDGE_CLAUDE_BIN, the pinned install, PATH) and the
+// direct model gateway. It logs whether agent jobs can run; a missing binary
+// does not stop the daemon — each job then ends with the error that says how
+// to install it.
+func newAgentJobs(cfg config.Config, log zerolog.Logger) (*jobs.Registry, harnessInfo, error) {
+	dir, err := statedir.Open(cfg.StateDir)
+	if err != nil {
+		return nil, harnessInfo{}, err
+	}
+	exe, _ := os.Executable()
+	wd, _ := os.Getwd()
+	bin, lerr := harness.Locate(cfg.ClaudeBin, harness.PinnedPaths(exe, wd), exec.LookPath)
+	info := harnessInfo{Kind: "claude-code", Bin: bin, Available: lerr == nil}
+	switch {
+	case lerr != nil:
+		info.Error = lerr.Error()
+		log.Warn().Err(lerr).Msg("agent jobs cannot run: no Claude Code binary")
+	case len(cfg.AllowedRoots) == 0:
+		log.Warn().Str("claude", bin).Msg("agent jobs can run, but DEEPSEEK_ALLOWED_ROOTS is empty: every workspace is refused until you set it")
+	default:
+		log.Info().Str("claude", bin).Strs("roots", cfg.AllowedRoots).Msg("agent jobs can run")
+	}
+	reg, err := jobs.New(jobs.Options{
+		Dir:           dir,
+		Harness:       &harness.ClaudeCode{Bin: bin, Environ: os.Environ()},
+		Gateway:       jobs.DirectGateway{BaseURL: cfg.AnthropicBaseURL, Key: cfg.APIKey},
+		Model:         cfg.Model,
+		Roots:         cfg.AllowedRoots,
+		MaxConcurrent: cfg.MaxConcurrent,
+		MaxQueue:      cfg.MaxQueue,
+		MaxSteps:      cfg.MaxSteps,
+		JobTimeout:    cfg.JobTimeout,
+		ResultTTL:     cfg.ResultTTL,
+		Logger:        &log,
+	})
+	if err != nil {
+		return nil, info, err
+	}
+	return reg, info, nil
+}
+
+// closeJobsOnDone stops every job as interrupted as soon as ctx ends (so
+// calls waiting on a job return before the HTTP shutdown deadline). The
+// returned func waits for that to finish.
+func closeJobsOnDone(ctx context.Context, reg *jobs.Registry, log zerolog.Logger) (wait func()) {
+	done := make(chan struct{})
+	go func() { // owner: runServe; joined by wait
+		defer close(done)
+		<-ctx.Done()
+		cctx, cancel := context.WithTimeout(context.Background(), jobsCloseTimeout)
+		defer cancel()
+		if err := reg.Close(cctx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error().Err(err).Msg("stopping agent jobs")
+		}
+	}()
+	return func() { <-done }
+}

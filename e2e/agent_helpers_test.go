@@ -1,0 +1,246 @@
+package e2e
+
+// Helpers of the agent-job tests (agent_*_test.go): a bridge wired to the
+// real Claude Code and the double's Anthropic side, tool calls that decode the
+// agent payload, and process-tree checks by the job's marker.
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+var hexNonce = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// claudeBin is the pinned Claude Code (scripts/install.sh claude).
+func claudeBin(t testing.TB) string {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := harness.Locate(os.Getenv("BRIDGE_CLAUDE_BIN"), []string{filepath.Join(root, ".cache", "bin", "claude")}, nil)
+	if err != nil {
+		t.Fatalf("agent e2e tests need the pinned Claude Code: run `scripts/install.sh claude` (%v)", err)
+	}
+	return bin
+}
+
+// agentBridge is a bridge that can run agent jobs, with one allowed root.
+type agentBridge struct {
+	*bridgeProc
+	d    *deepseektest.Server
+	root string // DEEPSEEK_ALLOWED_ROOTS ("" when none)
+}
+
+// startAgentBridge starts the double and a bridge pointed at it, with the real
+// Claude Code and an allowed root in a temp dir (none when noRoots). env goes
+// on top. At cleanup — after the bridge has stopped — it fails the test if
+// any process of any of its jobs is still alive.
+func startAgentBridge(t *testing.T, noRoots bool, env map[string]string) *agentBridge {
+	t.Helper()
+	base := t.TempDir()
+	state := filepath.Join(base, "state")
+	root := filepath.Join(base, "root")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(state, 0o700); err != nil { // the log file lives there
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { assertNoJobProcesses(t, state) }) // runs after the bridge's own cleanup
+	d := startDouble(t)
+	e := mergeEnv(doubleEnv(d), map[string]string{
+		"BRIDGE_STATE_DIR":  state,
+		"BRIDGE_CLAUDE_BIN": claudeBin(t),
+	})
+	if noRoots {
+		root = ""
+	} else {
+		e["DEEPSEEK_ALLOWED_ROOTS"] = root
+	}
+	b := startBridge(t, mergeEnv(e, env))
+	return &agentBridge{bridgeProc: b, d: d, root: root}
+}
+
+// workspace makes a fresh directory inside the root, with files in it.
+func (a *agentBridge) workspace(t *testing.T, files map[string]string) string {
+	t.Helper()
+	ws, err := os.MkdirTemp(a.root, "ws-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ws
+}
+
+func (a *agentBridge) dir() statedir.Dir { return statedir.Dir{Root: a.StateDir()} }
+
+// agentCall is one decoded answer of an agent tool.
+type agentCall struct {
+	IsError bool
+	Text    string
+	P       server.AgentJobPayload
+}
+
+// callAgent calls an agent tool with the Go SDK client and decodes its answer.
+func callAgent(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any, meta mcp.Meta) agentCall {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: meta})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	var out agentCall
+	out.IsError = res.IsError
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			out.Text += tc.Text
+		}
+	}
+	if res.StructuredContent != nil {
+		b, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &out.P); err != nil {
+			t.Fatalf("%s: structuredContent %s: %v", tool, b, err)
+		}
+	}
+	return out
+}
+
+// pollUntil polls the job until ok holds or it settles, within limit.
+func pollUntil(t *testing.T, cs *mcp.ClientSession, id string, limit time.Duration, ok func(server.AgentJobPayload) bool) agentCall {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		wait := 2
+		if ok == nil {
+			wait = 40
+		}
+		c := callAgent(t, t.Context(), cs, "deepseek_agent_poll", map[string]any{"job_id": id, "wait_seconds": wait}, nil)
+		if c.IsError {
+			t.Fatalf("poll %s: %s", id, c.Text)
+		}
+		if (ok != nil && ok(c.P)) || jobs.Status(c.P.Status).Final() {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s still %s after %v: %s", id, c.P.Status, limit, c.Text)
+		}
+	}
+}
+
+// waitSettled polls until the job is final.
+func waitSettled(t *testing.T, cs *mcp.ClientSession, id string, limit time.Duration) agentCall {
+	t.Helper()
+	return pollUntil(t, cs, id, limit, nil)
+}
+
+// assertJobTreeGone fails unless no process carries the job's marker (give the
+// kernel a moment: a killed process disappears once its parent reaps it).
+func assertJobTreeGone(t testing.TB, id string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		pids := harness.JobProcesses(id)
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			harness.KillJobProcesses(id)
+			t.Errorf("job %s: processes of its tree still alive: %v", id, pids)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitJobCommand waits until a process of the job's tree runs a command
+// line starting with prefix (the model's Bash command has begun).
+func waitJobCommand(t *testing.T, id, prefix string, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		for _, pid := range harness.JobProcesses(id) {
+			b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+			if strings.HasPrefix(string(b), prefix) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s: no %q process within %v", id, prefix, limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// assertNoJobProcesses checks every job the state dir knows.
+func assertNoJobProcesses(t *testing.T, state string) {
+	t.Helper()
+	snaps, _ := jobs.LoadAll(statedir.Dir{Root: state})
+	for _, s := range snaps {
+		assertJobTreeGone(t, s.ID)
+	}
+}
+
+// assertNotDone checks the invariants of every end but done.
+func assertNotDone(t *testing.T, c agentCall, status jobs.Status) {
+	t.Helper()
+	if c.IsError {
+		t.Fatalf("IsError: %s", c.Text)
+	}
+	if c.P.Status != string(status) {
+		t.Fatalf("status %s, want %s: %s", c.P.Status, status, c.Text)
+	}
+	if c.P.Nonce != "" || c.P.Result != "" {
+		t.Errorf("a %s job carries nonce %q / result %q", status, c.P.Nonce, c.P.Result)
+	}
+	if c.P.Partial == nil || !strings.Contains(c.P.Partial.Label, "NOT A RESULT") {
+		t.Errorf("partial = %+v", c.P.Partial)
+	}
+	if !strings.Contains(c.Text, "no result and no nonce") {
+		t.Errorf("text does not say there is no result: %s", c.Text)
+	}
+}
+
+// assertSnapshotFile reads the job's file: valid JSON, the expected status.
+func assertSnapshotFile(t *testing.T, dir statedir.Dir, id string, status jobs.Status) jobs.Snapshot {
+	t.Helper()
+	raw, err := os.ReadFile(dir.JobFile(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !json.Valid(raw) {
+		t.Fatalf("snapshot of %s is not valid JSON", id)
+	}
+	s, err := jobs.Load(dir, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != status {
+		t.Errorf("snapshot status %s, want %s", s.Status, status)
+	}
+	if status != jobs.StatusDone && (s.Nonce != "" || s.Result != "") {
+		t.Errorf("snapshot of a %s job carries nonce/result", status)
+	}
+	return s
+}

@@ -1,0 +1,381 @@
+package e2e
+
+// End-to-end cases A–I of agent jobs (issue 3): a real `bridge serve`, the
+// real Claude Code, the double's Anthropic side scripting the model's turns,
+// and the official Go SDK client. Every workspace is a t.TempDir().
+
+import (
+	"context"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
+)
+
+const jobLimit = 90 * time.Second // generous: Claude Code's start takes 1–4 s on a busy machine
+
+func randomWitness(t *testing.T) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
+
+var readLine1 = regexp.MustCompile(`(?m)^\s*1\t(.*)$`)
+
+// A: read witness.txt, write it reversed to answer.txt; the bytes match and
+// the payload carries the nonce. The double reverses what the harness really
+// read (a Func turn), so the answer proves the Read happened.
+func TestAgentA_ReadWriteNonce(t *testing.T) {
+	t.Parallel()
+	a := startAgentBridge(t, false, nil)
+	witness := randomWitness(t)
+	ws := a.workspace(t, map[string]string{"witness.txt": witness})
+	answer := filepath.Join(ws, "answer.txt")
+	a.d.ScriptAnthropic(
+		dt.ToolCalls(dt.Call("Read", map[string]any{"file_path": filepath.Join(ws, "witness.txt")})),
+		dt.Func(func(r dt.Request) dt.Turn {
+			texts := r.ToolResultTexts()
+			if len(texts) == 0 {
+				return dt.Text("no tool result")
+			}
+			m := readLine1.FindStringSubmatch(texts[0])
+			if m == nil {
+				return dt.Text("could not read the witness: " + texts[0])
+			}
+			rs := []rune(strings.TrimSpace(m[1]))
+			slices.Reverse(rs)
+			return dt.ToolCalls(dt.Call("Write", map[string]any{"file_path": answer, "content": string(rs)}))
+		}),
+		dt.Text("I wrote the reversed witness to answer.txt."),
+	)
+	progress := newProgressLog()
+	cs := goSDKClientWith(t, a.URL(), progress.Options())
+	c := callAgent(t, t.Context(), cs, "deepseek_agent_start",
+		map[string]any{"task": "Read witness.txt and write its content reversed to answer.txt.", "workspace": ws},
+		mcp.Meta{"progressToken": "job-a"})
+	if c.IsError || c.P.Status != "done" {
+		t.Fatalf("start = %s (IsError %v): %s", c.P.Status, c.IsError, c.Text)
+	}
+	got, err := os.ReadFile(answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := []rune(witness)
+	slices.Reverse(rs)
+	if string(got) != string(rs) {
+		t.Fatalf("answer.txt = %q, want %q", got, string(rs))
+	}
+	if !hexNonce.MatchString(c.P.Nonce) || !strings.Contains(c.Text, c.P.Nonce) || !strings.Contains(c.Text, "quote the nonce") {
+		t.Errorf("nonce %q not carried in the text:\n%s", c.P.Nonce, c.Text)
+	}
+	if c.P.Result != "I wrote the reversed witness to answer.txt." || c.P.Steps != 2 {
+		t.Errorf("result %q steps %d", c.P.Result, c.P.Steps)
+	}
+	if !slices.Contains(c.P.FilesWritten, answer) {
+		t.Errorf("files_written = %v", c.P.FilesWritten)
+	}
+	if c.P.Usage.InputTokens+c.P.Usage.CacheReadTokens == 0 || c.P.Usage.OutputTokens == 0 || c.P.CostUSD <= 0 {
+		t.Errorf("usage %+v cost %v", c.P.Usage, c.P.CostUSD)
+	}
+	// The task reached the model through stdin, not argv; the model was called with the double's key.
+	reqs := a.d.AnthropicRequests()
+	if len(reqs) == 0 || !strings.Contains(reqs[0].LastUserText(), "witness.txt") {
+		t.Errorf("the model never saw the task")
+	}
+	if evs, ok := progress.WaitFor("job-a", 10*time.Second, func(evs []mcp.ProgressNotificationParams) bool {
+		for _, e := range evs {
+			if strings.Contains(e.Message, "tool calls") {
+				return true
+			}
+		}
+		return false
+	}); !ok {
+		t.Errorf("no progress with the step count: %+v", evs)
+	}
+	snap := assertSnapshotFile(t, a.dir(), c.P.JobID, jobs.StatusDone)
+	if snap.Nonce != c.P.Nonce {
+		t.Errorf("snapshot nonce %q", snap.Nonce)
+	}
+	assertJobTreeGone(t, c.P.JobID)
+}
+
+// B: a script fails; the agent edits it and runs it again: two Bash
+// executions in the trace, with their exit statuses, and done.
+func TestAgentB_FixAndRerun(t *testing.T) {
+	t.Parallel()
+	a := startAgentBridge(t, false, nil)
+	ws := a.workspace(t, map[string]string{"check.sh": "#!/bin/sh\necho broken\nexit 1\n"})
+	script := filepath.Join(ws, "check.sh")
+	a.d.ScriptAnthropic(
+		dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "sh check.sh", "description": "run the check"})),
+		dt.ToolCalls(dt.Call("Read", map[string]any{"file_path": script})),
+		dt.ToolCalls(dt.Call("Edit", map[string]any{"file_path": script, "old_string": "echo broken\nexit 1", "new_string": "echo fixed\nexit 0"})),
+		dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "sh check.sh", "description": "run it again"})),
+		dt.Text("check.sh failed with exit 1; I fixed it and it now passes."),
+	)
+	cs := goSDKClient(t, a.URL())
+	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Make check.sh pass.", "workspace": ws}, nil)
+	if c.P.Status != "done" {
+		t.Fatalf("status %s: %s", c.P.Status, c.Text)
+	}
+	if len(c.P.Commands) != 2 {
+		t.Fatalf("commands = %+v", c.P.Commands)
+	}
+	for i, want := range []int{1, 0} {
+		cmd := c.P.Commands[i]
+		if cmd.Command != "sh check.sh" || cmd.ExitCode == nil || *cmd.ExitCode != want {
+			t.Errorf("command %d = %+v, want exit %d", i, cmd, want)
+		}
+	}
+	if !strings.Contains(c.Text, "sh check.sh (exit 1)") || !strings.Contains(c.Text, "sh check.sh (exit 0)") {
+		t.Errorf("text lacks the exit statuses:\n%s", c.Text)
+	}
+	if b, _ := os.ReadFile(script); !strings.Contains(string(b), "exit 0") {
+		t.Errorf("check.sh = %q", b)
+	}
+	snap := assertSnapshotFile(t, a.dir(), c.P.JobID, jobs.StatusDone)
+	var bashRuns []*int
+	for _, e := range snap.Trace {
+		if e.Kind == "tool_result" && e.Tool == "Bash" {
+			bashRuns = append(bashRuns, e.ExitCode)
+		}
+	}
+	if len(bashRuns) != 2 || bashRuns[0] == nil || *bashRuns[0] != 1 || bashRuns[1] == nil || *bashRuns[1] != 0 {
+		t.Errorf("trace Bash results = %v", bashRuns)
+	}
+}
+
+// C: asked about a file that does not exist, the agent says so. The double
+// answers from what the harness reported, so a made-up content would show.
+func TestAgentC_MissingFileIsNotMadeUp(t *testing.T) {
+	t.Parallel()
+	a := startAgentBridge(t, false, nil)
+	ws := a.workspace(t, nil)
+	missing := filepath.Join(ws, "notes.txt")
+	a.d.ScriptAnthropic(
+		dt.ToolCalls(dt.Call("Read", map[string]any{"file_path": missing})),
+		dt.Func(func(r dt.Request) dt.Turn {
+			texts := r.ToolResultTexts()
+			if len(texts) == 1 && strings.Contains(strings.ToLower(texts[0]), "does not exist") {
+				return dt.Text("notes.txt does not exist in the workspace, so there is nothing to summarise.")
+			}
+			return dt.Text("UNEXPECTED tool result: " + strings.Join(texts, " | "))
+		}),
+	)
+	cs := goSDKClient(t, a.URL())
+	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Summarise notes.txt.", "workspace": ws}, nil)
+	if c.P.Status != "done" {
+		t.Fatalf("status %s: %s", c.P.Status, c.Text)
+	}
+	if !strings.Contains(c.P.Result, "does not exist") || strings.Contains(c.P.Result, "UNEXPECTED") {
+		t.Errorf("result = %q", c.P.Result)
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Error("the agent created the missing file")
+	}
+	if len(c.P.FilesWritten) != 0 {
+		t.Errorf("files_written = %v", c.P.FilesWritten)
+	}
+}
+
+// D: the step ceiling ends the job as error, with the partial attached and no nonce.
+func TestAgentD_StepCeiling(t *testing.T) {
+	t.Parallel()
+	a := startAgentBridge(t, false, nil)
+	ws := a.workspace(t, nil)
+	var turns []dt.Turn
+	for i := range 6 {
+		turns = append(turns, dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "echo step" + string(rune('0'+i)), "description": "step"})))
+	}
+	a.d.ScriptAnthropic(turns...)
+	cs := goSDKClient(t, a.URL())
+	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Loop forever.", "workspace": ws, "max_steps": 2}, nil)
+	assertNotDone(t, c, jobs.StatusError)
+	if !strings.Contains(c.P.Error, "step ceiling of 2") || c.P.Partial.ToolCalls["Bash"] != 3 {
+		t.Errorf("error %q partial %+v", c.P.Error, c.P.Partial)
+	}
+	assertSnapshotFile(t, a.dir(), c.P.JobID, jobs.StatusError)
+	assertJobTreeGone(t, c.P.JobID)
+}
+
+// E: the wall-clock ceiling ends the job as error, and no process of its tree remains.
+func TestAgentE_Timeout(t *testing.T) {
+	t.Parallel()
+	a := startAgentBridge(t, false, nil)
+	ws := a.workspace(t, nil)
+	a.d.ScriptAnthropic(dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "tail -f /dev/null", "description": "wait"})))
+	cs := goSDKClient(t, a.URL())
+	begin := time.Now()
+	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Wait.", "workspace": ws, "timeout_seconds": 6}, nil)
+	assertNotDone(t, c, jobs.StatusError)
+	if !strings.Contains(c.P.Error, "wall-clock ceiling of 6s") {
+		t.Errorf("error = %q", c.P.Error)
+	}
+	if d := time.Since(begin); d < 6*time.Second || d > 40*time.Second {
+		t.Errorf("ended after %v", d)
+	}
+	assertJobTreeGone(t, c.P.JobID)
+}
+
+// F: a cancel ends the job as cancelled, and its process tree is gone.
+func TestAgentF_Cancel(t *testing.T) {
+	t.Parallel()
+	a := startAgentBridge(t, false, map[string]string{"BRIDGE_SYNC_WINDOW_MS": "1000"})
+	ws := a.workspace(t, nil)
+	a.d.ScriptAnthropic(dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "tail -f /dev/null", "description": "wait"})))
+	cs := goSDKClient(t, a.URL())
+	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Wait.", "workspace": ws}, nil)
+	if c.IsError || c.P.JobID == "" || c.P.Nonce != "" || !strings.Contains(c.Text, "Nothing to report yet") {
+		t.Fatalf("start = %+v: %s", c.P, c.Text)
+	}
+	id := c.P.JobID
+	pollUntil(t, cs, id, jobLimit, func(p server.AgentJobPayload) bool { return p.Steps >= 1 })
+	waitJobCommand(t, id, "tail", 30*time.Second)
+	c = callAgent(t, t.Context(), cs, "deepseek_agent_cancel", map[string]any{"job_id": id}, nil)
+	assertNotDone(t, c, jobs.StatusCancelled)
+	assertJobTreeGone(t, id)
+	assertSnapshotFile(t, a.dir(), id, jobs.StatusCancelled)
+	// Cancelling again changes nothing.
+	if again := callAgent(t, t.Context(), cs, "deepseek_agent_cancel", map[string]any{"job_id": id}, nil); again.P.Status != "cancelled" {
+		t.Errorf("second cancel = %s", again.P.Status)
+	}
+}
+
+// G: the client hangs up during start; the job still reaches done and can be
+// polled afterwards from a new session.
+func TestAgentG_ClientDisconnect(t *testing.T) {
+	t.Parallel()
+	a := startAgentBridge(t, false, nil)
+	ws := a.workspace(t, nil)
+	out := filepath.Join(ws, "late.txt")
+	a.d.ScriptAnthropic(
+		dt.ToolCalls(dt.Call("Write", map[string]any{"file_path": out, "content": "written after the client left"})).WithDelay(3*time.Second),
+		dt.Text("late.txt is written."),
+	)
+	cs := goSDKClient(t, a.URL())
+	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "deepseek_agent_start", Arguments: map[string]any{"task": "Write late.txt.", "workspace": ws}})
+	cancel()
+	if err == nil {
+		t.Fatal("start returned before the client hung up; the test proves nothing")
+	}
+	snaps, _ := jobs.LoadAll(a.dir())
+	if len(snaps) != 1 {
+		t.Fatalf("jobs on disk: %d", len(snaps))
+	}
+	id := snaps[0].ID
+	cs2 := goSDKClient(t, a.URL())
+	c := waitSettled(t, cs2, id, jobLimit)
+	if c.P.Status != "done" || !hexNonce.MatchString(c.P.Nonce) {
+		t.Fatalf("after hang-up: %s: %s", c.P.Status, c.Text)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "written after the client left" {
+		t.Errorf("late.txt = %q", b)
+	}
+}
+
+// H: the daemon is killed with kill -9 mid-job and restarted: the job is
+// interrupted with its partial trace, the snapshot is valid JSON, and the
+// restarted daemon clears what was left of the job's tree.
+func TestAgentH_Kill9AndRestart(t *testing.T) {
+	t.Parallel()
+	a := startAgentBridge(t, false, map[string]string{"BRIDGE_SYNC_WINDOW_MS": "1000"})
+	ws := a.workspace(t, nil)
+	a.d.ScriptAnthropic(
+		dt.ToolCalls(dt.Call("Write", map[string]any{"file_path": filepath.Join(ws, "half.txt"), "content": "half"})),
+		dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "tail -f /dev/null", "description": "wait"})),
+	)
+	cs := goSDKClient(t, a.URL())
+	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Write half.txt, then wait.", "workspace": ws}, nil)
+	id := c.P.JobID
+	pollUntil(t, cs, id, jobLimit, func(p server.AgentJobPayload) bool { return p.Steps >= 2 })
+	waitJobCommand(t, id, "tail", 30*time.Second)
+	// The live trace reaches the disk within the throttle interval.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if s, err := jobs.Load(a.dir(), id); err == nil && s.Steps >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the live trace never reached the disk")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	a.Kill9()
+	raw, err := os.ReadFile(a.dir().JobFile(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := jobs.Load(a.dir(), id); err != nil || s.Status != jobs.StatusRunning {
+		t.Fatalf("after kill -9 the file says %s (%v); raw %d bytes", s.Status, err, len(raw))
+	}
+	a.Restart()
+	snap := assertSnapshotFile(t, a.dir(), id, jobs.StatusInterrupted)
+	var tools []string
+	for _, e := range snap.Trace {
+		if e.Kind == "tool_use" {
+			tools = append(tools, e.Tool)
+		}
+	}
+	if !slices.Equal(tools, []string{"Write", "Bash"}) || !slices.Contains(snap.FilesWritten, filepath.Join(ws, "half.txt")) {
+		t.Errorf("trace tools %v files %v", tools, snap.FilesWritten)
+	}
+	cs2 := goSDKClient(t, a.URL())
+	c = callAgent(t, t.Context(), cs2, "deepseek_agent_poll", map[string]any{"job_id": id, "wait_seconds": 0}, nil)
+	assertNotDone(t, c, jobs.StatusInterrupted)
+	if c.P.Steps != 2 || c.P.Partial.ToolCalls["Bash"] != 1 {
+		t.Errorf("after restart: steps %d partial %+v", c.P.Steps, c.P.Partial)
+	}
+	assertJobTreeGone(t, id)
+}
+
+// I: workspaces are refused, each with its reason: outside the roots, through
+// a symlink that escapes the root, and any workspace when no roots are set.
+func TestAgentI_WorkspaceRefusals(t *testing.T) {
+	t.Parallel()
+	outside := t.TempDir()
+	t.Run("roots set", func(t *testing.T) {
+		a := startAgentBridge(t, false, nil)
+		link := filepath.Join(a.root, "escape")
+		if err := os.Symlink(outside, link); err != nil {
+			t.Fatal(err)
+		}
+		cs := goSDKClient(t, a.URL())
+		for _, tc := range []struct{ ws, want string }{
+			{outside, "outside the allowed roots"},
+			{link, "through a symlink"},
+		} {
+			c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "x", "workspace": tc.ws}, nil)
+			if !c.IsError || !strings.Contains(c.Text, tc.want) || !strings.Contains(c.Text, "DEEPSEEK_ALLOWED_ROOTS") {
+				t.Errorf("%s: IsError %v, text %q", tc.ws, c.IsError, c.Text)
+			}
+		}
+		if snaps, _ := jobs.LoadAll(a.dir()); len(snaps) != 0 || len(a.d.AnthropicRequests()) != 0 {
+			t.Errorf("refused workspaces created %d jobs, %d model calls", len(snaps), len(a.d.AnthropicRequests()))
+		}
+	})
+	t.Run("no roots", func(t *testing.T) {
+		a := startAgentBridge(t, true, nil)
+		cs := goSDKClient(t, a.URL())
+		c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "x", "workspace": outside}, nil)
+		if !c.IsError || !strings.Contains(c.Text, "DEEPSEEK_ALLOWED_ROOTS is empty") || !strings.Contains(c.Text, "restart") {
+			t.Errorf("IsError %v, text %q", c.IsError, c.Text)
+		}
+	})
+}
