@@ -379,3 +379,42 @@ func TestAgentI_WorkspaceRefusals(t *testing.T) {
 		}
 	})
 }
+
+// Shutdown: SIGTERM stops every harness and marks running and queued jobs
+// interrupted (never done); the queue is FIFO with positions and bounded.
+func TestAgentShutdownInterruptsAndQueue(t *testing.T) {
+	t.Parallel()
+	a := startAgentBridge(t, false, map[string]string{
+		"BRIDGE_SYNC_WINDOW_MS": "1000", "BRIDGE_MAX_CONCURRENT": "1", "BRIDGE_MAX_QUEUE": "1",
+	})
+	ws := a.workspace(t, nil)
+	a.d.ScriptAnthropic(dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "tail -f /dev/null", "description": "wait"})))
+	cs := goSDKClient(t, a.URL())
+	start := func() agentCall {
+		return callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Wait.", "workspace": ws}, nil)
+	}
+	first := start()
+	pollUntil(t, cs, first.P.JobID, jobLimit, func(p server.AgentJobPayload) bool { return p.Steps >= 1 })
+	waitJobCommand(t, first.P.JobID, "tail", 30*time.Second)
+	second := start()
+	if second.P.Status != "queued" || second.P.QueuePosition != 1 || !strings.Contains(second.Text, "queued (position 1)") {
+		t.Fatalf("second = %s pos %d: %s", second.P.Status, second.P.QueuePosition, second.Text)
+	}
+	third := start()
+	if !third.IsError || !strings.Contains(third.Text, "queue is full") || !strings.Contains(third.Text, "BRIDGE_MAX_QUEUE=1") {
+		t.Fatalf("third = IsError %v: %s", third.IsError, third.Text)
+	}
+	if code := a.Stop(); code != 0 {
+		t.Fatalf("bridge exited %d after SIGTERM", code)
+	}
+	for _, id := range []string{first.P.JobID, second.P.JobID} {
+		s := assertSnapshotFile(t, a.dir(), id, jobs.StatusInterrupted)
+		if !strings.Contains(s.Error, "shut down") {
+			t.Errorf("%s: error %q", id, s.Error)
+		}
+		assertJobTreeGone(t, id)
+	}
+	a.Restart()
+	c := callAgent(t, t.Context(), goSDKClient(t, a.URL()), "deepseek_agent_poll", map[string]any{"job_id": first.P.JobID, "wait_seconds": 0}, nil)
+	assertNotDone(t, c, jobs.StatusInterrupted)
+}
