@@ -79,7 +79,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, ref)
 		p.log.Warn().Str("job", j.id).Int("status", ref.status).Str("reason", ref.message).Msg("model call refused")
 		if notify {
-			p.notify(j, ref.message)
+			p.notify(w, j, ref.message)
 		}
 		return
 	}
@@ -106,7 +106,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Int64("cache_read_tokens", res.usage.CacheRead).Int64("output_tokens", res.usage.Output).
 		Dur("took", time.Since(start)).Msg("model call")
 	if fault != "" {
-		p.notify(j, fault)
+		p.notify(w, j, fault)
 	}
 }
 
@@ -141,8 +141,11 @@ func (p *Proxy) refuse(w http.ResponseWriter, r refusal) {
 	writeError(w, r)
 }
 
-// notify calls OnJobFault. Called with no lock held, after the response.
-func (p *Proxy) notify(j *job, reason string) {
+// notify calls OnJobFault. Called with no lock held, after the response was
+// written; it is flushed first, so the harness has the reason even if the
+// callback stops it at once.
+func (p *Proxy) notify(w http.ResponseWriter, j *job, reason string) {
+	http.NewResponseController(w).Flush()
 	p.log.Warn().Str("job", j.id).Str("reason", reason).Msg("model proxy ends the job")
 	if p.opts.OnJobFault != nil {
 		p.opts.OnJobFault(j.id, reason)

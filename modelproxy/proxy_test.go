@@ -844,3 +844,45 @@ func TestShutdownEndsStreams(t *testing.T) {
 		t.Fatal("the proxy still answers after shutdown")
 	}
 }
+
+// TestFaultCallbackMayClose: the registry's Abort closes the job from inside
+// OnJobFault; that must not deadlock, and the harness has the refusal before
+// the callback returns.
+func TestFaultCallbackMayClose(t *testing.T) {
+	up := newUpstream(t, statusTurn(http.StatusPaymentRequired, nil, `{"error":{"message":"Insufficient Balance"}}`))
+	var p *Proxy
+	read := make(chan struct{})
+	closed := make(chan error, 1)
+	p = startProxy(t, up, Options{OnJobFault: func(jobID, reason string) {
+		<-read // the harness already holds the answer
+		_, err := p.Close(jobID)
+		closed <- err
+	}})
+	token := open(t, p, "job-1")
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.URL()+"/v1/messages", strings.NewReader(msgBody))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("the refusal was held back until the callback returned: %v", err)
+	}
+	var b strings.Builder
+	// The body was flushed whole; read exactly it (the connection stays open
+	// until the handler returns).
+	body := make([]byte, 512)
+	n, _ := resp.Body.Read(body)
+	b.Write(body[:n])
+	if resp.StatusCode != http.StatusPaymentRequired || !strings.Contains(b.String(), MsgInsufficientBalance) {
+		t.Fatalf("status %d body %q", resp.StatusCode, b.String())
+	}
+	close(read)
+	if err := <-closed; err != nil {
+		t.Fatalf("Close from the callback: %v", err)
+	}
+	resp.Body.Close()
+	if a := call(t, p, "/v1/messages", "bearer", token, msgBody); a.status != http.StatusUnauthorized {
+		t.Fatalf("after Close: %d", a.status)
+	}
+}
