@@ -115,15 +115,16 @@ type Proxy struct {
 	client   *http.Client
 	clock    func() time.Time
 
-	mu     sync.Mutex
-	jobs   map[string]*job
-	byHash map[[sha256.Size]byte]*job
-	ledger dayLedger
-	stats  Stats
-	url    string
-	srv    *http.Server
-	done   chan struct{} // closed when the server has stopped
-	cancel context.CancelFunc
+	mu      sync.Mutex
+	jobs    map[string]*job
+	byHash  map[[sha256.Size]byte]*job
+	ledger  dayLedger
+	stats   Stats
+	url     string
+	srv     *http.Server
+	done    chan struct{} // closed when the server has stopped
+	cancel  context.CancelFunc
+	stopped bool // Shutdown began: no new tokens
 
 	persistMu sync.Mutex // serialises ledger writes
 }
@@ -277,6 +278,7 @@ func (p *Proxy) start(ctx context.Context, l net.Listener) error {
 func (p *Proxy) Shutdown(ctx context.Context) error {
 	p.mu.Lock()
 	srv, cancel, done := p.srv, p.cancel, p.done
+	p.stopped = true
 	p.mu.Unlock()
 	if srv == nil {
 		return nil
@@ -328,7 +330,7 @@ func (p *Proxy) Open(jobID string) (baseURL, token string, err error) {
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.url == "" {
+	if p.url == "" || p.stopped {
 		cancel()
 		return "", "", ErrNotListening
 	}

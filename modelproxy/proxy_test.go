@@ -840,8 +840,14 @@ func TestShutdownEndsStreams(t *testing.T) {
 	if err := p.Shutdown(t.Context()); err != nil { // joins the server goroutine
 		t.Fatalf("Shutdown: %v", err)
 	}
+	if p.URL() == "" {
+		t.Fatal("URL forgotten after shutdown")
+	}
 	if _, err := http.Post(p.URL()+"/v1/messages", "application/json", strings.NewReader(msgBody)); err == nil {
 		t.Fatal("the proxy still answers after shutdown")
+	}
+	if _, _, err := p.Open("job-2"); !errors.Is(err, ErrNotListening) {
+		t.Fatalf("Open after shutdown: %v, want ErrNotListening", err)
 	}
 }
 
