@@ -892,3 +892,34 @@ func TestFaultCallbackMayClose(t *testing.T) {
 		t.Fatalf("after Close: %d", a.status)
 	}
 }
+
+func TestHopByHopHeadersStripped(t *testing.T) {
+	up := newUpstream(t)
+	p := startProxy(t, up, Options{})
+	token := open(t, p, "job-1")
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, p.URL()+"/v1/messages?beta=true", strings.NewReader(msgBody))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Connection", "X-Hop-Only")
+	req.Header.Set("X-Hop-Only", "private")
+	req.Header.Set("Proxy-Authorization", "Basic c2VjcmV0")
+	req.Header.Set("Cookie", "session=1")
+	req.Header.Set("Anthropic-Beta", "claude-code-20250219")
+	req.Header.Set("X-Stainless-Retry-Count", "0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bufio.NewReader(resp.Body).WriteTo(new(strings.Builder))
+	resp.Body.Close()
+	h := up.requests()[0].Header
+	for _, gone := range []string{"X-Hop-Only", "Proxy-Authorization", "Cookie"} {
+		if v := h.Get(gone); v != "" {
+			t.Errorf("%s forwarded: %q", gone, v)
+		}
+	}
+	for k, want := range map[string]string{"Anthropic-Beta": "claude-code-20250219", "X-Stainless-Retry-Count": "0", "Accept-Encoding": "identity"} {
+		if got := h.Get(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+}
