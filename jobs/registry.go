@@ -783,7 +783,8 @@ func (r *Registry) List() []Snapshot {
 }
 
 // Wait returns the job's snapshot once it is final, or when d has passed, or
-// ctx ended. onChange, if set, sees every intermediate snapshot (for progress).
+// ctx ended (then with the state of that moment). onChange, if set, sees every
+// intermediate snapshot (for progress).
 func (r *Registry) Wait(ctx context.Context, id string, d time.Duration, onChange func(Snapshot)) (Snapshot, error) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
@@ -810,9 +811,9 @@ func (r *Registry) Wait(ctx context.Context, id string, d time.Duration, onChang
 				}
 			}
 		case <-timer.C:
-			return snap, nil
+			return r.Get(id)
 		case <-ctx.Done():
-			return snap, nil
+			return r.Get(id)
 		}
 	}
 }

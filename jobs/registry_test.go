@@ -623,3 +623,30 @@ func TestLoadRefusesUnknownVersionAndBadIDs(t *testing.T) {
 		t.Errorf("LoadAll = %d snaps, errs %v", len(snaps), errs)
 	}
 }
+
+func TestWaitEndedByCallerReturnsCurrentState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, nil)
+		s := e.start("x")
+		<-e.h.runs
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		got := make(chan Snapshot, 1)
+		go func() {
+			snap, _ := e.r.Wait(ctx, s.ID, time.Minute, func(c Snapshot) {
+				if c.Status == StatusWaitingApproval {
+					cancel() // a caller that stops waiting once a human is needed
+				}
+			})
+			got <- snap
+		}()
+		synctest.Wait() // the waiter is parked
+		begin := time.Now()
+		e.r.SetWaiting(s.ID, &ApprovalInfo{ID: "a1", Summary: "Bash: make"})
+		snap := <-got
+		if snap.Status != StatusWaitingApproval || snap.Approval.ID != "a1" || time.Since(begin) != 0 {
+			t.Fatalf("wait returned %s after %v", snap.Status, time.Since(begin))
+		}
+		e.r.Close(context.Background())
+	})
+}

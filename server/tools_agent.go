@@ -99,7 +99,9 @@ func AgentStartTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHa
 		defer p.stop()
 		p.report(snap)
 		// The job belongs to the registry: the caller hanging up ends this wait, not the job.
-		final, err := j.Wait(ctx, snap.ID, o.SyncWindow, p.report)
+		wctx, onChange, cancel := untilApproval(ctx, p.report)
+		defer cancel()
+		final, err := j.Wait(wctx, snap.ID, o.SyncWindow, onChange)
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
@@ -133,7 +135,9 @@ func AgentPollTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHan
 		wait = min(max(wait, 0), MaxPollWait)
 		p := newProgress(ctx, req, o)
 		defer p.stop()
-		snap, err := j.Wait(ctx, strings.TrimSpace(id), wait, p.report)
+		wctx, onChange, cancel := untilApproval(ctx, p.report)
+		defer cancel()
+		snap, err := j.Wait(wctx, strings.TrimSpace(id), wait, onChange)
 		if err != nil {
 			return lookupError(err), nil
 		}
@@ -169,6 +173,19 @@ func AgentCancelTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolH
 		return agentResult(snap, o.now()), nil
 	}
 	return tool, handler
+}
+
+// untilApproval makes a wait end early once the job starts waiting for a
+// human — the caller should tell the user now, not at the end of the wait —
+// and passes every change to report. Call cancel when the wait is over.
+func untilApproval(ctx context.Context, report func(jobs.Snapshot)) (wctx context.Context, onChange func(jobs.Snapshot), cancel context.CancelFunc) {
+	wctx, cancel = context.WithCancel(ctx)
+	return wctx, func(s jobs.Snapshot) {
+		report(s)
+		if s.Status == jobs.StatusWaitingApproval {
+			cancel()
+		}
+	}, cancel
 }
 
 func (o AgentToolOptions) withDefaults() AgentToolOptions {

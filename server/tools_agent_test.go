@@ -52,6 +52,9 @@ func (f *fakeJobs) Wait(ctx context.Context, id string, d time.Duration, onChang
 	}
 	for _, c := range changes {
 		onChange(c)
+		if ctx.Err() != nil { // the caller stopped waiting: the state of that moment
+			return c, nil
+		}
 	}
 	return s, nil
 }
@@ -329,5 +332,20 @@ func TestAgentToolSnapshots(t *testing.T) {
 				t.Errorf("tool %s changed; review and run with UPDATE_TOOLSNAPS=1:\n%s", tool.Name, got)
 			}
 		})
+	}
+}
+
+func TestAgentWaitEndsWhenApprovalIsNeeded(t *testing.T) {
+	for _, mk := range []func(AgentJobs, AgentToolOptions) (mcp.Tool, mcpserver.ToolHandlerFunc){AgentStartTool, AgentPollTool} {
+		f := &fakeJobs{
+			startSnap: snap(jobs.StatusRunning),
+			waitSnaps: map[string]jobs.Snapshot{jobID: snap(jobs.StatusDone)}, // what a full wait would have given
+			changes:   []jobs.Snapshot{snap(jobs.StatusRunning), snap(jobs.StatusWaitingApproval), snap(jobs.StatusRunning)},
+		}
+		tool, h := mk(f, AgentToolOptions{})
+		res, text := call(t, h, map[string]any{"task": "x", "workspace": "/ws", "job_id": jobID})
+		if p := payloadOf(t, res); p.Status != "waiting_approval" || p.Approval == nil || !strings.Contains(text, "bridgectl pending") {
+			t.Errorf("%s: status %s: %s", tool.Name, p.Status, text)
+		}
 	}
 }
