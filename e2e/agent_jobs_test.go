@@ -112,6 +112,9 @@ func TestAgentA_ReadWriteNonce(t *testing.T) {
 	if snap.Nonce != c.P.Nonce {
 		t.Errorf("snapshot nonce %q", snap.Nonce)
 	}
+	if log := string(a.LogBytes()); !strings.Contains(log, "agent jobs can run") {
+		t.Errorf("startup log does not say agent jobs can run")
+	}
 	assertJobTreeGone(t, c.P.JobID)
 }
 
@@ -417,4 +420,24 @@ func TestAgentShutdownInterruptsAndQueue(t *testing.T) {
 	a.Restart()
 	c := callAgent(t, t.Context(), goSDKClient(t, a.URL()), "deepseek_agent_poll", map[string]any{"job_id": first.P.JobID, "wait_seconds": 0}, nil)
 	assertNotDone(t, c, jobs.StatusInterrupted)
+}
+
+// A missing harness binary: the daemon still serves, says at startup that
+// agent jobs cannot run, and a job ends as error with the fix in its text.
+func TestAgentMissingBinary(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "no-claude-here")
+	a := startAgentBridge(t, false, map[string]string{"BRIDGE_CLAUDE_BIN": missing})
+	if log := string(a.LogBytes()); !strings.Contains(log, "agent jobs cannot run") {
+		t.Errorf("startup log does not say agent jobs cannot run:\n%s", log)
+	}
+	ws := a.workspace(t, nil)
+	cs := goSDKClient(t, a.URL())
+	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "x", "workspace": ws}, nil)
+	assertNotDone(t, c, jobs.StatusError)
+	for _, want := range []string{"BRIDGE_CLAUDE_BIN=" + missing, "scripts/install.sh claude"} {
+		if !strings.Contains(c.Text, want) {
+			t.Errorf("text lacks %q: %s", want, c.Text)
+		}
+	}
 }

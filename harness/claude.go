@@ -29,8 +29,10 @@ const (
 // ClaudeCode runs Claude Code headless: `claude -p --output-format stream-json
 // --verbose --input-format stream-json`, the task on stdin.
 type ClaudeCode struct {
-	// Bin is the resolved binary (see Locate). Empty: every Start fails with ErrNoBinary.
-	Bin string
+	// Bin is the resolved binary (see Locate). Empty: every Start fails with
+	// LookupErr (Locate's error), or ErrNoBinary.
+	Bin       string
+	LookupErr error
 	// Environ is the daemon's environment; only AllowedEnv names pass to the child.
 	Environ []string
 	// StopGrace is the SIGTERM→SIGKILL delay; 0 means DefaultStopGrace.
@@ -179,6 +181,9 @@ func Args(spec Spec) []string {
 // Start launches Claude Code for spec in its own process group.
 func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
 	if c.Bin == "" {
+		if c.LookupErr != nil {
+			return nil, c.LookupErr
+		}
 		return nil, ErrNoBinary
 	}
 	if spec.ConfigDir == "" || spec.Workspace == "" || spec.JobID == "" {

@@ -52,7 +52,7 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*jobs.Registry, harnes
 	}
 	reg, err := jobs.New(jobs.Options{
 		Dir:           dir,
-		Harness:       &harness.ClaudeCode{Bin: bin, Environ: os.Environ()},
+		Harness:       &harness.ClaudeCode{Bin: bin, LookupErr: lerr, Environ: os.Environ()},
 		Gateway:       jobs.DirectGateway{BaseURL: cfg.AnthropicBaseURL, Key: cfg.APIKey},
 		Model:         cfg.Model,
 		Roots:         cfg.AllowedRoots,
