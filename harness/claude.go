@@ -19,6 +19,11 @@ import (
 // DefaultStopGrace is how long a stopped harness gets between SIGTERM and SIGKILL.
 const DefaultStopGrace = 3 * time.Second
 
+// DefaultResultGrace is how long a harness may take to exit once its result
+// line has arrived and its stdin is closed (measured: 30–60 ms); after that it
+// is stopped, and the result still counts.
+const DefaultResultGrace = 10 * time.Second
+
 // Bounds of one run's buffers.
 const (
 	maxLine      = 8 << 20 // one stream-json line (a big tool result can be large)
@@ -37,6 +42,8 @@ type ClaudeCode struct {
 	Environ []string
 	// StopGrace is the SIGTERM→SIGKILL delay; 0 means DefaultStopGrace.
 	StopGrace time.Duration
+	// ResultGrace bounds the exit after the result line; 0 means DefaultResultGrace.
+	ResultGrace time.Duration
 }
 
 var _ Harness = (*ClaudeCode)(nil)
@@ -226,16 +233,21 @@ func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	r := &run{
-		jobID:  spec.JobID,
-		cmd:    cmd,
-		stdin:  stdin,
-		events: make(chan Event, eventsBuffer),
-		done:   make(chan struct{}),
-		stopCh: make(chan struct{}),
-		grace:  c.StopGrace,
+		jobID:       spec.JobID,
+		cmd:         cmd,
+		stdin:       stdin,
+		events:      make(chan Event, eventsBuffer),
+		done:        make(chan struct{}),
+		stopCh:      make(chan struct{}),
+		resultCh:    make(chan struct{}),
+		grace:       c.StopGrace,
+		resultGrace: c.ResultGrace,
 	}
 	if r.grace <= 0 {
 		r.grace = DefaultStopGrace
+	}
+	if r.resultGrace <= 0 {
+		r.resultGrace = DefaultResultGrace
 	}
 	err = cmd.Start()
 	outW.Close()
@@ -280,6 +292,10 @@ type run struct {
 	stopOnce sync.Once
 	stopped  atomic.Bool
 	stopCh   chan struct{}
+
+	resultCh    chan struct{} // closed when the result line has been read
+	resultOnce  sync.Once
+	resultGrace time.Duration
 }
 
 func (r *run) Events() <-chan Event { return r.events }
@@ -317,7 +333,8 @@ func (r *run) watch(ctx context.Context) {
 	go func() { exited <- r.cmd.Wait() }()
 	stopCh := r.stopCh
 	ctxDone := ctx.Done()
-	var kill <-chan time.Time
+	resultCh := r.resultCh
+	var kill, lingering <-chan time.Time
 	var err error
 loop:
 	for {
@@ -329,6 +346,19 @@ loop:
 			r.Stop()
 		case <-stopCh:
 			stopCh = nil
+			t := time.NewTimer(r.grace)
+			defer t.Stop()
+			kill = t.C
+		case <-resultCh:
+			resultCh = nil
+			t := time.NewTimer(r.resultGrace)
+			defer t.Stop()
+			lingering = t.C
+		case <-lingering:
+			// The result is in but the process stays: end it without calling
+			// it stopped, so the result still counts.
+			lingering = nil
+			signalGroup(r.pid, false)
 			t := time.NewTimer(r.grace)
 			defer t.Stop()
 			kill = t.C
@@ -364,6 +394,7 @@ func (r *run) read(stdout io.ReadCloser) {
 				r.events <- ev
 				if ev.Kind == KindResult {
 					r.closeStdin()
+					r.resultOnce.Do(func() { close(r.resultCh) })
 				}
 			}
 		}

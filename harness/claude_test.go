@@ -320,3 +320,20 @@ func TestClaudeCodeKillsProcessesThatLeftTheGroup(t *testing.T) {
 	collect(t, r, 10*time.Second)
 	assertTreeGone(t, spec.JobID)
 }
+
+func TestClaudeCodeLingeringAfterResultIsEnded(t *testing.T) {
+	// A harness that ignores the closed stdin is ended after the result grace;
+	// the run is not reported as stopped, so its result still counts.
+	body := "trap '' TERM\necho '" + initLine + "'\necho '" + resultLine + "'\nwhile :; do sleep 1; done"
+	c := &ClaudeCode{Bin: fakeClaude(t, body), Environ: []string{"PATH=" + os.Getenv("PATH")}, ResultGrace: 200 * time.Millisecond, StopGrace: 200 * time.Millisecond}
+	spec := testSpec(t, "job-linger")
+	r, err := c.Start(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, exit := collect(t, r, 10*time.Second)
+	if len(evs) != 2 || evs[1].Kind != KindResult || exit.Stopped || exit.Signal == "" {
+		t.Fatalf("events %d, exit %+v", len(evs), exit)
+	}
+	assertTreeGone(t, spec.JobID)
+}
