@@ -16,6 +16,12 @@ import (
 // 0.1.16, `server` scenarios) calls by name. They are compiled only with
 // -tags conformance, and served through the same router, limits and tool
 // middleware as the real tools.
+//
+// test_sampling and the test_elicitation* tools are left out on purpose: they
+// need a server-to-client request whose answer the client POSTs back under a
+// session id, and the bridge is stateless (no session ids), so mcp-go cannot
+// route the answer and the call would only time out after 60 s. Those
+// scenarios fail fast with "tool not found" instead (expected failures).
 
 // 1x1 red PNG and a 44-byte silent WAV header, base64.
 const (
@@ -101,63 +107,6 @@ func conformanceTools() []mcpserver.ServerTool {
 			}
 			return mcp.NewToolResultText("Tool with progress executed successfully"), nil
 		}),
-		fixture("test_sampling", "asks the client's model", func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			prompt := req.GetString("prompt", "")
-			res, err := mcpserver.ServerFromContext(ctx).RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
-				Messages:  []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent(prompt)}},
-				MaxTokens: 100,
-			}})
-			if err != nil {
-				return mcp.NewToolResultError("sampling failed: " + err.Error()), nil
-			}
-			txt := ""
-			if tc, ok := res.Content.(mcp.TextContent); ok {
-				txt = tc.Text
-			}
-			return mcp.NewToolResultText("LLM response: " + txt), nil
-		}, mcp.WithString("prompt", mcp.Required())),
-		fixture("test_elicitation", "asks the user", elicit(func(req mcp.CallToolRequest) (string, any) {
-			return req.GetString("message", ""), map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"username": map[string]any{"type": "string", "description": "User's response"},
-					"email":    map[string]any{"type": "string", "description": "User's email address"},
-				},
-				"required": []string{"username", "email"},
-			}
-		}), mcp.WithString("message", mcp.Required())),
-		fixture("test_elicitation_sep1034_defaults", "asks with defaults", elicit(func(mcp.CallToolRequest) (string, any) {
-			return "Please review and update the form fields with defaults", map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"name":     map[string]any{"type": "string", "description": "User name", "default": "John Doe"},
-					"age":      map[string]any{"type": "integer", "description": "User age", "default": 30},
-					"score":    map[string]any{"type": "number", "description": "User score", "default": 95.5},
-					"status":   map[string]any{"type": "string", "description": "User status", "enum": []string{"active", "inactive", "pending"}, "default": "active"},
-					"verified": map[string]any{"type": "boolean", "description": "Verification status", "default": true},
-				},
-			}
-		})),
-		fixture("test_elicitation_sep1330_enums", "asks with every enum form", elicit(func(mcp.CallToolRequest) (string, any) {
-			return "Please select options from the enum fields", map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"untitledSingle": map[string]any{"type": "string", "enum": []string{"option1", "option2", "option3"}},
-					"titledSingle": map[string]any{"type": "string", "oneOf": []any{
-						map[string]any{"const": "value1", "title": "First Option"},
-						map[string]any{"const": "value2", "title": "Second Option"},
-						map[string]any{"const": "value3", "title": "Third Option"},
-					}},
-					"legacyEnum":    map[string]any{"type": "string", "enum": []string{"opt1", "opt2", "opt3"}, "enumNames": []string{"Option One", "Option Two", "Option Three"}},
-					"untitledMulti": map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": []string{"option1", "option2", "option3"}}},
-					"titledMulti": map[string]any{"type": "array", "items": map[string]any{"anyOf": []any{
-						map[string]any{"const": "value1", "title": "First Choice"},
-						map[string]any{"const": "value2", "title": "Second Choice"},
-						map[string]any{"const": "value3", "title": "Third Choice"},
-					}}},
-				},
-			}
-		})),
 		{
 			Tool: mcp.NewToolWithRawSchema("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", json.RawMessage(`{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -168,17 +117,5 @@ func conformanceTools() []mcpserver.ServerTool {
 }`)),
 			Handler: text("ok"),
 		},
-	}
-}
-
-func elicit(build func(mcp.CallToolRequest) (string, any)) mcpserver.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		msg, schema := build(req)
-		res, err := mcpserver.ServerFromContext(ctx).RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: msg, RequestedSchema: schema}})
-		if err != nil {
-			return mcp.NewToolResultError("elicitation failed: " + err.Error()), nil
-		}
-		b, _ := json.Marshal(res.Content)
-		return mcp.NewToolResultText(fmt.Sprintf("Elicitation completed: action=%s, content=%s", res.Action, b)), nil
 	}
 }

@@ -77,11 +77,13 @@ func (s *Server) mcpEntry(w http.ResponseWriter, r *http.Request) {
 // originAllowed decides the Origin header. Hosts that are not browsers (the
 // ChatGPT connector, Claude Code, the SDK clients, cloudflared forwarding
 // them) send no Origin and are allowed. A browser always sends one on a
-// cross-site POST; it is allowed only from localhost/127.0.0.1/[::1] or from
-// the request's own Host, so a page on another site cannot drive the bridge
-// from a user's browser. The Host itself is not checked: behind a tunnel it
-// is the tunnel's public name, and the capability path secret is what keeps
-// strangers (and DNS-rebinding pages, which cannot know it) out.
+// cross-site POST; it is allowed only from a page on this machine
+// (localhost, 127.0.0.1, [::1] — e.g. the MCP Inspector). An Origin equal
+// to the request's own Host is NOT enough: that is exactly what a
+// DNS-rebinding page sends (Host and Origin evil.example), and the bridge
+// serves no pages of its own that could legitimately call it. The Host
+// itself is not checked: behind a tunnel it is the tunnel's public name; the
+// capability path secret is what keeps strangers out.
 func originAllowed(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
@@ -95,7 +97,7 @@ func originAllowed(r *http.Request) bool {
 	case "localhost", "127.0.0.1", "::1":
 		return true
 	}
-	return strings.EqualFold(u.Host, r.Host)
+	return false
 }
 
 // limitBody enforces MaxBodyBytes before routing: a declared Content-Length
@@ -140,22 +142,25 @@ func bodyFrom(ctx context.Context) []byte {
 }
 
 func (s *Server) tooLarge(w http.ResponseWriter, r *http.Request) {
-	s.log.Warn().Str("route", logPath(r)).Int64("content_length", r.ContentLength).Msg("request body over the limit")
+	s.log.Warn().Int64("content_length", r.ContentLength).Msg("request body over the limit")
 	w.Header().Set("Connection", "close") // the rest of the body is not read
 	http.Error(w, fmt.Sprintf("request body too large: the limit is %d bytes", MaxBodyBytes), http.StatusRequestEntityTooLarge)
 }
 
-// logPath is what a log line may say about a path: anything under /mcp may
-// hold the secret (or a near miss of it) and is shown redacted.
+// logPath is what a log line may say about a request's path: the route
+// pattern when it matched one, else nothing of the path at all — a caller
+// who pasted the secret into the wrong place must not find it in the log.
 func logPath(r *http.Request) string {
-	p := r.URL.Path
-	if p == "/mcp" || strings.HasPrefix(p, "/mcp/") {
-		return "/mcp/<redacted>"
+	if rc := chi.RouteContext(r.Context()); rc != nil {
+		switch p := rc.RoutePattern(); p {
+		case mcpRoute:
+			return "/mcp/<redacted>"
+		case "":
+		default:
+			return p
+		}
 	}
-	if len(p) > 64 {
-		p = p[:64] + "…"
-	}
-	return p
+	return "<unmatched>"
 }
 
 // accessLog writes one line per request, never with the secret.
@@ -165,11 +170,8 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
 		route := logPath(r)
-		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() == mcpRoute {
-			route = "/mcp/<redacted>"
-		}
 		remote, _, _ := net.SplitHostPort(r.RemoteAddr)
-		s.log.Debug().Str("method", r.Method).Str("route", route).Int("status", rec.status()).
+		s.log.Debug().Str("method", r.Method).Str("route", route).Int("path_len", len(r.URL.Path)).Int("status", rec.status()).
 			Int64("bytes", rec.bytes).Dur("duration", time.Since(start)).Str("remote", remote).Msg("http")
 	})
 }

@@ -1,0 +1,197 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
+)
+
+type progressParams struct {
+	Token    any     `json:"progressToken"`
+	Progress float64 `json:"progress"`
+	Total    float64 `json:"total"`
+	Message  string  `json:"message"`
+}
+
+func progressOf(t *testing.T, msgs []rpcMessage) []progressParams {
+	t.Helper()
+	var out []progressParams
+	for _, m := range msgs {
+		if m.Method != "notifications/progress" {
+			continue
+		}
+		var p progressParams
+		if err := json.Unmarshal(m.Params, &p); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// burstFlash reports n progress events as fast as it can and returns right
+// after the last one — the case mcp-go v1.2.1 loses the last notification in.
+func burstFlash(n int) *fakeFlash {
+	return &fakeFlash{fn: func(ctx context.Context, req deepseek.FlashRequest) (deepseek.FlashResult, error) {
+		for i := 1; i <= n; i++ {
+			req.Progress(deepseek.ProgressEvent{Phase: deepseek.PhaseAnswering, Tokens: i, Message: "chunk"})
+		}
+		return deepseek.FlashResult{Answer: "done", Model: "deepseek-flash", FinishReason: "stop"}, nil
+	}}
+}
+
+// TestEveryProgressNotificationArrives counts, on the client side, every
+// notification of many calls whose handler returns right after its last one.
+func TestEveryProgressNotificationArrives(t *testing.T) {
+	const perCall, calls = 5, 300
+	env := newTestEnv(t, Options{Flash: burstFlash(perCall)})
+	env.srv.limiter = newCallLimiter(1_000_000, time.Now)
+	for i := range calls {
+		r := post(t, env.url, callBody(i, "deepseek_flash", map[string]any{"task": "x"}, "tok-"+itoa(i)), mcpHeaders)
+		if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") || r.header.Get("X-Accel-Buffering") != "no" {
+			t.Fatalf("call %d: %d %v", i, r.status, r.header)
+		}
+		msgs := messages(t, r)
+		ps := progressOf(t, msgs)
+		if len(ps) != perCall {
+			t.Fatalf("call %d: %d progress notifications arrived, want %d", i, len(ps), perCall)
+		}
+		for j, p := range ps {
+			if p.Token != "tok-"+itoa(i) || p.Progress != float64(j+1) {
+				t.Fatalf("call %d notification %d = %+v", i, j, p)
+			}
+		}
+		if res := finalResult(t, msgs); res.IsError || !strings.HasPrefix(res.text(), "done") {
+			t.Fatalf("call %d result %+v", i, res)
+		}
+		if string(msgs[len(msgs)-1].ID) != itoa(i) {
+			t.Fatalf("the response is not last: %+v", msgs)
+		}
+	}
+}
+
+// TestUnpatchedMCPGoDropsNotifications measures the upstream bug this package
+// works around: the same burst through a bare mcp-go handler. It only logs
+// (the drop is a race), so the number is visible in -v output.
+func TestUnpatchedMCPGoDropsNotifications(t *testing.T) {
+	const perCall, calls = 5, 300
+	bare := mcpserver.NewMCPServer("bare", "1")
+	bare.AddTool(mcp.NewTool("burst"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		srv := mcpserver.ServerFromContext(ctx)
+		for i := 1; i <= perCall; i++ {
+			srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{"progressToken": "t", "progress": i})
+		}
+		return mcp.NewToolResultText("done"), nil
+	})
+	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(bare, mcpserver.WithStateLess(true)))
+	defer hs.Close()
+	lost := 0
+	for i := range calls {
+		msgs := messages(t, post(t, hs.URL, callBody(i, "burst", nil, "t"), mcpHeaders))
+		lost += perCall - len(progressOf(t, msgs))
+	}
+	t.Logf("bare mcp-go v1.2.1: %d of %d progress notifications lost over %d calls", lost, perCall*calls, calls)
+}
+
+// streamCall starts a tools/call and returns a reader of its SSE lines.
+func streamCall(t *testing.T, url, body string) (*bufio.Scanner, *http.Response) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return bufio.NewScanner(resp.Body), resp
+}
+
+func TestKeepalive(t *testing.T) {
+	tests := []struct {
+		name  string
+		token any
+		want  func(line string) bool
+	}{
+		{"SSE comments without a progress token", nil, func(l string) bool { return l == ": keepalive" }},
+		{"progress notifications with a token", "keep-1", func(l string) bool {
+			return strings.HasPrefix(l, "data: ") && strings.Contains(l, `"notifications/progress"`) && strings.Contains(l, `"still working"`)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			release := make(chan struct{})
+			started := make(chan struct{})
+			flash := &fakeFlash{fn: func(ctx context.Context, req deepseek.FlashRequest) (deepseek.FlashResult, error) {
+				close(started)
+				select { // blocks until the test has seen the keepalives
+				case <-release:
+				case <-ctx.Done():
+					return deepseek.FlashResult{}, ctx.Err()
+				}
+				return deepseek.FlashResult{Answer: "late answer", Model: "deepseek-flash", FinishReason: "stop"}, nil
+			}}
+			env := newTestEnv(t, Options{Flash: flash, KeepaliveInterval: 20 * time.Millisecond})
+			sc, resp := streamCall(t, env.url, callBody(1, "deepseek_flash", map[string]any{"task": "slow"}, tt.token))
+			if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("X-Accel-Buffering") != "no" {
+				t.Fatalf("%d %v", resp.StatusCode, resp.Header)
+			}
+			waitFor(t, started, 5*time.Second, "the handler")
+			seen, lastProgress := 0, -1.0
+			for seen < 3 && sc.Scan() {
+				line := sc.Text()
+				if tt.want(line) {
+					seen++
+					if tt.token != nil {
+						var m rpcMessage
+						json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &m)
+						var p progressParams
+						json.Unmarshal(m.Params, &p)
+						if p.Progress <= lastProgress || p.Token != tt.token {
+							t.Fatalf("keepalive progress not increasing or wrong token: %+v after %v", p, lastProgress)
+						}
+						lastProgress = p.Progress
+					}
+				}
+			}
+			if seen < 3 {
+				t.Fatalf("saw %d keepalives before the stream ended", seen)
+			}
+			close(release)
+			var rest []string
+			for sc.Scan() {
+				rest = append(rest, sc.Text())
+			}
+			if !strings.Contains(strings.Join(rest, "\n"), "late answer") {
+				t.Fatalf("no final answer after keepalives: %q", rest)
+			}
+		})
+	}
+}
+
+func TestProgressReporterOutsideMiddleware(t *testing.T) {
+	// Without a token Report is a no-op; without a server in ctx too.
+	var p *progressReporter
+	p.Report(1, 0, "nil receiver")
+	newProgressReporter(t.Context(), mcp.CallToolRequest{}).Report(1, 2, "no token")
+	req := mcp.CallToolRequest{}
+	req.Params.Meta = &mcp.Meta{ProgressToken: "x"}
+	newProgressReporter(t.Context(), req).Report(1, 2, "no server in ctx")
+	cs := &callStream{}
+	for i, tc := range []struct{ in, want float64 }{{0, 0}, {0, 1}, {5, 5}, {3, 6}, {6.5, 6.5}} {
+		if got := cs.nextProgress(tc.in); got != tc.want {
+			t.Errorf("step %d: nextProgress(%v) = %v, want %v", i, tc.in, got, tc.want)
+		}
+	}
+}
