@@ -124,7 +124,6 @@ type job struct {
 	stopStatus Status // set by the first stop request: what the job ends as
 	stopReason string
 	result     *harness.Result
-	exitStderr string
 	tools      map[string]harness.ToolUse // tool_use id → call, for matching results
 	msgUsage   map[string]harness.Usage   // per model message, until the result line
 	notes      []string
@@ -363,6 +362,13 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 			return outcome{status: StatusError, reason: "could not prepare the harness: " + err.Error()}
 		}
 	}
+	r.mu.Lock()
+	if j.stopStatus != "" { // cancelled or shut down before the harness started
+		out := outcome{status: j.stopStatus, reason: j.stopReason}
+		r.mu.Unlock()
+		return out
+	}
+	r.mu.Unlock()
 	run, err := r.opts.Harness.Start(r.ctx, spec)
 	if err != nil {
 		return outcome{status: StatusError, reason: "could not start the agent harness: " + err.Error()}
@@ -389,7 +395,6 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	j.exitStderr = exit.Stderr
 	if j.stopStatus != "" {
 		return outcome{status: j.stopStatus, reason: j.stopReason}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -649,4 +650,39 @@ func TestWaitEndedByCallerReturnsCurrentState(t *testing.T) {
 		}
 		e.r.Close(context.Background())
 	})
+}
+
+func TestCancelBeforeHarnessStartsNeverStartsIt(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	e := newEnv(t, func(o *Options) {
+		o.Prepare = func(ctx context.Context, spec *harness.Spec) error {
+			spec.SettingsFile = "/x/settings.json"
+			close(entered)
+			<-release
+			return nil
+		}
+	})
+	s := e.start("x")
+	<-entered
+	got := make(chan Snapshot, 1)
+	go func() { c, _ := e.r.Cancel(context.Background(), s.ID); got <- c }()
+	// Cancel marks the job before it blocks on the end; wait for the mark.
+	for {
+		e.r.mu.Lock()
+		marked := e.r.jobs[s.ID].stopStatus != ""
+		e.r.mu.Unlock()
+		if marked {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	if c := <-got; c.Status != StatusCancelled || c.Nonce != "" {
+		t.Fatalf("got %s", c.Status)
+	}
+	select {
+	case r := <-e.h.runs:
+		t.Fatalf("harness started for a cancelled job: %+v", r.spec)
+	default:
+	}
 }
