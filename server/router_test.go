@@ -245,7 +245,7 @@ func TestSecretNeverLogged(t *testing.T) {
 	post(t, env.url, strings.Repeat("x", 3<<20), nil) // 413
 	post(t, env.url, callBody(2, "deepseek_flash", map[string]any{"task": "x"}, nil), mcpHeaders)
 	post(t, env.url, callBody(3, "deepseek_flash", map[string]any{"task": "x"}, nil), mcpHeaders) // 429
-	post(t, env.url, initializeBody(4), map[string]string{"Origin": "https://evil.example"})    // 403
+	post(t, env.url, initializeBody(4), map[string]string{"Origin": "https://evil.example"})      // 403
 	logs := env.logs.String()
 	if !strings.Contains(logs, `"route":"/mcp/<redacted>"`) || !strings.Contains(logs, "rate limited") || !strings.Contains(logs, "over the limit") {
 		t.Fatalf("expected access log lines, got:\n%s", logs)
