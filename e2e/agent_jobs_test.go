@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
 )
@@ -250,6 +252,29 @@ func TestAgentF_Cancel(t *testing.T) {
 	id := c.P.JobID
 	pollUntil(t, cs, id, jobLimit, func(p server.AgentJobPayload) bool { return p.Steps >= 1 })
 	waitJobCommand(t, id, "tail", 30*time.Second)
+	// Every process of the job's tree got the allow-listed environment: the
+	// daemon's secrets and state dir are not in it, the one token is.
+	checked := 0
+	for _, pid := range harness.JobProcesses(id) {
+		env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+		if err != nil {
+			continue
+		}
+		checked++
+		vars := strings.Split(string(env), "\x00")
+		for _, kv := range vars {
+			name, _, _ := strings.Cut(kv, "=")
+			if name == "MCP_PATH_SECRET" || name == "DEEPSEEK_API_KEY" || name == "BRIDGE_STATE_DIR" || name == "BRIDGE_LOG_FILE" || strings.Contains(kv, testSecret) {
+				t.Errorf("pid %d: %s reached the harness", pid, name)
+			}
+		}
+		if !slices.Contains(vars, "ANTHROPIC_AUTH_TOKEN="+a.d.Key()) || !slices.Contains(vars, "ANTHROPIC_BASE_URL="+a.d.URL()+"/anthropic") {
+			t.Errorf("pid %d lacks the model endpoint variables", pid)
+		}
+	}
+	if checked < 2 { // claude and the tail at least
+		t.Errorf("checked the environment of %d processes", checked)
+	}
 	c = callAgent(t, t.Context(), cs, "deepseek_agent_cancel", map[string]any{"job_id": id}, nil)
 	assertNotDone(t, c, jobs.StatusCancelled)
 	assertJobTreeGone(t, id)
