@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const testSecret = "test-secret-0123456789abcdef"
+
+// cleanEnv points every variable the bridge reads at test values.
+func cleanEnv(t *testing.T, extra map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	vals := map[string]string{
+		"BRIDGE_ENV_FILE":  filepath.Join(dir, "absent.env"),
+		"MCP_PATH_SECRET":  testSecret,
+		"DEEPSEEK_API_KEY": "",
+		"HOST":             "127.0.0.1",
+		"PORT":             "0",
+		"BRIDGE_STATE_DIR": filepath.Join(dir, "state"),
+		"BRIDGE_LOG_FILE":  filepath.Join(dir, "bridge.log"),
+		"BRIDGE_LOG_LEVEL": "debug",
+	}
+	for k, v := range extra {
+		vals[k] = v
+	}
+	for k, v := range vals {
+		t.Setenv(k, v)
+	}
+	return dir
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestCommands(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"no args", nil, nil, exitConfig, "", "Usage:"},
+		{"unknown", []string{"frobnicate"}, nil, exitConfig, "", `unknown command "frobnicate"`},
+		{"version", []string{"version"}, nil, exitOK, "bridge dev", ""},
+		{"help", []string{"--help"}, nil, exitOK, "bridge serve", ""},
+		{"help serve", []string{"help", "serve"}, nil, exitOK, "MCP_PATH_SECRET", ""},
+		{"serve --help", []string{"serve", "--help"}, nil, exitOK, "", "Usage: bridge serve"},
+		{"stdio --help", []string{"stdio", "--help"}, nil, exitOK, "", "Usage: bridge stdio"},
+		{"serve with an argument", []string{"serve", "extra"}, nil, exitConfig, "", "unexpected arguments"},
+		{"serve without a secret", []string{"serve"}, map[string]string{"MCP_PATH_SECRET": ""}, exitConfig, "", "bridgectl secret"},
+		{"serve with a short secret", []string{"serve"}, map[string]string{"MCP_PATH_SECRET": "short"}, exitConfig, "", "at least 16"},
+		{"serve with a bad env file", []string{"serve", "--env", "/nonexistent/.env"}, nil, exitConfig, "", "/nonexistent/.env"},
+		{"bad log level", []string{"serve"}, map[string]string{"BRIDGE_LOG_LEVEL": "loud"}, exitConfig, "", "BRIDGE_LOG_LEVEL"},
+		{"approval-prompt not wired", []string{"approval-prompt", "--config", "x"}, nil, exitFail, "", "not built yet"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cleanEnv(t, tt.env)
+			var out, errb lockedBuffer
+			code := run(t.Context(), tt.args, strings.NewReader(""), &out, &errb)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d; stdout %q stderr %q", code, tt.code, out.String(), errb.String())
+			}
+			if !strings.Contains(out.String(), tt.stdout) || !strings.Contains(errb.String(), tt.stderr) {
+				t.Fatalf("stdout %q (want %q) stderr %q (want %q)", out.String(), tt.stdout, errb.String(), tt.stderr)
+			}
+		})
+	}
+}
+
+// TestServe runs `bridge serve` in-process until its ctx ends.
+func TestServe(t *testing.T) {
+	dir := cleanEnv(t, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	var out, errb lockedBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve"}, strings.NewReader(""), &out, &errb) }()
+	info := filepath.Join(dir, "state", "daemon.json")
+	var addr string
+	deadline := time.After(15 * time.Second)
+	for addr == "" {
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, errb.String())
+		case <-deadline:
+			t.Fatalf("no daemon.json; stderr %s", errb.String())
+		case <-time.After(10 * time.Millisecond): // polling a file another process writes
+		}
+		var di struct{ Addr string }
+		if b, err := os.ReadFile(info); err == nil && json.Unmarshal(b, &di) == nil {
+			addr = di.Addr
+		}
+	}
+	resp, err := http.Get("http://" + addr + "/health")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("health: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Fatalf("exit %d after cancel: %s", code, errb.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	if !strings.Contains(errb.String(), "listening on http://"+addr) {
+		t.Errorf("stderr lacks the listening line: %q", errb.String())
+	}
+	logs, _ := os.ReadFile(filepath.Join(dir, "bridge.log"))
+	if !strings.Contains(string(logs), "DEEPSEEK_API_KEY is not set") || !strings.Contains(string(logs), "listening on") {
+		t.Errorf("log lacks the key warning or the listening line:\n%s", logs)
+	}
+	if strings.Contains(string(logs)+errb.String(), testSecret) {
+		t.Error("the secret reached the log or stderr")
+	}
+}
+
+// TestStdio drives `bridge stdio` with newline-delimited JSON-RPC.
+func TestStdio(t *testing.T) {
+	cleanEnv(t, map[string]string{"MCP_PATH_SECRET": ""}) // stdio needs no secret
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var errb lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(t.Context(), []string{"stdio"}, inR, outW, &errb)
+		outW.Close()
+	}()
+	send := func(s string) {
+		if _, err := io.WriteString(inW, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc := bufio.NewScanner(outR)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	read := func(id int) map[string]any {
+		t.Helper()
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Fatalf("stdout is not JSON-RPC: %q", sc.Text())
+			}
+			if m["id"] == float64(id) {
+				return m
+			}
+		}
+		t.Fatalf("no response %d; stderr %s", id, errb.String())
+		return nil
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if r := read(1); r["result"] == nil {
+		t.Fatalf("initialize: %v", r)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	list := read(2)
+	b, _ := json.Marshal(list)
+	if !strings.Contains(string(b), `"deepseek_flash"`) {
+		t.Fatalf("tools/list: %s", b)
+	}
+	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"deepseek_flash","arguments":{"task":"hi"}}}`)
+	call := read(3)
+	b, _ = json.Marshal(call)
+	if !strings.Contains(string(b), `"isError":true`) || !strings.Contains(string(b), "DEEPSEEK_API_KEY") {
+		t.Fatalf("flash without a key: %s", b)
+	}
+	inW.Close()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Fatalf("stdio exit %d: %s", code, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("stdio did not end on EOF")
+	}
+}
