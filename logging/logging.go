@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -24,7 +25,8 @@ const minSecretLen = 4
 
 // Options say where the log goes.
 type Options struct {
-	// File, when set, receives JSON lines (created 0600, appended).
+	// File, when set, receives JSON lines (created 0600, appended; its
+	// directory is created 0700 if missing).
 	File string
 	// Level is debug, info, warn or error ("" = info).
 	Level string
@@ -48,6 +50,10 @@ func New(o Options) (zerolog.Logger, io.Closer, error) {
 	var closer io.Closer = nopCloser{}
 	switch {
 	case o.File != "":
+		// The log usually lives in the state dir, which may not exist yet.
+		if err := os.MkdirAll(filepath.Dir(o.File), 0o700); err != nil {
+			return zerolog.Nop(), nopCloser{}, fmt.Errorf("create log directory: %w", err)
+		}
 		f, err := os.OpenFile(o.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
 			return zerolog.Nop(), nopCloser{}, fmt.Errorf("open log file: %w", err)

@@ -44,7 +44,7 @@ func TestRedactsSecretsInEveryFormat(t *testing.T) {
 }
 
 func TestFileGetsJSONLines(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "bridge.log")
+	path := filepath.Join(t.TempDir(), "state", "bridge.log") // the directory does not exist yet
 	log, closer, err := New(Options{File: path, Level: "debug", Secrets: []string{fakeSecret}})
 	if err != nil {
 		t.Fatal(err)
