@@ -256,6 +256,21 @@ func (p *progressReporter) Report(progress, total float64, message string) {
 	_ = srv.SendNotificationToClient(p.ctx, "notifications/progress", params)
 }
 
+// Done sends the last notification of the call: progress == total, so a
+// client that shows a bar can show it full.
+func (p *progressReporter) Done(message string) {
+	if p == nil || p.cs.token == nil {
+		return
+	}
+	p.cs.mu.Lock()
+	final := p.cs.last + 1
+	if !p.cs.sentAny {
+		final = 1
+	}
+	p.cs.mu.Unlock()
+	p.Report(final, final, message)
+}
+
 // toolMiddleware wraps every tool handler: the response becomes SSE, the
 // call's notifications go through our pump (HTTP), and bytes keep moving
 // while the handler runs.

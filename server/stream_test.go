@@ -63,10 +63,13 @@ func TestEveryProgressNotificationArrives(t *testing.T) {
 		}
 		msgs := messages(t, r)
 		ps := progressOf(t, msgs)
-		if len(ps) != perCall {
-			t.Fatalf("call %d: %d progress notifications arrived, want %d", i, len(ps), perCall)
+		if len(ps) != perCall+1 {
+			t.Fatalf("call %d: %d progress notifications arrived, want %d", i, len(ps), perCall+1)
 		}
-		for j, p := range ps {
+		if f := ps[perCall]; f.Progress != perCall+1 || f.Total != perCall+1 || f.Message != "answer received" {
+			t.Fatalf("call %d: final notification %+v, want progress == total", i, f)
+		}
+		for j, p := range ps[:perCall] {
 			if p.Token != "tok-"+itoa(i) || p.Progress != float64(j+1) {
 				t.Fatalf("call %d notification %d = %+v", i, j, p)
 			}

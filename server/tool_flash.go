@@ -90,6 +90,11 @@ func FlashTool(c FlashClient) (mcp.Tool, mcpserver.ToolHandlerFunc) {
 				p.Report(float64(ev.Tokens), 0, msg)
 			},
 		})
+		if err == nil {
+			p.Done("answer received")
+		} else {
+			p.Done("failed")
+		}
 		if err != nil {
 			for _, e := range modelFixable {
 				if errors.Is(err, e) {
