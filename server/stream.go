@@ -310,7 +310,10 @@ func (s *Server) startKeepalive(ctx context.Context, cs *callStream) func() {
 	done := make(chan struct{})
 	go func() { // owner: the tools/call; joined by the returned func
 		defer close(done)
-		t := time.NewTicker(every / 2)
+		// Check four times per interval and speak up after three quarters of
+		// silence: the longest gap stays under `every`, and a tool that sends
+		// its own progress more often than that is never interleaved with.
+		t := time.NewTicker(every / 4)
 		defer t.Stop()
 		rep := newProgressReporter(ctx, mcp.CallToolRequest{})
 		for {
@@ -321,7 +324,7 @@ func (s *Server) startKeepalive(ctx context.Context, cs *callStream) func() {
 				return
 			case <-t.C:
 			}
-			if cs.idle() < every/2 {
+			if cs.idle() < every-every/4 {
 				continue
 			}
 			if cs.token != nil {
