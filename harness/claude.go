@@ -44,6 +44,9 @@ type ClaudeCode struct {
 	StopGrace time.Duration
 	// ResultGrace bounds the exit after the result line; 0 means DefaultResultGrace.
 	ResultGrace time.Duration
+	// NoRetries: the model endpoint retries by itself (the bridge's model
+	// proxy), so the harness must not retry again (CLAUDE_CODE_MAX_RETRIES=0).
+	NoRetries bool
 }
 
 var _ Harness = (*ClaudeCode)(nil)
@@ -135,6 +138,9 @@ func (c *ClaudeCode) Env(spec Spec) []string {
 		{"DISABLE_AUTOUPDATER", "1"},
 		{"DISABLE_TELEMETRY", "1"},
 		{"DISABLE_ERROR_REPORTING", "1"},
+	}
+	if c.NoRetries {
+		set = append(set, [2]string{"CLAUDE_CODE_MAX_RETRIES", "0"})
 	}
 	for _, kv := range set {
 		env = append(env, kv[0]+"="+kv[1])

@@ -257,6 +257,30 @@ func TestEnvIsAllowListed(t *testing.T) {
 	}
 }
 
+// Behind the model proxy only the proxy retries: the harness gets
+// CLAUDE_CODE_MAX_RETRIES=0, and only then.
+func TestEnvNoRetries(t *testing.T) {
+	spec := Spec{JobID: "j1", ConfigDir: "/state/harness/j1", BaseURL: "http://127.0.0.1:1", Token: "per-job-token", Model: "deepseek-flash"}
+	for _, tc := range []struct {
+		noRetries bool
+		want      []string
+	}{
+		{false, nil},
+		{true, []string{"CLAUDE_CODE_MAX_RETRIES=0"}},
+	} {
+		c := &ClaudeCode{Environ: []string{"PATH=/usr/bin", "CLAUDE_CODE_MAX_RETRIES=7"}, NoRetries: tc.noRetries}
+		var got []string
+		for _, kv := range c.Env(spec) {
+			if strings.HasPrefix(kv, "CLAUDE_CODE_MAX_RETRIES=") {
+				got = append(got, kv)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("NoRetries %v: %v, want %v", tc.noRetries, got, tc.want)
+		}
+	}
+}
+
 func TestLocate(t *testing.T) {
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "claude-pinned")
