@@ -256,3 +256,27 @@ func TestSecretNeverLogged(t *testing.T) {
 		}
 	}
 }
+
+func TestEveryToolsCallIsSSE(t *testing.T) {
+	env := newTestEnv(t, Options{})
+	tests := []struct {
+		name, body string
+		sse        bool
+	}{
+		{"flash", callBody(1, "deepseek_flash", map[string]any{"task": "x"}, nil), true},
+		{"unknown tool", callBody(2, "no_such_tool", map[string]any{}, nil), true},
+		{"tools/list stays JSON", listBody(3), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := post(t, env.url, tt.body, mcpHeaders)
+			isSSE := r.header.Get("Content-Type") == "text/event-stream"
+			if r.status != 200 || isSSE != tt.sse || (tt.sse && r.header.Get("X-Accel-Buffering") != "no") {
+				t.Fatalf("%d %v %q", r.status, r.header, r.body)
+			}
+			if len(messages(t, r)) == 0 {
+				t.Fatal("no message")
+			}
+		})
+	}
+}

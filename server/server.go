@@ -123,6 +123,10 @@ func New(o Options) (*Server, error) {
 		// secret and our own Origin check (originAllowed) protect the endpoint
 		// instead; see router.go.
 		mcpserver.WithDisableLocalhostProtection(true),
+		// Every tools/call answers as SSE, also one that never reaches a
+		// handler (unknown tool, bad params): the session is upgraded here,
+		// where mcp-go has created it and our body limit has read the body.
+		mcpserver.WithHTTPContextFunc(upgradeToolCalls),
 		mcpserver.WithStreamableHTTPLogger(slog.New(zerolog.NewSlogHandler(s.log.With().Str("component", "mcp-go").Logger()))),
 	)
 	s.handler = s.router()
@@ -231,6 +235,15 @@ func (s *Server) writeDaemonInfo(addr string) (string, error) {
 		return "", err
 	}
 	return path, nil
+}
+
+func upgradeToolCalls(ctx context.Context, r *http.Request) context.Context {
+	if n, _ := countToolCalls(bodyFrom(r.Context())); n > 0 {
+		if up, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithStreamableHTTPConfig); ok {
+			up.UpgradeToSSEWhenReceiveNotification()
+		}
+	}
+	return ctx
 }
 
 // zerologWriter turns net/http's error log lines into warn records.
