@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
@@ -26,7 +25,7 @@ func spendFile(dir statedir.Dir, day string) string {
 	if dir.Root == "" {
 		return ""
 	}
-	return filepath.Join(dir.Root, "spend-"+day+".json")
+	return dir.SpendFile(day)
 }
 
 // loadLedger reads the ledger of day; a missing file is a fresh day.

@@ -77,6 +77,11 @@ func (d Dir) TunnelInfoFile() string { return filepath.Join(d.Root, "tunnel.json
 // DaemonInfoFile is written by `bridge serve` once it listens: pid, address, harness, sandbox.
 func (d Dir) DaemonInfoFile() string { return filepath.Join(d.Root, "daemon.json") }
 
+// SpendFile is the model proxy's total of all jobs on one UTC day
+// (day is YYYY-MM-DD): spend-YYYY-MM-DD.json, read back at start so
+// BRIDGE_DAILY_MAX_COST_USD survives a restart.
+func (d Dir) SpendFile(day string) string { return filepath.Join(d.Root, "spend-"+day+".json") }
+
 // WriteFileAtomic writes data to path with mode 0600: temp file in the same
 // directory, fsync, rename, so readers see the old or the new file, never half.
 func WriteFileAtomic(path string, data []byte) error {
