@@ -162,13 +162,19 @@ func hasEnv(env []string, name string) bool {
 
 // Args is the argv (without the binary) of the harness for spec.
 func Args(spec Spec) []string {
-	mode := spec.PermissionMode
-	if mode == "" {
-		mode = "acceptEdits"
-	}
-	tools := spec.AllowedTools
-	if tools == nil {
-		tools = []string{"Bash"}
+	mode, tools := spec.PermissionMode, spec.AllowedTools
+	if spec.PermissionPromptTool != "" {
+		// Every call goes to the prompt tool: nothing is pre-allowed.
+		if mode == "" {
+			mode = "default"
+		}
+	} else {
+		if mode == "" {
+			mode = "acceptEdits"
+		}
+		if tools == nil {
+			tools = []string{"Bash"}
+		}
 	}
 	args := []string{
 		"-p", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",

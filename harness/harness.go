@@ -55,9 +55,10 @@ type Spec struct {
 	Token   string // ANTHROPIC_AUTH_TOKEN
 	Model   string // ANTHROPIC_MODEL and every small/fast model variable
 
-	// PermissionMode defaults to acceptEdits (file edits inside the workspace
-	// only); AllowedTools defaults to Bash. The approvals issue replaces both
-	// with a permission prompt tool.
+	// Without a PermissionPromptTool, PermissionMode defaults to acceptEdits
+	// (file edits inside the workspace only) and AllowedTools to Bash. With
+	// one, the mode defaults to "default" and nothing is pre-allowed, so every
+	// tool call reaches the prompt tool.
 	PermissionMode string
 	AllowedTools   []string
 

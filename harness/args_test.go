@@ -1,0 +1,62 @@
+package harness
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// flagValue returns the value after flag in args, and whether flag is there.
+func flagValue(args []string, flag string) (string, bool) {
+	i := slices.Index(args, flag)
+	if i < 0 || i+1 >= len(args) {
+		return "", i >= 0
+	}
+	return args[i+1], true
+}
+
+func TestArgsPermissionLayer(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		spec      Spec
+		mode      string
+		allowed   string // "" = no --allowedTools at all
+		prompt    string
+		settings  string
+		mcpConfig string
+	}{
+		{name: "no prompt tool: acceptEdits and Bash", spec: Spec{}, mode: "acceptEdits", allowed: "Bash"},
+		{name: "explicit tools", spec: Spec{AllowedTools: []string{"Bash", "Read"}, PermissionMode: "plan"}, mode: "plan", allowed: "Bash,Read"},
+		{name: "empty tools", spec: Spec{AllowedTools: []string{}}, mode: "acceptEdits"},
+		{
+			name: "prompt tool: nothing pre-allowed",
+			spec: Spec{PermissionPromptTool: "mcp__bridge__approve", SettingsFile: "/s.json", MCPConfigFile: "/m.json"},
+			mode: "default", prompt: "mcp__bridge__approve", settings: "/s.json", mcpConfig: "/m.json",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := Args(tc.spec)
+			if v, _ := flagValue(args, "--permission-mode"); v != tc.mode {
+				t.Errorf("--permission-mode %q, want %q: %v", v, tc.mode, args)
+			}
+			v, ok := flagValue(args, "--allowedTools")
+			if tc.allowed == "" && ok {
+				t.Errorf("--allowedTools %q present: %v", v, args)
+			} else if tc.allowed != "" && v != tc.allowed {
+				t.Errorf("--allowedTools %q, want %q", v, tc.allowed)
+			}
+			for flag, want := range map[string]string{"--permission-prompt-tool": tc.prompt, "--settings": tc.settings, "--mcp-config": tc.mcpConfig} {
+				v, ok := flagValue(args, flag)
+				if want == "" && ok || want != "" && v != want {
+					t.Errorf("%s = %q (present %v), want %q", flag, v, ok, want)
+				}
+			}
+			if !slices.Contains(args, "--strict-mcp-config") || !strings.Contains(strings.Join(args, " "), "--setting-sources user") {
+				t.Errorf("workspace settings and MCP servers not shut out: %v", args)
+			}
+			if slices.Contains(args, "--dangerously-skip-permissions") {
+				t.Errorf("permissions skipped: %v", args)
+			}
+		})
+	}
+}
