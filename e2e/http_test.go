@@ -97,6 +97,8 @@ func TestHTTPEdges(t *testing.T) {
 		{"3 MB body", "POST", "/mcp/" + secret, bigBody, nil, 413},
 		{"tunnel Host accepted", "POST", "/mcp/" + secret, []byte(initializeBody), map[string]string{"Host": "abc.trycloudflare.com"}, 200},
 		{"foreign Origin refused", "POST", "/mcp/" + secret, []byte(initializeBody), map[string]string{"Origin": "https://evil.example"}, 403},
+		{"foreign Origin refused on a tunnel Host too", "POST", "/mcp/" + secret, []byte(initializeBody), map[string]string{"Host": "abc.trycloudflare.com", "Origin": "https://evil.example"}, 403},
+		{"loopback Origin of the bridge itself accepted", "POST", "/mcp/" + secret, []byte(initializeBody), map[string]string{"Origin": base}, 200},
 		{"health", "GET", "/health", nil, nil, 200},
 	}
 	for _, c := range cases {
