@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -12,6 +13,7 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/modelproxy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -25,23 +27,36 @@ type harnessInfo struct {
 	Bin       string `json:"bin,omitempty"`
 	Available bool   `json:"available"`
 	Error     string `json:"error,omitempty"`
+	// ModelProxy is the loopback address of the model proxy the jobs call.
+	ModelProxy string `json:"model_proxy,omitempty"`
 }
 
 // newAgentJobs builds the job registry of `bridge serve`: the Claude Code
 // harness (binary: BRIDGE_CLAUDE_BIN, the pinned install, PATH) and the
-// direct model gateway. It logs whether agent jobs can run; a missing binary
-// does not stop the daemon — each job then ends with the error that says how
-// to install it.
-func newAgentJobs(cfg config.Config, log zerolog.Logger) (*jobs.Registry, harnessInfo, error) {
+// model proxy, which holds the key and gives each job its own token; stop the
+// proxy (stopModelProxy) after the registry has closed. It logs whether agent
+// jobs can run; a missing binary does not stop the daemon — each job then ends
+// with the error that says how to install it —, and neither does a missing
+// key: every job is then refused at start.
+func newAgentJobs(cfg config.Config, log zerolog.Logger) (*jobs.Registry, *modelproxy.Proxy, harnessInfo, error) {
 	dir, err := statedir.Open(cfg.StateDir)
 	if err != nil {
-		return nil, harnessInfo{}, err
+		return nil, nil, harnessInfo{}, err
+	}
+	var reg *jobs.Registry // assigned below; the callback runs only once jobs do
+	mp, perr := startModelProxy(cfg, dir, &log, func(id, reason string) { reg.Abort(id, reason) })
+	noKey := errors.Is(perr, modelproxy.ErrNoAPIKey)
+	if perr != nil && !noKey {
+		return nil, nil, harnessInfo{}, perr
 	}
 	exe, _ := os.Executable()
 	wd, _ := os.Getwd()
 	bin, lerr := harness.Locate(cfg.ClaudeBin, harness.PinnedPaths(exe, wd), exec.LookPath)
 	info := harnessInfo{Kind: "claude-code", Bin: bin, Available: lerr == nil}
 	switch {
+	case noKey:
+		info.Available, info.Error = false, errNoKeyForJobs.Error()
+		log.Warn().Msg("agent jobs cannot run: DEEPSEEK_API_KEY is not set; every deepseek_agent_start is refused until you set it and restart")
 	case lerr != nil:
 		info.Error = lerr.Error()
 		log.Warn().Err(lerr).Msg("agent jobs cannot run: no Claude Code binary")
@@ -50,10 +65,19 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*jobs.Registry, harnes
 	default:
 		log.Info().Str("claude", bin).Strs("roots", cfg.AllowedRoots).Msg("agent jobs can run")
 	}
-	reg, err := jobs.New(jobs.Options{
+	var gw jobs.ModelGateway = refusingGateway{errNoKeyForJobs}
+	var admit func(string) (string, error) // nil: the registry's default
+	if noKey {
+		admit = func(string) (string, error) { return "", errNoKeyForJobs }
+	} else {
+		gw = proxyGateway{mp}
+		info.ModelProxy = strings.TrimPrefix(mp.URL(), "http://")
+	}
+	reg, err = jobs.New(jobs.Options{
 		Dir:           dir,
-		Harness:       &harness.ClaudeCode{Bin: bin, LookupErr: lerr, Environ: os.Environ()},
-		Gateway:       jobs.DirectGateway{BaseURL: cfg.AnthropicBaseURL, Key: cfg.APIKey},
+		Harness:       &harness.ClaudeCode{Bin: bin, LookupErr: lerr, Environ: os.Environ(), NoRetries: true},
+		Gateway:       gw,
+		Admit:         admit,
 		Model:         cfg.Model,
 		Roots:         cfg.AllowedRoots,
 		MaxConcurrent: cfg.MaxConcurrent,
@@ -64,9 +88,10 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*jobs.Registry, harnes
 		Logger:        &log,
 	})
 	if err != nil {
-		return nil, info, err
+		stopModelProxy(mp, log)
+		return nil, nil, info, err
 	}
-	return reg, info, nil
+	return reg, mp, info, nil
 }
 
 // closeJobsOnDone stops every job as interrupted as soon as ctx ends (so

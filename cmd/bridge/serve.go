@@ -117,7 +117,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		st.log.Error().Err(err).Msg("refusing to start")
 		return exitConfig
 	}
-	reg, hinfo, err := newAgentJobs(st.cfg, st.log)
+	reg, mp, hinfo, err := newAgentJobs(st.cfg, st.log)
 	if err != nil {
 		st.log.Error().Err(err).Msg("agent jobs")
 		fmt.Fprintf(stderr, "bridge serve: %v\n", err)
@@ -125,7 +125,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	waitJobs := closeJobsOnDone(jobsCtx, reg, st.log)
-	defer func() { stopJobs(); waitJobs() }()
+	defer func() { stopJobs(); waitJobs(); stopModelProxy(mp, st.log) }() // the proxy outlives the jobs
 	o := server.Options{Config: st.cfg, Flash: st.flash, Jobs: reg, Harness: hinfo, Logger: st.log, Version: version}
 	if st.cfg.LogFile != "" { // the log line goes to the file; say it on stderr too
 		o.OnListening = func(addr string) { fmt.Fprintf(stderr, "listening on http://%s\n", addr) }

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/modelproxy"
+)
+
+// agentConfig is a Config for newAgentJobs from an injected environment.
+func agentConfig(t *testing.T, env map[string]string) config.Config {
+	t.Helper()
+	dir := t.TempDir()
+	vals := map[string]string{
+		"BRIDGE_ENV_FILE":        filepath.Join(dir, "absent.env"),
+		"MCP_PATH_SECRET":        testSecret,
+		"BRIDGE_STATE_DIR":       filepath.Join(dir, "state"),
+		"BRIDGE_CLAUDE_BIN":      "",
+		"DEEPSEEK_ALLOWED_ROOTS": dir,
+	}
+	for k, v := range env {
+		vals[k] = v
+	}
+	cfg, err := config.LoadFrom("", func(k string) (string, bool) { v, ok := vals[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// Without a key there is no model proxy, and every job is refused at start
+// with the reason — no job record, no harness, no key handed out.
+func TestAgentJobsWithoutKeyAreRefused(t *testing.T) {
+	cfg := agentConfig(t, map[string]string{"DEEPSEEK_API_KEY": ""})
+	var logBuf bytes.Buffer
+	log := zerolog.New(&logBuf)
+	reg, mp, info, err := newAgentJobs(cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close(t.Context()) })
+	if mp != nil || info.Available || info.ModelProxy != "" || !strings.Contains(info.Error, "DEEPSEEK_API_KEY") {
+		t.Errorf("proxy %v, info %+v", mp, info)
+	}
+	if !strings.Contains(logBuf.String(), "agent jobs cannot run: DEEPSEEK_API_KEY is not set") {
+		t.Errorf("log: %s", logBuf.String())
+	}
+	_, err = reg.Start(t.Context(), jobs.StartRequest{Task: "x", Workspace: filepath.Dir(cfg.StateDir)})
+	if !errors.Is(err, errNoKeyForJobs) || !strings.Contains(err.Error(), "set it and restart") {
+		t.Errorf("Start = %v", err)
+	}
+	if n := len(reg.List()); n != 0 {
+		t.Errorf("%d jobs recorded", n)
+	}
+	if _, _, err := (refusingGateway{errNoKeyForJobs}).Open("j"); !errors.Is(err, errNoKeyForJobs) {
+		t.Errorf("refusingGateway.Open = %v", err)
+	}
+}
+
+// With a key the proxy listens on its own loopback port (named in the
+// harness info), hands out per-job tokens that reach the upstream with the
+// real key, and the job's usage comes back through the gateway adapter.
+func TestAgentJobsBehindModelProxy(t *testing.T) {
+	const key = "sk-test-double-key-0123456789"
+	d := deepseektest.New(deepseektest.WithKey(key))
+	t.Cleanup(d.Close)
+	u := deepseektest.Usage{InputTokens: 1200, CacheHitTokens: 800, OutputTokens: 55}
+	d.ScriptAnthropic(deepseektest.Text("hi").WithUsage(u))
+	cfg := agentConfig(t, map[string]string{"DEEPSEEK_API_KEY": key, "DEEPSEEK_BASE_URL": d.URL()})
+	reg, mp, info, err := newAgentJobs(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopModelProxy(mp, zerolog.Nop())
+	defer reg.Close(t.Context())
+	host, _, err := net.SplitHostPort(info.ModelProxy)
+	if err != nil || !net.ParseIP(host).IsLoopback() || mp.URL() != "http://"+info.ModelProxy {
+		t.Fatalf("model_proxy %q (url %q): %v", info.ModelProxy, mp.URL(), err)
+	}
+
+	gw := proxyGateway{mp}
+	base, token, err := gw.Open("job-1")
+	if err != nil || base != mp.URL() || token == "" || strings.Contains(token, key) {
+		t.Fatalf("Open = %q %q %v", base, token, err)
+	}
+	body := `{"model":"deepseek-v4-flash","max_tokens":10,"tools":[{"name":"t"}],"messages":[{"role":"user","content":"hi"}]}`
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/v1/messages", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || strings.Contains(string(b), key) {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	if reqs := d.AnthropicRequests(); len(reqs) != 1 || reqs[0].Header.Get("X-Api-Key") != key {
+		t.Fatalf("upstream saw %d requests", len(reqs))
+	}
+	got, err := gw.Close("job-1")
+	want := jobs.Usage{InputTokens: u.InputTokens - u.CacheHitTokens, CacheReadTokens: u.CacheHitTokens, OutputTokens: u.OutputTokens}
+	if err != nil || got != want {
+		t.Errorf("Close = %+v %v, want %+v", got, err, want)
+	}
+	if _, err := gw.Close("job-1"); !errors.Is(err, modelproxy.ErrUnknownJob) {
+		t.Errorf("second Close = %v", err)
+	}
+	stopModelProxy(mp, zerolog.Nop()) // waits for the handler, which writes the ledger
+	// The daily ledger is where docs/STATE.md says.
+	if _, err := os.Stat(filepath.Join(cfg.StateDir, "spend-"+time.Now().UTC().Format(time.DateOnly)+".json")); err != nil {
+		t.Errorf("daily spend file: %v", err)
+	}
+	if _, _, err := gw.Open("job-2"); !errors.Is(err, modelproxy.ErrNotListening) {
+		t.Errorf("Open after stop = %v", err)
+	}
+}
+
+func TestJobsUsageKeepsFieldMeanings(t *testing.T) {
+	got := jobsUsage(modelproxy.Usage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, ThinkingTokens: 4, CostUSD: 5, Requests: 6, Retries: 7})
+	if want := (jobs.Usage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, ThinkingTokens: 4}); got != want {
+		t.Errorf("jobsUsage = %+v, want %+v", got, want)
+	}
+}
