@@ -8,7 +8,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 )
 
@@ -22,12 +21,18 @@ var flashUsage = deepseektest.Usage{InputTokens: 1200, CacheHitTokens: 1024, Out
 
 // flashResult is the structuredContent of deepseek_flash.
 type flashResult struct {
-	Answer       string         `json:"answer"`
-	Model        string         `json:"model"`
-	FinishReason string         `json:"finish_reason"`
-	Usage        deepseek.Usage `json:"usage"`
-	CostUSD      float64        `json:"cost_usd"`
-	DurationMS   int64          `json:"duration_ms"`
+	Answer       string `json:"answer"`
+	Model        string `json:"model"`
+	FinishReason string `json:"finish_reason"`
+	Usage        struct {
+		PromptTokens     int64 `json:"prompt_tokens"`
+		CompletionTokens int64 `json:"completion_tokens"`
+		CacheHitTokens   int64 `json:"cache_hit_tokens"`
+		CacheMissTokens  int64 `json:"cache_miss_tokens"`
+		ReasoningTokens  int64 `json:"reasoning_tokens"`
+	} `json:"usage"`
+	CostUSD    float64 `json:"cost_usd"`
+	DurationMS int64   `json:"duration_ms"`
 }
 
 func flashStep() Step {
