@@ -1,0 +1,599 @@
+package approvals
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
+)
+
+// chainChars are refused anywhere in a command, quoted or not: chaining,
+// redirection, command and variable substitution. "$" alone is included
+// because $HOME or $ANTHROPIC_AUTH_TOKEN expand to paths and secrets the rules
+// cannot see.
+var chainChars = []struct{ s, name string }{
+	{";", "chaining (;)"}, {"&", "chaining or background (&)"}, {"|", "a pipe (|)"},
+	{"<", "redirection (<)"}, {">", "redirection (>)"}, {"\n", "a newline"}, {"\r", "a carriage return"},
+	{"`", "command substitution (`)"}, {"$(", "command substitution ($()"}, {"${", "parameter expansion (${)"},
+	{"$", "variable expansion ($)"},
+}
+
+// wrappers run another program or inline code, so the allow list would not
+// mean anything after them; they always go to a human, even when listed.
+var wrappers = []string{
+	"sudo", "su", "doas", "env", "xargs", "nohup", "timeout", "nice", "ionice", "stdbuf", "chroot",
+	"setsid", "exec", "eval", "command", "builtin", "time", "watch", "strace", "ltrace", "unshare",
+	"nsenter", "busybox", "npx", "bunx", "pnpx", "sh", "bash", "zsh", "dash", "ksh", "fish", "csh",
+	"tcsh", "source", ".", "flock", "script", "parallel",
+}
+
+// ClassifyCommand applies the command rules to one shell command line:
+// it runs unattended only when its first word is on the allow list, it has no
+// chaining, redirection or substitution, its program is not given by a path,
+// it is not a dangerous form of an allowed program, and none of its arguments
+// names a path outside the workspace or a .env file. An empty command is
+// denied; a command naming a protected path is denied; everything else goes
+// to a human.
+func ClassifyCommand(cmd string, p Policy) Verdict {
+	v := classifyCommand(cmd, p)
+	v.Summary = clip(cmd)
+	return v
+}
+
+func classifyCommand(cmd string, p Policy) Verdict {
+	if strings.TrimSpace(cmd) == "" {
+		return Verdict{Decision: Deny, Reason: "empty command: there is nothing to run"}
+	}
+	for _, c := range chainChars {
+		if strings.Contains(cmd, c.s) {
+			return Verdict{Decision: Ask, Reason: "the command contains " + c.name + ": a human decides"}
+		}
+	}
+	for _, r := range cmd {
+		if r < 0x20 && r != '\t' || r == 0x7f {
+			return Verdict{Decision: Ask, Reason: "the command contains a control character: a human decides"}
+		}
+	}
+	words, err := splitWords(cmd)
+	if err != nil {
+		return Verdict{Decision: Ask, Reason: "the command cannot be parsed (" + err.Error() + "): a human decides"}
+	}
+	if len(words) == 0 {
+		return Verdict{Decision: Deny, Reason: "empty command: there is nothing to run"}
+	}
+	for _, w := range words {
+		if w.subshell {
+			return Verdict{Decision: Ask, Reason: "the command contains a subshell or grouping ( ): a human decides"}
+		}
+		if w.brace {
+			return Verdict{Decision: Ask, Reason: "the command uses brace expansion {a,b}: a human decides"}
+		}
+	}
+	prog := words[0].text
+	if strings.ContainsAny(prog, `/\`) {
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("the program is given by a path (%s): a human decides", prog)}
+	}
+	name := normalizeProgram(prog)
+	if slices.Contains(wrappers, name) {
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s runs another program or inline code: a human decides", name)}
+	}
+	if !onAllowList(name, p.Allow) {
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s is not on the allow list (BRIDGE_APPROVE_ALLOW): a human decides", name)}
+	}
+	args := make([]string, len(words)-1)
+	for i, w := range words[1:] {
+		args[i] = w.text
+	}
+	if why := dangerousForm(name, args); why != "" {
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s: a human decides", why)}
+	}
+	g := sandbox.Guard{Workspace: p.Workspace, Protected: p.Protected}
+	for _, a := range args {
+		if mentionsDotEnv(a) {
+			return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q mentions a .env file, which usually holds secrets: a human decides", a)}
+		}
+		for _, c := range pathCandidates(a) {
+			d := g.Admit(c)
+			if d.Protected {
+				return Verdict{Decision: Deny, Reason: d.Reason + " (its state dir or .env): no job may touch it"}
+			}
+			if !d.Inside {
+				return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q: %s: a human decides", a, d.Reason)}
+			}
+		}
+	}
+	return Verdict{Decision: Allow, Reason: fmt.Sprintf("%s is on the allow list, with no dangerous form, and every path argument is inside the workspace", name)}
+}
+
+// normalizeProgram makes program names case- and extension-insensitive:
+// NODE.EXE and node are the same program.
+func normalizeProgram(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	for _, ext := range []string{".exe", ".cmd", ".bat", ".com"} {
+		if t, ok := strings.CutSuffix(s, ext); ok && t != "" {
+			return t
+		}
+	}
+	return s
+}
+
+func onAllowList(name string, allow []string) bool {
+	for _, a := range allow {
+		if a = normalizeProgram(a); a != "" && a == name {
+			return true
+		}
+	}
+	return false
+}
+
+// maxOptionSuffixes bounds the suffixes tried for one short-option word.
+const maxOptionSuffixes = 256
+
+// pathCandidates returns the strings in one argument that could be taken as a
+// path: the word itself, the value of --opt=VALUE, every tail of a short
+// option cluster (-f/etc/passwd), and the pieces between = : and ,.
+func pathCandidates(w string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(s string) {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	add(w)
+	if strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "--") {
+		for i := 2; i < len(w) && i < maxOptionSuffixes; i++ {
+			add(w[i:])
+		}
+	}
+	for _, piece := range strings.FieldsFunc(w, func(r rune) bool { return r == '=' || r == ':' || r == ',' }) {
+		add(piece)
+	}
+	return out
+}
+
+type shellWord struct {
+	text     string
+	brace    bool // an unquoted { with , or .. after it: brace expansion
+	subshell bool // an unquoted ( or )
+}
+
+var errUnbalancedQuote = errors.New("unbalanced quotes")
+
+// splitWords splits a command line into words the way a POSIX shell would for
+// the subset the rules accept (no substitutions, no redirections): blanks
+// separate words, single quotes are literal, double quotes and backslashes
+// escape.
+func splitWords(s string) ([]shellWord, error) {
+	var words []shellWord
+	var cur strings.Builder
+	var w shellWord
+	inWord := false
+	braceOpen := false
+	flush := func() {
+		if inWord {
+			w.text = cur.String()
+			words = append(words, w)
+		}
+		cur.Reset()
+		w = shellWord{}
+		inWord, braceOpen = false, false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t':
+			flush()
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, errUnbalancedQuote
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+			inWord = true
+		case c == '"':
+			inWord = true
+			closed := false
+			for i++; i < len(s); i++ {
+				if s[i] == '"' {
+					closed = true
+					break
+				}
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0 {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+			if !closed {
+				return nil, errUnbalancedQuote
+			}
+		case c == '\\':
+			if i+1 >= len(s) {
+				return nil, errors.New("trailing backslash")
+			}
+			i++
+			cur.WriteByte(s[i])
+			inWord = true
+		default:
+			switch c {
+			case '(', ')':
+				w.subshell = true
+			case '{':
+				braceOpen = true
+			case ',':
+				if braceOpen {
+					w.brace = true
+				}
+			case '.':
+				if braceOpen && i+1 < len(s) && s[i+1] == '.' {
+					w.brace = true
+				}
+			}
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	flush()
+	return words, nil
+}
+
+// dangerousForm names why an invocation of an allowed program must still go
+// to a human, or returns "".
+func dangerousForm(name string, args []string) string {
+	switch name {
+	case "node", "nodejs", "deno", "bun":
+		return nodeForm(name, args)
+	case "npm":
+		return npmForm(args)
+	case "git":
+		return gitForm(args)
+	case "find":
+		for _, a := range args {
+			switch a {
+			case "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls":
+				return "find " + a + " runs commands, deletes or writes files"
+			}
+		}
+	case "python", "python3", "python2", "pypy", "pypy3":
+		return pythonForm(name, args)
+	case "sed", "gsed":
+		return sedForm(args)
+	case "awk", "gawk", "mawk", "nawk":
+		return awkForm(name, args)
+	case "make", "gmake":
+		for _, a := range args {
+			if a == "-E" || a == "--eval" || strings.HasPrefix(a, "--eval=") {
+				return "make --eval evaluates inline makefile text"
+			}
+		}
+	case "go":
+		return goForm(args)
+	case "cargo":
+		for _, a := range args {
+			if a == "--config" || strings.HasPrefix(a, "--config=") || a == "-Z" {
+				return "cargo " + a + " changes what cargo runs"
+			}
+		}
+		if sub := firstOperand(args); slices.Contains([]string{"install", "uninstall", "publish", "login", "logout", "owner", "yank", "add", "remove", "fetch", "update", "search"}, sub) {
+			return "cargo " + sub + " installs, publishes or fetches crates"
+		}
+	case "rg":
+		for _, a := range args {
+			if a == "--pre" || strings.HasPrefix(a, "--pre=") {
+				return "rg --pre runs a preprocessor command"
+			}
+		}
+	case "sort":
+		for _, a := range args {
+			if strings.HasPrefix(a, "--compress-program") {
+				return "sort --compress-program runs a program"
+			}
+		}
+	case "tree":
+		for _, a := range args {
+			if a == "-o" || strings.HasPrefix(a, "-o") && len(a) > 2 {
+				return "tree -o writes a file"
+			}
+		}
+	}
+	return ""
+}
+
+func nodeForm(name string, args []string) string {
+	for _, a := range args {
+		switch {
+		case a == "-":
+			return name + " - runs code from stdin"
+		case a == "--eval" || a == "--print" || strings.HasPrefix(a, "--eval=") || strings.HasPrefix(a, "--print="):
+			return name + " " + a + " runs inline code"
+		case strings.HasPrefix(a, "--require") || strings.HasPrefix(a, "--import") || strings.HasPrefix(a, "--loader") ||
+			strings.HasPrefix(a, "--experimental-loader") || strings.HasPrefix(a, "--inspect") || strings.HasPrefix(a, "--interactive"):
+			return name + " " + a + " loads code or opens a debugger"
+		case name == "deno" || name == "bun":
+			if a == "eval" || a == "-e" || a == "x" || a == "install" || a == "add" {
+				return name + " " + a + " runs inline code or installs packages"
+			}
+		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a[1:], "epri"):
+			return name + " " + a + " runs inline code"
+		}
+	}
+	return ""
+}
+
+// npmSafe are npm subcommands that run the project's own scripts or only read.
+var npmSafe = []string{"run", "run-script", "rum", "urn", "test", "t", "tst", "start", "stop", "restart",
+	"ls", "list", "la", "ll", "why", "explain", "help", "prefix", "root"}
+
+func npmForm(args []string) string {
+	sub := firstOperand(args)
+	if sub == "" || slices.Contains(npmSafe, sub) {
+		return ""
+	}
+	return "npm " + sub + " can install, publish or run packages from the registry"
+}
+
+// gitSafe are local git subcommands; anything else (push, fetch, clone,
+// config, remote, credential, submodule, send-email, daemon, filter-branch,
+// difftool, hook, …) goes to a human.
+var gitSafe = []string{"status", "log", "diff", "show", "add", "commit", "checkout", "switch", "restore",
+	"branch", "tag", "merge", "rebase", "reset", "stash", "rm", "mv", "init", "blame", "grep", "ls-files",
+	"ls-tree", "rev-parse", "rev-list", "describe", "shortlog", "cherry-pick", "revert", "apply",
+	"format-patch", "am", "clean", "cat-file", "show-ref", "for-each-ref", "reflog", "worktree", "notes",
+	"bisect", "version", "help", "merge-base", "name-rev", "whatchanged", "range-diff", "cherry", "count-objects",
+	"check-ignore", "check-attr", "var", "diff-tree", "diff-files", "diff-index", "annotate"}
+
+// gitValueOpts are git's global options that take the next word as a value.
+var gitValueOpts = []string{"-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--list-cmds"}
+
+func gitForm(args []string) string {
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "-c" || strings.HasPrefix(a, "-c") && len(a) > 2 || strings.HasPrefix(a, "--config-env") || strings.HasPrefix(a, "--exec-path") {
+			return "git " + a + " changes git's configuration for this call"
+		}
+		if slices.Contains(gitValueOpts, a) {
+			i++
+			continue
+		}
+		if !strings.HasPrefix(a, "-") {
+			break
+		}
+	}
+	if i >= len(args) {
+		return ""
+	}
+	sub, rest := args[i], args[i+1:]
+	if sub == "remote" {
+		if len(rest) == 0 || rest[0] == "-v" || rest[0] == "--verbose" || rest[0] == "show" && len(rest) > 1 && rest[1] == "-n" || rest[0] == "get-url" {
+			return ""
+		}
+		return "git remote " + strings.Join(rest[:1], "") + " changes or contacts a remote"
+	}
+	if !slices.Contains(gitSafe, sub) {
+		return "git " + sub + " is not a known local git command (push, config, fetch and the like go to a human)"
+	}
+	for _, a := range rest {
+		switch {
+		case sub == "rebase" && (a == "-x" || a == "--exec" || strings.HasPrefix(a, "--exec=") || strings.HasPrefix(a, "-x")):
+			return "git rebase --exec runs commands"
+		case sub == "bisect" && a == "run":
+			return "git bisect run runs commands"
+		case sub == "grep" && (a == "-O" || strings.HasPrefix(a, "-O") || strings.HasPrefix(a, "--open-files-in-pager")):
+			return "git grep --open-files-in-pager runs a program"
+		case a == "--upload-pack" || strings.HasPrefix(a, "--upload-pack=") || strings.HasPrefix(a, "--receive-pack") || strings.HasPrefix(a, "--exec="):
+			return "git " + a + " runs a program"
+		}
+	}
+	return ""
+}
+
+func pythonForm(name string, args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "-" {
+			return name + " - runs code from stdin"
+		}
+		if !strings.HasPrefix(a, "-") || a == "--" {
+			return "" // the script; what follows are its own arguments
+		}
+		if strings.HasPrefix(a, "--") {
+			continue
+		}
+		for j := 1; j < len(a); j++ {
+			switch a[j] {
+			case 'c':
+				return name + " -c runs inline code"
+			case 'm':
+				mod := a[j+1:]
+				if mod == "" && i+1 < len(args) {
+					mod = args[i+1]
+				}
+				for _, bad := range []string{"pip", "ensurepip", "http.server", "smtpd", "venv", "site"} {
+					if mod == bad || strings.HasPrefix(mod, bad+".") || bad == "pip" && strings.HasPrefix(mod, "pip") {
+						return name + " -m " + mod + " installs packages, serves files or changes the environment"
+					}
+				}
+				return ""
+			case 'W', 'X':
+				if j == len(a)-1 {
+					i++
+				}
+				j = len(a)
+			}
+		}
+	}
+	return ""
+}
+
+func goForm(args []string) string {
+	sub := firstOperand(args)
+	for i, a := range args {
+		switch {
+		case a == "-exec" || strings.HasPrefix(a, "-exec=") || a == "-toolexec" || strings.HasPrefix(a, "-toolexec=") ||
+			a == "--exec" || strings.HasPrefix(a, "--toolexec"):
+			return "go " + a + " runs an arbitrary program"
+		case sub == "env" && (a == "-w" || a == "-u"):
+			return "go env " + a + " changes the user's Go configuration"
+		case i == 0 && (sub == "get" || sub == "install"):
+			return "go " + sub + " downloads and installs code"
+		}
+	}
+	return ""
+}
+
+// sedForm allows sed, including -i (an in-place edit is what Edit does inside
+// the workspace, and every file argument is path-checked), but sends to a
+// human any script file (-f) and any script that can run a command, read or
+// write a file (e, w, W, r, R commands; the e and w flags of s).
+func sedForm(args []string) string {
+	var scripts []string
+	explicit := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-f" || strings.HasPrefix(a, "--file") || strings.HasPrefix(a, "-f") && len(a) > 2:
+			return "sed -f runs a script file"
+		case a == "-e" || a == "--expression":
+			if i+1 < len(args) {
+				scripts = append(scripts, args[i+1])
+			}
+			explicit = true
+			i++
+		case strings.HasPrefix(a, "--expression="):
+			scripts, explicit = append(scripts, strings.TrimPrefix(a, "--expression=")), true
+		case strings.HasPrefix(a, "-e") && len(a) > 2:
+			scripts, explicit = append(scripts, a[2:]), true
+		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "e"):
+			// -ne SCRIPT
+			if i+1 < len(args) {
+				scripts = append(scripts, args[i+1])
+			}
+			explicit = true
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			if !explicit {
+				scripts, explicit = append(scripts, a), true
+			}
+		}
+	}
+	for _, s := range scripts {
+		if !sedScriptSafe(s) {
+			return fmt.Sprintf("sed script %q may run a command or read or write a file", s)
+		}
+	}
+	return ""
+}
+
+// sedScriptSafe accepts one sed command (separators are refused earlier) made
+// of an optional address and one of s, y, or a command from a harmless set.
+func sedScriptSafe(s string) bool {
+	s = strings.TrimSpace(s)
+	i := skipSedAddress(s, 0)
+	if i < 0 {
+		return false
+	}
+	if i < len(s) && s[i] == ',' {
+		if i = skipSedAddress(s, i+1); i < 0 {
+			return false
+		}
+	}
+	for i < len(s) && (s[i] == ' ' || s[i] == '!') {
+		i++
+	}
+	if i >= len(s) {
+		return true
+	}
+	switch cmd := s[i]; cmd {
+	case 's', 'y':
+		if i+1 >= len(s) {
+			return false
+		}
+		delim := s[i+1]
+		if delim == '\\' || delim == ' ' {
+			return false
+		}
+		j := i + 2
+		for part := 0; part < 2; part++ {
+			for j < len(s) && s[j] != delim {
+				if s[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j >= len(s) {
+				return false
+			}
+			j++
+		}
+		flags := strings.TrimSpace(s[j:])
+		if cmd == 'y' {
+			return flags == ""
+		}
+		return strings.Trim(flags, "gpiImM0123456789") == ""
+	case 'p', 'd', 'D', 'q', 'Q', 'n', 'N', 'g', 'G', 'h', 'H', 'x', 'l', '=', 'P', 'z':
+		return strings.Trim(s[i+1:], " 0123456789") == ""
+	}
+	return false
+}
+
+// skipSedAddress skips a line number, "$" is refused earlier, or a /regex/
+// address starting at i; it returns the index after it, or -1 if malformed.
+func skipSedAddress(s string, i int) int {
+	switch {
+	case i < len(s) && s[i] >= '0' && s[i] <= '9':
+		for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '~') {
+			i++
+		}
+	case i < len(s) && s[i] == '/':
+		i++
+		for i < len(s) && s[i] != '/' {
+			if s[i] == '\\' {
+				i++
+			}
+			i++
+		}
+		if i >= len(s) {
+			return -1
+		}
+		i++
+		for i < len(s) && (s[i] == 'I' || s[i] == 'M') {
+			i++
+		}
+	}
+	return i
+}
+
+// awkDanger are awk words that run commands, read other files or the
+// environment.
+var awkDanger = []string{"system", "getline", "ENVIRON", "ARGV", "ARGC", "PROCINFO", "close", "fflush", "@load", "@include"}
+
+func awkForm(name string, args []string) string {
+	for _, a := range args {
+		if a == "-f" || a == "-E" || a == "--file" || a == "--exec" || a == "-l" || a == "--load" || a == "-i" || a == "--include" ||
+			strings.HasPrefix(a, "--file=") || strings.HasPrefix(a, "--exec=") || strings.HasPrefix(a, "--load=") || strings.HasPrefix(a, "--include=") {
+			return name + " " + a + " runs a program file or extension"
+		}
+		for _, d := range awkDanger {
+			if strings.Contains(a, d) {
+				return name + " program uses " + d
+			}
+		}
+	}
+	return ""
+}
+
+// firstOperand returns the first argument that is not an option.
+func firstOperand(args []string) string {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			return a
+		}
+	}
+	return ""
+}
