@@ -48,20 +48,25 @@ func TestMain(m *testing.M) {
 // build builds the binaries once per run (bridge next to bridgectl, as installed).
 func build(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(binDir, "bridgectl")); err == nil {
-		return
-	}
 	if m, _ := filepath.Glob("../bridge/*.go"); len(m) == 0 {
 		t.Skip("cmd/bridge has no source yet: `bridge serve` is needed for the lifecycle test")
 	}
-	for _, b := range []struct{ name, pkg string }{
-		{"bridge", "../bridge"}, {"bridgectl", "."}, {"cloudflared", "./internal/fakecloudflared"},
-	} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, b.name), b.pkg).CombinedOutput()
-		if err != nil {
-			t.Fatalf("go build %s: %v\n%s", b.pkg, err, out)
-		}
+	buildOnce(t, "bridge", "../bridge")
+	buildOnce(t, "bridgectl", ".")
+	buildOnce(t, "cloudflared", "./internal/fakecloudflared")
+}
+
+func buildOnce(t *testing.T, name, pkg string) string {
+	t.Helper()
+	p := filepath.Join(binDir, name)
+	if _, err := os.Stat(p); err == nil {
+		return p
 	}
+	out, err := exec.Command("go", "build", "-o", p, pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return p
 }
 
 type world struct {
@@ -341,4 +346,68 @@ func alive(pid int) bool {
 	}
 	i := bytes.LastIndexByte(stat, ')')
 	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z' && stat[i+2] != 'X'
+}
+
+// start --foreground replaces bridgectl with the daemon: same pid, so the pid
+// file names the daemon, and `bridgectl stop` ends it with exit status 0.
+func TestStartForeground(t *testing.T) {
+	ctl := buildOnce(t, "bridgectl", ".")
+	fake := buildOnce(t, "fakebridge", "./internal/fakebridge")
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "bridge.env")
+	state := filepath.Join(dir, "state")
+	os.WriteFile(envFile, []byte("MCP_PATH_SECRET="+testSecret+"\nDEEPSEEK_API_KEY="+testKey+"\nPORT=0\nBRIDGE_STATE_DIR="+state+"\n"), 0o600)
+	environ := []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "BRIDGE_BIN=" + fake}
+	var out bytes.Buffer
+	fg := exec.Command(ctl, "--env", envFile, "start", "--foreground")
+	fg.Env, fg.Stdout, fg.Stderr = environ, &out, &out
+	if err := fg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var waitErr error
+	exited := make(chan struct{})
+	go func() { waitErr = fg.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		fg.Process.Kill()
+		<-exited
+	})
+	deadline := time.After(20 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var di struct {
+			PID int `json:"pid"`
+		}
+		b, _ := os.ReadFile(filepath.Join(state, "daemon.json"))
+		if json.Unmarshal(b, &di) == nil && di.PID != 0 {
+			if di.PID != fg.Process.Pid {
+				t.Fatalf("daemon.json pid %d, bridgectl's pid %d: --foreground did not exec", di.PID, fg.Process.Pid)
+			}
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("start --foreground exited: %v\n%s", waitErr, out.String())
+		case <-deadline:
+			t.Fatalf("no daemon.json\n%s", out.String())
+		case <-tick.C:
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(state, "bridge.pid")); strings.TrimSpace(string(b)) != strconv.Itoa(fg.Process.Pid) {
+		t.Fatalf("pid file %q, want %d", b, fg.Process.Pid)
+	}
+	stop := exec.Command(ctl, "--env", envFile, "stop")
+	stop.Env = environ
+	so, err := stop.CombinedOutput()
+	if err != nil || !strings.Contains(string(so), fmt.Sprintf("daemon stopped (pid %d)", fg.Process.Pid)) {
+		t.Fatalf("stop: %v %s", err, so)
+	}
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Fatalf("the foreground daemon exited with %v", waitErr)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the foreground daemon did not exit")
+	}
 }
