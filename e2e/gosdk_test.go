@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -179,6 +180,26 @@ func TestGoSDKClient(t *testing.T) {
 		// the server works around it).
 		events, _ := progress.WaitFor("flash-progress-1", 5*time.Second, finalProgressArrived)
 		assertProgressComplete(t, events)
+	})
+
+	// The upstream bug is a race, so one lucky call proves little: the final
+	// notification must arrive on every one of many fast calls.
+	t.Run("final progress notification on every call", func(t *testing.T) {
+		const calls = 25
+		for i := range calls {
+			d.Script(deepseektest.Text(fmt.Sprintf("fast answer %d", i)))
+			token := fmt.Sprintf("fast-%d", i)
+			params := toolCall("deepseek_flash", map[string]any{"task": "quick"})
+			params.SetProgressToken(token)
+			res, err := cs.CallTool(t.Context(), params)
+			if err != nil || res.IsError {
+				t.Fatalf("call %d: err %v, result %+v", i, err, res)
+			}
+			events, ok := progress.WaitFor(token, 5*time.Second, finalProgressArrived)
+			if !ok {
+				t.Fatalf("call %d: the final progress notification never arrived; got %+v", i, events)
+			}
+		}
 	})
 }
 

@@ -10,6 +10,7 @@
 // The URL comes from the environment, not argv, so the secret is not visible in
 // the process list. Modules are resolved from MCP_NODE_MODULES (default: the
 // project's .cache/npm/node_modules, filled by scripts/install.sh).
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +20,10 @@ const modules = process.env.MCP_NODE_MODULES || path.resolve(here, '../../.cache
 const require = createRequire(path.join(path.dirname(modules), 'resolve-from-here.js'));
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
-const sdkVersion = require('@modelcontextprotocol/sdk/package.json').version;
+// The package's exports map hides its package.json; read it by path.
+const sdkVersion = JSON.parse(
+  readFileSync(path.join(path.dirname(require.resolve('@modelcontextprotocol/sdk/client/index.js')), '../../../package.json'), 'utf8'),
+).version;
 
 function fail(msg) {
   process.stderr.write(`client.mjs: ${msg}\n`);

@@ -96,7 +96,33 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("temp dir: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	// Everything started below is appended to children; the one deferred
+	// shutdown stops them (newest first), then removes the temp dir.
+	var children []*child
+	defer func() {
+		if len(children) > 0 {
+			say("== shutting down ==")
+		}
+		for i := len(children) - 1; i >= 0; i-- {
+			c := children[i]
+			code, serr := c.stop(stopGrace)
+			if serr == nil && code != 0 {
+				serr = fmt.Errorf("exited with status %d after SIGTERM", code)
+			}
+			if serr != nil {
+				say("%s (pid %d): %v", c.name, c.pid(), serr)
+				err = errors.Join(err, fmt.Errorf("%s: %w", c.name, serr))
+				continue
+			}
+			say("%s (pid %d): exited (status %d) after SIGTERM", c.name, c.pid(), code)
+		}
+		if rerr := os.RemoveAll(dir); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("remove temp dir: %w", rerr))
+		}
+		if err == nil {
+			say("no process of the demo is left; temp dir %s removed", dir)
+		}
+	}()
 
 	steps := Steps()
 	var script []deepseektest.ScriptTurn
@@ -132,25 +158,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return err
 	}
-	var children []*child
 	children = append(children, double)
-	defer func() {
-		say("== shutting down ==")
-		for i := len(children) - 1; i >= 0; i-- {
-			c := children[i]
-			code, serr := c.stop(stopGrace)
-			switch {
-			case serr != nil:
-				say("%s (pid %d): %v", c.name, c.pid(), serr)
-				err = errors.Join(err, serr)
-			default:
-				say("%s (pid %d): exited (status %d) after SIGTERM", c.name, c.pid(), code)
-			}
-		}
-		if err == nil {
-			say("no process of the demo is left; temp dir %s removed", dir)
-		}
-	}()
 	say("DeepSeek double listening on %s (scripted answers, fake key; nothing leaves this machine)", doubleURL)
 
 	// The bridge.
