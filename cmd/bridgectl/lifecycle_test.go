@@ -241,7 +241,7 @@ func TestLifecycle(t *testing.T) {
 
 	// status
 	out = w.must("status")
-	for _, want := range []string{"bridge:    enabled", fmt.Sprintf("daemon:    running, pid %d, http://%s (health OK)", pid1, addr), "local:     http://" + addr + "/mcp/test…", "tunnel:    none"} {
+	for _, want := range []string{"bridge:    enabled", fmt.Sprintf("daemon:    running, pid %d, http://%s (health OK)", pid1, addr), "local:     http://" + addr + "/mcp/test…", "tunnel:    none", "(reported by the daemon)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}

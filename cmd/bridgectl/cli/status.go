@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
@@ -184,6 +185,19 @@ func rawString(m json.RawMessage) string {
 		}
 		return "off"
 	}
+	var obj map[string]any
+	if json.Unmarshal(m, &obj) == nil {
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, 0, len(keys))
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s=%v", k, obj[k]))
+		}
+		return strings.Join(parts, " ")
+	}
 	return string(m)
 }
 
@@ -215,6 +229,18 @@ func (c *ctl) sandboxMode(d daemonStatus) string {
 
 func (c *ctl) harnessLine(d daemonStatus) string {
 	if d.Info != nil && len(d.Info.Harness) > 0 {
+		var h struct {
+			Kind      string `json:"kind"`
+			Bin       string `json:"bin"`
+			Available *bool  `json:"available"`
+			Error     string `json:"error"`
+		}
+		if json.Unmarshal(d.Info.Harness, &h) == nil && h.Available != nil {
+			if *h.Available {
+				return fmt.Sprintf("%s found: %s (reported by the daemon)", h.Kind, h.Bin)
+			}
+			return fmt.Sprintf("%s NOT available: %s (reported by the daemon)", h.Kind, h.Error)
+		}
 		return rawString(d.Info.Harness) + " (reported by the daemon)"
 	}
 	if p := c.findHarness(); p != "" {
