@@ -268,8 +268,8 @@ func TestAgentF_Cancel(t *testing.T) {
 				t.Errorf("pid %d: %s reached the harness", pid, name)
 			}
 		}
-		if !slices.Contains(vars, "ANTHROPIC_AUTH_TOKEN="+a.d.Key()) || !slices.Contains(vars, "ANTHROPIC_BASE_URL="+a.d.URL()+"/anthropic") {
-			t.Errorf("pid %d lacks the model endpoint variables", pid)
+		if !strings.HasPrefix(envValue(vars, "ANTHROPIC_AUTH_TOKEN"), "bridge-job-") || !slices.Contains(vars, "ANTHROPIC_BASE_URL=http://"+modelProxyAddr(t, a.bridgeProc)) {
+			t.Errorf("pid %d lacks the model endpoint variables (the proxy and a job token)", pid)
 		}
 	}
 	if checked < 2 { // claude and the tail at least
