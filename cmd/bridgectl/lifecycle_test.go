@@ -235,6 +235,7 @@ func TestLifecycle(t *testing.T) {
 	if c := status(t, http.MethodGet, "http://"+addr+"/health"); c != 200 {
 		t.Fatalf("/health: %d", c)
 	}
+	t.Logf("start: daemon pid %d on %s, pid file and start marker written, /health 200", pid1, addr)
 	if _, errs, code := w.ctl("start"); code == 0 || !strings.Contains(errs, "already running") {
 		t.Fatalf("second start: %d %q", code, errs)
 	}
@@ -252,6 +253,7 @@ func TestLifecycle(t *testing.T) {
 	if strings.Count(out, "OK   ") != 6 {
 		t.Fatalf("smoke:\n%s", out)
 	}
+	t.Logf("status: running, endpoints masked; smoke: 6 checks OK (health, 404s, initialize, tools/list, deepseek_flash)")
 
 	// tunnel: fake cloudflared; requests through its edge proxy carry Host: *.trycloudflare.com.
 	out = w.must("tunnel")
@@ -268,6 +270,7 @@ func TestLifecycle(t *testing.T) {
 	if err := initialize(t, "http://"+string(edge)+"/mcp/"+testSecret); err != nil {
 		t.Fatalf("MCP through the tunnel: %v", err)
 	}
+	t.Logf("tunnel: cloudflared pid %d, %s, MCP works through the edge", tpid, ti.URL)
 
 	// reload: a new daemon on the same address; the tunnel process is untouched.
 	w.must("reload")
@@ -284,6 +287,7 @@ func TestLifecycle(t *testing.T) {
 	if err := initialize(t, "http://"+string(edge)+"/mcp/"+testSecret); err != nil {
 		t.Fatalf("MCP through the tunnel after reload: %v", err)
 	}
+	t.Logf("reload: daemon pid %d → %d on the same %s; tunnel pid %d untouched", pid1, pid2, addr, tpid)
 
 	// rotate: new secret in .env (other lines kept), reload, old URL 404, new URL works; tunnel untouched.
 	before, _ := os.ReadFile(w.envFile)
@@ -312,6 +316,7 @@ func TestLifecycle(t *testing.T) {
 	if w.tunnelPID() != tpid || !alive(tpid) {
 		t.Fatalf("rotate touched the tunnel")
 	}
+	t.Logf("rotate: old URL 404 locally and through the tunnel, new URL initializes; tunnel pid %d untouched; secret never printed", tpid)
 	out = w.must("url", "--show")
 	if !strings.Contains(out, ti.URL+"/mcp/"+newSecret) {
 		t.Fatalf("url --show: %q", out)
@@ -337,6 +342,7 @@ func TestLifecycle(t *testing.T) {
 	if out := w.must("status"); !strings.Contains(out, "daemon:    stopped") {
 		t.Fatalf("status after stop:\n%s", out)
 	}
+	t.Logf("stop: daemon and tunnel stopped, pid files removed, no process with the test's marker in /proc")
 }
 
 func alive(pid int) bool {

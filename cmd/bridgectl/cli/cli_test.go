@@ -376,6 +376,16 @@ func TestQuickTunnelLifecycleWithFakes(t *testing.T) {
 		t.Fatalf("logs printed the new secret: %q", out)
 	}
 
+	// restart: everything again; a quick tunnel comes back with a new URL.
+	out = te.must("restart")
+	outs = append(outs, out)
+	var ti2 tunnelInfo
+	json.Unmarshal([]byte(te.readFile("tunnel.json")), &ti2)
+	if ti2.PID == ti.PID || ti2.URL == ti.URL || pidAlive(ti.PID) || !strings.Contains(out, "public endpoint: "+ti2.URL+"/mcp/") {
+		t.Fatalf("restart: tunnel %+v → %+v\n%s", ti, ti2, out)
+	}
+	ti = ti2
+
 	out = te.must("stop")
 	outs = append(outs, out)
 	if !strings.Contains(out, "tunnel stopped (pid "+strconv.Itoa(ti.PID)+")") || !strings.Contains(out, "daemon stopped") {
