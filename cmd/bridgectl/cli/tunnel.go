@@ -17,7 +17,7 @@ var tunnelStartTimeout = 45 * time.Second
 
 var tunnelCmd = &Command{
 	Name:  "tunnel",
-	Usage: "tunnel [--show] | tunnel named HOSTNAME | tunnel check",
+	Usage: "tunnel [named HOSTNAME | check] [--show]",
 	Short: "expose the daemon through a Cloudflare tunnel (quick, or named with a token)",
 	Long: `tunnel          a quick tunnel: ` + "`cloudflared tunnel --url http://127.0.0.1:PORT`" + `. Refuses
                 unless the daemon's /health answers. Waits for the trycloudflare URL
