@@ -270,7 +270,11 @@ func TestLifecycle(t *testing.T) {
 	if err := initialize(t, "http://"+string(edge)+"/mcp/"+testSecret); err != nil {
 		t.Fatalf("MCP through the tunnel: %v", err)
 	}
-	t.Logf("tunnel: cloudflared pid %d, %s, MCP works through the edge", tpid, ti.URL)
+	// smoke URL: the same checks through the edge (Host: the trycloudflare name).
+	if out := w.must("smoke", "--no-flash", "http://"+string(edge)+"/mcp/"+testSecret); strings.Count(out, "OK   ") != 5 {
+		t.Fatalf("smoke through the tunnel:\n%s", out)
+	}
+	t.Logf("tunnel: cloudflared pid %d, %s, MCP and smoke work through the edge", tpid, ti.URL)
 
 	// reload: a new daemon on the same address; the tunnel process is untouched.
 	w.must("reload")
