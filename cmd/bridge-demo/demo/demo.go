@@ -83,9 +83,13 @@ func Run(ctx context.Context, o Options) (err error) {
 	defer cancel()
 	say := func(format string, args ...any) { fmt.Fprintf(o.Out, format+"\n", args...) }
 
+	binDir, err := filepath.Abs(o.BinDir) // children run in a temp dir
+	if err != nil {
+		return err
+	}
 	bins := map[string]string{}
 	for _, name := range []string{"bridge", "deepseek-double"} {
-		p := filepath.Join(o.BinDir, name+exeSuffix())
+		p := filepath.Join(binDir, name+exeSuffix())
 		if _, err := os.Stat(p); err != nil {
 			return fmt.Errorf("%s not found in %s: run `make build` first: %w", name, o.BinDir, err)
 		}
