@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -48,6 +49,51 @@ type Env struct {
 	Session *mcp.ClientSession // official Go SDK client connected to the bridge
 	Dir     string             // the demo's temp dir (removed when Run returns)
 	Out     io.Writer
+
+	mu       sync.Mutex
+	finished map[string]bool // progress tokens whose final notification (progress == total) was printed
+	changed  chan struct{}   // closed and replaced on every progress notification
+}
+
+func newEnv(dir string, out io.Writer) *Env {
+	return &Env{Dir: dir, Out: out, finished: map[string]bool{}, changed: make(chan struct{})}
+}
+
+// progress prints one notification as it arrives.
+func (e *Env) progress(p *mcp.ProgressNotificationParams) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p.Total > 0 {
+		fmt.Fprintf(e.Out, "  progress %g/%g %s\n", p.Progress, p.Total, p.Message)
+		if p.Progress >= p.Total {
+			e.finished[fmt.Sprint(p.ProgressToken)] = true
+		}
+	} else {
+		fmt.Fprintf(e.Out, "  progress %g %s\n", p.Progress, p.Message)
+	}
+	close(e.changed)
+	e.changed = make(chan struct{})
+}
+
+// WaitProgress waits (up to timeout) until the final progress notification
+// of token was printed. The SDK delivers notifications on another goroutine
+// than results, so without this the answer could be printed before them.
+func (e *Env) WaitProgress(token string, timeout time.Duration) bool {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		e.mu.Lock()
+		done, ch := e.finished[token], e.changed
+		e.mu.Unlock()
+		if done {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return false
+		}
+	}
 }
 
 // Step is one part of the demo. To add one, append it to Steps.
@@ -193,14 +239,10 @@ func Run(ctx context.Context, o Options) (err error) {
 	say("bridge serve (pid %d) listening on http://%s/mcp/<secret> (a throwaway %d-character secret)", bridge.pid(), addr, len(secret))
 
 	// A real MCP client: the official Go SDK.
+	e := newEnv(dir, o.Out)
 	client := mcp.NewClient(&mcp.Implementation{Name: "bridge-demo", Version: "1"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			p := req.Params
-			if p.Total > 0 {
-				say("  progress %g/%g %s", p.Progress, p.Total, p.Message)
-			} else {
-				say("  progress %g %s", p.Progress, p.Message)
-			}
+			e.progress(req.Params)
 		},
 	})
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
@@ -220,7 +262,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	say("connected with the official Go MCP SDK (protocol %s) to %s %s; tools: %s",
 		ir.ProtocolVersion, ir.ServerInfo.Name, ir.ServerInfo.Version, strings.Join(names, ", "))
 
-	e := &Env{Session: cs, Dir: dir, Out: o.Out}
+	e.Session = cs
 	for i, s := range steps {
 		say("== step %d: %s ==", i+1, s.Name)
 		if err := s.Run(ctx, e); err != nil {

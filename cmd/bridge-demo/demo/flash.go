@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -61,6 +62,7 @@ func runFlash(ctx context.Context, e *Env) error {
 	if err != nil {
 		return fmt.Errorf("tools/call deepseek_flash: %w", err)
 	}
+	e.WaitProgress("demo-flash", 2*time.Second)
 	text := resultText(res)
 	if res.IsError {
 		return fmt.Errorf("deepseek_flash returned an error result: %s", text)
