@@ -1,0 +1,360 @@
+package approvals
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+// rpcClient drives RunPrompt over pipes with JSON-RPC lines, like Claude Code.
+type rpcClient struct {
+	t     *testing.T
+	w     *io.PipeWriter
+	lines chan map[string]any
+	done  chan error
+}
+
+func startPrompt(t *testing.T, cfg PromptConfig) *rpcClient {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := &rpcClient{t: t, w: inW, lines: make(chan map[string]any, 16), done: make(chan error, 1)}
+	go func() {
+		c.done <- RunPrompt(t.Context(), cfg, inR, outW)
+		outW.Close()
+	}()
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(make([]byte, 1<<16), 1<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				m = map[string]any{"unparsable": sc.Text()}
+			}
+			c.lines <- m
+		}
+		close(c.lines)
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		if err := <-c.done; err != nil {
+			t.Errorf("RunPrompt: %v", err)
+		}
+	})
+	return c
+}
+
+func (c *rpcClient) send(line string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.w, line+"\n"); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// response waits for the response with the given id (skipping notifications).
+func (c *rpcClient) response(id float64) map[string]any {
+	c.t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case m, ok := <-c.lines:
+			if !ok {
+				c.t.Fatalf("output closed before response %v", id)
+			}
+			if m["id"] == id {
+				return m
+			}
+		case <-timeout:
+			c.t.Fatalf("no response %v", id)
+		}
+	}
+}
+
+// call sends tools/call approve and returns the decoded answer.
+func (c *rpcClient) call(id float64, tool string, input map[string]any) Answer {
+	c.t.Helper()
+	c.sendCall(id, tool, input)
+	return c.answer(id)
+}
+
+func (c *rpcClient) sendCall(id float64, tool string, input map[string]any) {
+	c.t.Helper()
+	args, _ := json.Marshal(map[string]any{"tool_name": tool, "input": input, "tool_use_id": "toolu_test"})
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"method":"tools/call","params":{"name":"approve","arguments":%s}}`, id, args))
+}
+
+func (c *rpcClient) answer(id float64) Answer {
+	c.t.Helper()
+	return c.answerFrom(c.response(id))
+}
+
+func (c *rpcClient) answerFrom(m map[string]any) Answer {
+	c.t.Helper()
+	id := m["id"]
+	res, _ := m["result"].(map[string]any)
+	content, _ := res["content"].([]any)
+	if res == nil || res["isError"] == true || len(content) != 1 {
+		c.t.Fatalf("tools/call %v = %v, want one content block", id, m)
+	}
+	block := content[0].(map[string]any)
+	if block["type"] != "text" {
+		c.t.Fatalf("content block %v is not text", block)
+	}
+	var a Answer
+	dec := json.NewDecoder(strings.NewReader(block["text"].(string)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		c.t.Fatalf("answer %q: %v", block["text"], err)
+	}
+	return a
+}
+
+func promptConfig(t *testing.T, w world) PromptConfig {
+	return PromptConfig{JobID: "job-1", Workspace: w.ws, StateDir: w.state, Allow: w.policy.Allow,
+		Protected: w.policy.Protected, Timeout: time.Hour}
+}
+
+// handshake plays Claude Code 2.1.328's opening: server/discover first (the
+// 2026-07-28 probe, answered with an error by a legacy session), then
+// initialize at 2025-11-25 on the same session.
+func (c *rpcClient) handshake() {
+	c.t.Helper()
+	c.send(`{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{}}`)
+	disc := c.response(0)
+	if e, _ := disc["error"].(map[string]any); e == nil || e["code"] != float64(-32601) {
+		c.t.Fatalf("server/discover = %v, want a method-not-found error", disc)
+	}
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"claude-code","version":"2.1.328"}}}`)
+	init := c.response(1)
+	res, _ := init["result"].(map[string]any)
+	info, _ := res["serverInfo"].(map[string]any)
+	if res["protocolVersion"] != "2025-11-25" || info["name"] != "bridge" {
+		c.t.Fatalf("initialize = %v", init)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+func TestRunPromptEndToEnd(t *testing.T) {
+	w := newWorld(t)
+	pending := make(chan PendingRequest, 4)
+	testHookPending = func(pr PendingRequest) { pending <- pr }
+	t.Cleanup(func() { testHookPending = nil })
+	c := startPrompt(t, promptConfig(t, w))
+	c.handshake()
+
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	list := c.response(2)
+	tools := list["result"].(map[string]any)["tools"].([]any)
+	if len(tools) != 1 || tools[0].(map[string]any)["name"] != "approve" {
+		t.Fatalf("tools/list = %v", list)
+	}
+	ann := tools[0].(map[string]any)["annotations"].(map[string]any)
+	for _, k := range []string{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"} {
+		if _, ok := ann[k]; !ok {
+			t.Errorf("annotation %s not set: %v", k, ann)
+		}
+	}
+
+	t.Run("allowed by the rules, input unchanged", func(t *testing.T) {
+		in := map[string]any{"command": "git status", "description": "status"}
+		a := c.call(3, "Bash", in)
+		if a.Behavior != "allow" || a.UpdatedInput["command"] != "git status" || a.UpdatedInput["description"] != "status" || a.Message != "" {
+			t.Fatalf("answer = %+v", a)
+		}
+	})
+	t.Run("denied by the rules", func(t *testing.T) {
+		a := c.call(4, "Bash", map[string]any{"command": "  "})
+		if a.Behavior != "deny" || !strings.Contains(a.Message, "empty command") || !strings.Contains(a.Message, "Do not try to work around") {
+			t.Fatalf("answer = %+v", a)
+		}
+		a = c.call(5, "Write", map[string]any{"file_path": w.state + "/approvals/x.decision.json", "content": "{}"})
+		if a.Behavior != "deny" || !strings.Contains(a.Message, "protected") {
+			t.Fatalf("write into the state dir = %+v", a)
+		}
+	})
+	t.Run("approved by a human", func(t *testing.T) {
+		c.sendCall(6, "Bash", map[string]any{"command": "make && make install"})
+		pr := <-pending
+		if pr.JobID != "job-1" || pr.Tool != "Bash" || !strings.Contains(pr.Reason, "chaining") {
+			t.Fatalf("pending = %+v", pr)
+		}
+		q := NewQueue(statedir.Dir{Root: w.state}, zerolog.Nop())
+		if open, _ := q.PendingForJob("job-1"); len(open) != 1 || open[0].ID != pr.ID {
+			t.Fatalf("PendingForJob = %v", open)
+		}
+		if err := q.Decide(pr.ID, true, "", "alice"); err != nil {
+			t.Fatal(err)
+		}
+		if a := c.answer(6); a.Behavior != "allow" || a.UpdatedInput["command"] != "make && make install" {
+			t.Fatalf("answer = %+v", a)
+		}
+	})
+	t.Run("denied by a human", func(t *testing.T) {
+		c.sendCall(7, "Read", map[string]any{"file_path": "/etc/hostname"})
+		pr := <-pending
+		q := NewQueue(statedir.Dir{Root: w.state}, zerolog.Nop())
+		if err := q.Decide(pr.ID, false, "stay in the workspace", "alice"); err != nil {
+			t.Fatal(err)
+		}
+		a := c.answer(7)
+		want := "Denied by the owner: stay in the workspace. Do not try to work around this denial; report it in your final answer."
+		if a.Behavior != "deny" || a.Message != want {
+			t.Fatalf("answer = %+v, want message %q", a, want)
+		}
+	})
+	t.Run("malformed calls", func(t *testing.T) {
+		c.send(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"approve","arguments":{"tool_name":"Bash","input":"ls"}}}`)
+		if a := c.answer(8); a.Behavior != "deny" {
+			t.Fatalf("input as a string = %+v", a)
+		}
+		c.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"approve","arguments":{"input":{}}}}`)
+		// No tool name: still one text block holding a deny, so the harness
+		// never sees a failed permission check it might treat differently.
+		if a := c.answer(9); a.Behavior != "deny" || !strings.Contains(a.Message, "no tool name") {
+			t.Fatalf("no tool_name = %+v", a)
+		}
+	})
+
+	recs, err := ReadAudit(statedir.Dir{Root: w.state}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev []string
+	for _, r := range recs {
+		if r.JobID != "job-1" {
+			t.Errorf("audit record without the job id: %+v", r)
+		}
+		ev = append(ev, r.Event+":"+string(r.Decision))
+	}
+	for _, want := range []string{"request:", "auto:allow", "auto:deny", "pending:", "human:allow", "human:deny"} {
+		found := false
+		for _, e := range ev {
+			found = found || e == want
+		}
+		if !found {
+			t.Errorf("audit log lacks %s: %v", want, ev)
+		}
+	}
+}
+
+// When the harness goes away (stdin closes) while a request waits, the
+// request is denied and logged, and RunPrompt returns.
+func TestRunPromptHarnessGoesAway(t *testing.T) {
+	w := newWorld(t)
+	pending := make(chan PendingRequest, 1)
+	testHookPending = func(pr PendingRequest) { pending <- pr }
+	t.Cleanup(func() { testHookPending = nil })
+	inR, inW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- RunPrompt(context.Background(), promptConfig(t, w), inR, io.Discard) }()
+	c := &rpcClient{t: t, w: inW}
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.sendCall(2, "WebFetch", map[string]any{"url": "https://example.com", "prompt": "x"})
+	pr := <-pending
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("RunPrompt = %v", err)
+	}
+	q := NewQueue(statedir.Dir{Root: w.state}, zerolog.Nop())
+	if err := q.Decide(pr.ID, true, "", "alice"); err == nil {
+		t.Fatal("a request whose harness went away could still be approved")
+	}
+	recs, _ := ReadAudit(statedir.Dir{Root: w.state}, true)
+	if last := recs[len(recs)-1]; last.Event != EventCancel || last.Decision != Deny || last.ID != pr.ID {
+		t.Fatalf("last audit record = %+v", last)
+	}
+}
+
+func TestPrompterApprovalOff(t *testing.T) {
+	w := newWorld(t)
+	cfg := promptConfig(t, w)
+	for _, how := range []string{"mode", "flag"} {
+		t.Run(how, func(t *testing.T) {
+			c := cfg
+			p, err := NewPrompter(c, zerolog.Nop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if how == "mode" {
+				p.cfg.ApprovalMode = ModeOff
+			} else {
+				if err := SetApprovalOff(p.dir, "alice"); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { ClearApprovalOff(p.dir) })
+			}
+			a := p.Answer(t.Context(), Request{Tool: "Bash", Input: map[string]any{"command": "ls && id"}})
+			if a.Behavior != "allow" {
+				t.Fatalf("ask with approval off = %+v, want allow", a)
+			}
+			// A rules' deny stands even with approval off.
+			a = p.Answer(t.Context(), Request{Tool: "Read", Input: map[string]any{"file_path": w.env}})
+			if a.Behavior != "deny" {
+				t.Fatalf("protected read with approval off = %+v, want deny", a)
+			}
+			recs, _ := ReadAudit(p.dir, false)
+			loud := false
+			for _, r := range recs {
+				loud = loud || r.Event == EventApprovalOff && strings.Contains(r.Reason, "HUMAN APPROVAL IS OFF") && strings.Contains(r.Reason, "OS sandbox still applies")
+			}
+			if !loud {
+				t.Fatalf("audit log does not say approval is off: %+v", recs)
+			}
+			if open, _ := p.queue.Pending(); len(open) != 0 {
+				t.Fatalf("approval off still queued: %v", open)
+			}
+		})
+	}
+}
+
+func TestPromptConfigRoundTrip(t *testing.T) {
+	w := newWorld(t)
+	dir, _ := statedir.Open(w.state)
+	path := PromptConfigPath(dir, "job-1")
+	cfg := promptConfig(t, w)
+	cfg.Timeout = 1500 * time.Millisecond
+	if err := WritePromptConfig(path, cfg); err == nil {
+		// HarnessDir does not exist yet: writing must fail rather than create it elsewhere.
+		t.Log("harness dir existed")
+	}
+	mustDo(t, mkdirAll(filepath.Dir(path)))
+	if err := WritePromptConfig(path, cfg); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadPromptConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.JobID != "job-1" || got.Workspace != w.ws || got.StateDir != w.state || got.Timeout != 1500*time.Millisecond ||
+		got.ApprovalMode != ModeOn || len(got.Allow) != len(cfg.Allow) || len(got.Protected) != 2 {
+		t.Fatalf("round trip = %+v", got)
+	}
+	for name, bad := range map[string]PromptConfig{
+		"no job":            {Workspace: w.ws, StateDir: w.state, Timeout: time.Second},
+		"relative ws":       {JobID: "j", Workspace: "ws", StateDir: w.state, Timeout: time.Second},
+		"relative state":    {JobID: "j", Workspace: w.ws, StateDir: "st", Timeout: time.Second},
+		"no timeout":        {JobID: "j", Workspace: w.ws, StateDir: w.state},
+		"bad approval mode": {JobID: "j", Workspace: w.ws, StateDir: w.state, Timeout: time.Second, ApprovalMode: "maybe"},
+	} {
+		if err := WritePromptConfig(path, bad); err == nil {
+			t.Errorf("%s: WritePromptConfig accepted %+v", name, bad)
+		}
+	}
+	if _, err := LoadPromptConfig(filepath.Join(w.root, "missing.json")); err == nil {
+		t.Error("LoadPromptConfig of a missing file succeeded")
+	}
+}
+
+func mkdirAll(p string) error { return os.MkdirAll(p, 0o700) }
