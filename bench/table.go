@@ -1,0 +1,208 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Targets of issue 6. They are reported, not asserted.
+const (
+	TargetAddedP99    = time.Millisecond       // added p99 at 64 clients
+	TargetAddedP99At  = 64                     // …the concurrency it applies to
+	TargetIdleRSS     = 20 << 20               // bytes
+	TargetPoll        = 500 * time.Microsecond // p50 of a poll of a finished job
+	TargetSpawnAdded  = 10 * time.Millisecond  // p50 start→spawn minus a bare exec
+	verdictPass       = "pass"
+	verdictMiss       = "MISS"
+	verdictNoTarget   = ""
+	notApplicableCell = "—"
+)
+
+// Row is one line of the table.
+type Row struct {
+	Metric, Bridge, Floor, Added, Target, Verdict string
+}
+
+// Misses lists the metrics that missed their target.
+func (r *Report) Misses() []string {
+	var out []string
+	for _, row := range r.Rows() {
+		if row.Verdict == verdictMiss {
+			out = append(out, row.Metric)
+		}
+	}
+	return out
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return verdictPass
+	}
+	return verdictMiss
+}
+
+// Rows turns the report into the table's lines.
+func (r *Report) Rows() []Row {
+	var rows []Row
+	add := func(row Row) {
+		for _, p := range []*string{&row.Bridge, &row.Floor, &row.Added, &row.Target} {
+			if *p == "" {
+				*p = notApplicableCell
+			}
+		}
+		rows = append(rows, row)
+	}
+	for _, c := range r.Flash {
+		for _, q := range []struct {
+			name string
+			q    float64
+		}{{"p50", 0.50}, {"p99", 0.99}} {
+			b, f := c.Bridge.Lat.Quantile(q.q), c.Floor.Lat.Quantile(q.q)
+			row := Row{
+				Metric: fmt.Sprintf("deepseek_flash %s, %d client(s) (n=%d/%d)", q.name, c.Clients, len(c.Bridge.Lat), len(c.Floor.Lat)),
+				Bridge: fmtDur(b), Floor: fmtDur(f), Added: fmtDur(b - f),
+			}
+			if q.name == "p99" && c.Clients == TargetAddedP99At {
+				row.Target = "added ≤ " + fmtDur(TargetAddedP99)
+				row.Verdict = verdict(b-f <= TargetAddedP99)
+			}
+			add(row)
+		}
+		add(cpuRow(c))
+	}
+	if s := r.Saturation; len(s.Bridge.Lat) > 0 {
+		bt, ft := s.Bridge.Throughput(), s.Floor.Throughput()
+		add(Row{
+			Metric: fmt.Sprintf("tools/call throughput at saturation, %d clients (calls/s)", s.Clients),
+			Bridge: fmt.Sprintf("%.0f", bt), Floor: fmt.Sprintf("%.0f", ft),
+			Added: fmt.Sprintf("bridge = %.0f%% of floor", 100*bt/max(ft, 1e-9)),
+		})
+		add(cpuRow(s))
+		add(Row{
+			Metric: "  latency at saturation p50 / p99",
+			Bridge: fmtDur(s.Bridge.Lat.Quantile(0.5)) + " / " + fmtDur(s.Bridge.Lat.Quantile(0.99)),
+			Floor:  fmtDur(s.Floor.Lat.Quantile(0.5)) + " / " + fmtDur(s.Floor.Lat.Quantile(0.99)),
+		})
+	}
+	add(Row{Metric: "RSS of bridge serve, idle (just started)", Bridge: fmtBytes(r.RSSIdle), Target: "≤ " + fmtBytes(TargetIdleRSS), Verdict: verdict(r.RSSIdle <= TargetIdleRSS)})
+	add(Row{Metric: "RSS after warm-up (4 clients, 300 ms)", Bridge: fmtBytes(r.RSSWarm)})
+	add(Row{Metric: "RSS under load (peak of 100 ms samples)", Bridge: fmtBytes(r.RSSLoadPeak)})
+	add(Row{Metric: "RSS after the load", Bridge: fmtBytes(r.RSSAfter)})
+	add(Row{Metric: "goroutines: idle / baseline after warm-up", Bridge: fmt.Sprintf("%d / %d", r.GoroutinesIdle, r.GoroutinesBase)})
+	add(Row{Metric: "goroutines during the load (peak)", Bridge: fmt.Sprint(r.GoroutinesPeak)})
+	add(Row{Metric: "goroutines after the load", Bridge: fmt.Sprint(r.GoroutinesAfter),
+		Target: fmt.Sprintf("≤ baseline (%d)", r.GoroutinesBase), Verdict: verdict(r.GoroutinesAfter <= r.GoroutinesBase)})
+	if len(r.Poll) > 0 {
+		add(Row{Metric: fmt.Sprintf("deepseek_agent_poll, finished job, p50 (n=%d)", len(r.Poll)), Bridge: fmtDur(r.Poll.Quantile(0.5)),
+			Target: "≤ " + fmtDur(TargetPoll), Verdict: verdict(r.Poll.Quantile(0.5) <= TargetPoll)})
+		add(Row{Metric: "deepseek_agent_poll, finished job, p99", Bridge: fmtDur(r.Poll.Quantile(0.99))})
+	}
+	if len(r.Spawn) > 0 {
+		for _, q := range []struct {
+			name string
+			q    float64
+		}{{"p50", 0.50}, {"p99", 0.99}} {
+			b, f := r.Spawn.Quantile(q.q), r.SpawnFloor.Quantile(q.q)
+			row := Row{
+				Metric: fmt.Sprintf("agent start → harness running, %s (n=%d; floor: bare exec)", q.name, len(r.Spawn)),
+				Bridge: fmtDur(b), Floor: fmtDur(f), Added: fmtDur(b - f),
+			}
+			if q.name == "p50" {
+				row.Target = "added ≤ " + fmtDur(TargetSpawnAdded)
+				row.Verdict = verdict(b-f <= TargetSpawnAdded)
+			}
+			add(row)
+		}
+	}
+	if h := r.Held; h.Polls > 0 {
+		add(Row{Metric: "held long-polls: held at once / answered cancelled", Bridge: fmt.Sprintf("%d / %d of %d", h.Held, h.Cancelled, h.Polls),
+			Target: "all", Verdict: verdict(h.Held == h.Polls && h.Cancelled == h.Polls)})
+		add(Row{Metric: "  RSS: before → all held", Bridge: fmtBytes(h.RSSBefore) + " → " + fmtBytes(h.RSSHeld)})
+		per := func(a, b uint64) string { return fmtBytes((int64(a) - int64(b)) / int64(max(h.Held, 1))) }
+		add(Row{Metric: "  memory per held poll: RSS / Go heap / goroutine stacks", Bridge: fmtBytes(int64(h.RSSPerPoll)) + " / " + per(h.HeapHeld, h.HeapBefore) + " / " + per(h.StackHeld, h.StackBefore)})
+		add(Row{Metric: "  goroutines per held poll", Bridge: fmt.Sprintf("%.2f", h.GoroutinesPerPoll)})
+		add(Row{Metric: "  cancel → every poll answered", Bridge: fmtDur(h.CancelToAllAnswered)})
+		add(Row{Metric: "  goroutines before / held / after", Bridge: fmt.Sprintf("%d / %d / %d", h.GoroutinesBefore, h.GoroutinesHeld, h.GoroutinesAfter),
+			Target: "after ≤ before", Verdict: verdict(h.GoroutinesAfter <= h.GoroutinesBefore)})
+	}
+	return rows
+}
+
+// cpuRow: the bridge process's CPU per call (bridge column), the double's
+// per request in the floor run (floor column), and how much more CPU a call
+// through the bridge costs the whole machine than a direct one (driver +
+// bridge + double during the bridge's slices, minus driver + double during
+// the floor's): the bridge's own work, net of what a direct client also does.
+func cpuRow(c FlashCell) Row {
+	per := func(d time.Duration, n int) time.Duration { return d / time.Duration(max(n, 1)) }
+	return Row{
+		Metric: fmt.Sprintf("  CPU per call, %d client(s): bridge process | double; all processes", c.Clients),
+		Bridge: fmtDur(per(c.BridgeCPU.Bridge, c.Bridge.Done)),
+		Floor:  fmtDur(per(c.FloorCPU.Double, c.Floor.Done)),
+		Added:  fmtDur(per(c.BridgeCPU.Total(), c.Bridge.Done) - per(c.FloorCPU.Total(), c.Floor.Done)),
+	}
+}
+
+var header = Row{"metric", "bridge", "floor", "bridge − floor", "target", "result"}
+
+// Text writes the table with aligned columns, after a line about the machine.
+func (r *Report) Text(w io.Writer) {
+	m := r.Machine
+	fmt.Fprintf(w, "machine: %d CPUs, %s, %s, linux %s, load average %s at the start; %s\n\n", m.CPUs, m.CPUModel, m.GoVersion, m.Kernel, m.LoadAvg, m.Date)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, row := range append([]Row{header}, r.Rows()...) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", row.Metric, row.Bridge, row.Floor, row.Added, row.Target, row.Verdict)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nwhole run: %s; bridge serve on SIGTERM: %s\n", r.Elapsed.Round(100*time.Millisecond), r.BridgeExit)
+	if miss := r.Misses(); len(miss) > 0 {
+		fmt.Fprintf(w, "missed targets: %s\n", strings.Join(miss, "; "))
+	}
+}
+
+// Markdown writes the table as a Markdown table, after a line about the machine.
+func (r *Report) Markdown(w io.Writer) {
+	m := r.Machine
+	fmt.Fprintf(w, "Machine: %d CPUs (`nproc`), %s, %s, Linux %s, load average %s at the start; %s. Whole run %s.\n\n",
+		m.CPUs, m.CPUModel, m.GoVersion, m.Kernel, m.LoadAvg, m.Date, r.Elapsed.Round(100*time.Millisecond))
+	fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", header.Metric, header.Bridge, header.Floor, header.Added, header.Target, header.Verdict)
+	fmt.Fprintln(w, "|---|---:|---:|---:|---|---|")
+	for _, row := range r.Rows() {
+		v := row.Verdict
+		if v == verdictMiss {
+			v = "**MISS**"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", strings.TrimSpace(row.Metric), row.Bridge, row.Floor, row.Added, row.Target, v)
+	}
+}
+
+// fmtDur shows µs below a millisecond, ms with two decimals above.
+func fmtDur(d time.Duration) string {
+	neg := ""
+	if d < 0 {
+		neg, d = "−", -d
+	}
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%s%.0f µs", neg, float64(d)/float64(time.Microsecond))
+	case d < time.Second:
+		return fmt.Sprintf("%s%.2f ms", neg, float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%s%.2f s", neg, d.Seconds())
+	}
+}
+
+// fmtBytes shows KiB below a MiB, MiB with one decimal above.
+func fmtBytes(n int64) string {
+	neg := ""
+	if n < 0 {
+		neg, n = "−", -n
+	}
+	if n < 1<<20 {
+		return fmt.Sprintf("%s%.1f KiB", neg, float64(n)/1024)
+	}
+	return fmt.Sprintf("%s%.1f MiB", neg, float64(n)/(1<<20))
+}
