@@ -445,3 +445,28 @@ func TestStalePIDFile(t *testing.T) {
 		t.Fatalf("start over a stale pid file: %d %q", code, errs)
 	}
 }
+
+// A daemon that dies under a live tunnel comes back on the tunnel's port.
+func TestStartRejoinsALiveTunnel(t *testing.T) {
+	proxyFile := filepath.Join(t.TempDir(), "proxy-addr")
+	te := newTestEnv(t, "FAKE_CLOUDFLARED_PROXY_FILE="+proxyFile)
+	te.must("start")
+	te.must("tunnel")
+	var info daemonInfo
+	json.Unmarshal([]byte(te.readFile("daemon.json")), &info)
+	if err := stopPID(t.Context(), info.PID, 0); err != nil { // SIGKILL at once: a crash
+		t.Fatal(err)
+	}
+	out := te.must("start")
+	var info2 daemonInfo
+	json.Unmarshal([]byte(te.readFile("daemon.json")), &info2)
+	if info2.Addr != info.Addr || !strings.Contains(out, "starting on port") {
+		t.Fatalf("after the crash the daemon came back on %s, not %s:\n%s", info2.Addr, info.Addr, out)
+	}
+	proxy, _ := os.ReadFile(proxyFile)
+	resp, err := http.Post("http://"+string(proxy)+"/mcp/"+testSecret, "application/json", strings.NewReader("{}"))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("through the old tunnel after restart: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}

@@ -139,7 +139,9 @@ func findBridge(e *Env) (string, error) {
 // preflight checks what would make the daemon fail or be useless. A bad secret
 // or a taken port fails (the daemon could not serve); a missing API key only
 // warns (the daemon serves and deepseek_flash answers with a clear error).
-func (c *ctl) preflight(port int) error {
+// wait is how long a just-released port may take to become free (connections
+// of a dead daemon linger until their peer closes them).
+func (c *ctl) preflight(port int, wait time.Duration) error {
 	if err := c.cfg.CheckSecret(); err != nil {
 		return err
 	}
@@ -148,7 +150,7 @@ func (c *ctl) preflight(port int) error {
 	}
 	if port != 0 {
 		addr := config.Config{Host: c.cfg.Host, Port: port}.Addr()
-		ln, err := net.Listen("tcp", addr)
+		ln, err := listenSoon(addr, wait)
 		if err != nil {
 			return fmt.Errorf("port %d on %s is taken (%v): stop whatever listens there (`ss -ltnp 'sport = :%d'`), or set PORT in %s", port, c.cfg.Host, errors.Unwrap(err), port, c.envPath)
 		}
@@ -174,7 +176,11 @@ func (c *ctl) startDaemon(ctx context.Context, pinPort int) (daemonStatus, error
 	if pinPort > 0 {
 		port = pinPort
 	}
-	if err := c.preflight(port); err != nil {
+	wait := time.Duration(0)
+	if pinPort > 0 {
+		wait = 5 * time.Second // the previous daemon just left this port
+	}
+	if err := c.preflight(port, wait); err != nil {
 		return daemonStatus{}, err
 	}
 	bin, err := findBridge(c.e)
@@ -281,4 +287,16 @@ func joinNonEmpty(sep string, parts ...string) string {
 		}
 	}
 	return strings.Join(out, sep)
+}
+
+// listenSoon listens on addr, retrying for up to wait while the port is taken.
+func listenSoon(addr string, wait time.Duration) (net.Listener, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		ln, err := net.Listen("tcp", addr)
+		if err == nil || time.Now().After(deadline) {
+			return ln, err
+		}
+		time.Sleep(50 * time.Millisecond) // no event tells when the kernel frees a port
+	}
 }

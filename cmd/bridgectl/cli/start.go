@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 )
 
 var startCmd = &Command{
@@ -51,7 +52,19 @@ func runStart(ctx context.Context, e *Env, args []string) error {
 	if *fg {
 		return c.startForeground()
 	}
-	st, err := c.startDaemon(ctx, 0)
+	// A tunnel that outlived its daemon (a crash, a kill) forwards to a fixed
+	// port: come back on it, so the public URL keeps working.
+	pin := 0
+	if t := c.tunnel(); t.PID != 0 && t.Info != nil {
+		switch p := portOf(strings.TrimPrefix(t.Info.Origin, "http://")); {
+		case c.cfg.Port == 0 && p > 0:
+			pin = p
+			fmt.Fprintf(e.Stdout, "a tunnel (pid %d) forwards to %s: starting on port %d\n", t.PID, t.Info.Origin, p)
+		case p != c.cfg.Port:
+			fmt.Fprintf(e.Stderr, "warning: the running tunnel forwards to %s but PORT is %d: run `bridgectl untunnel && bridgectl tunnel` after this\n", t.Info.Origin, c.cfg.Port)
+		}
+	}
+	st, err := c.startDaemon(ctx, pin)
 	if err != nil {
 		return err
 	}
@@ -62,7 +75,7 @@ func runStart(ctx context.Context, e *Env, args []string) error {
 }
 
 func (c *ctl) startForeground() error {
-	if err := c.preflight(c.cfg.Port); err != nil {
+	if err := c.preflight(c.cfg.Port, 0); err != nil {
 		return err
 	}
 	bin, err := findBridge(c.e)
