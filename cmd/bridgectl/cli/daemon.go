@@ -170,15 +170,16 @@ func (c *ctl) daemonArgs() []string {
 // startDaemon runs preflight, starts `bridge serve` in the background and
 // waits until its daemon.json names it and /health answers. pinPort > 0 makes
 // the daemon listen on that port whatever PORT says (reload keeps the tunnel's
-// origin when PORT=0).
-func (c *ctl) startDaemon(ctx context.Context, pinPort int) (daemonStatus, error) {
+// origin when PORT=0). justFreed says a daemon just left the port: give the
+// kernel a moment to release it.
+func (c *ctl) startDaemon(ctx context.Context, pinPort int, justFreed bool) (daemonStatus, error) {
 	port := c.cfg.Port
 	if pinPort > 0 {
 		port = pinPort
 	}
 	wait := time.Duration(0)
-	if pinPort > 0 {
-		wait = 5 * time.Second // the previous daemon just left this port
+	if justFreed {
+		wait = 5 * time.Second
 	}
 	if err := c.preflight(port, wait); err != nil {
 		return daemonStatus{}, err

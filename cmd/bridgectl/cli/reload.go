@@ -61,5 +61,5 @@ func (c *ctl) reloadDaemon(ctx context.Context) (daemonStatus, error) {
 	if _, err := c.stopDaemon(ctx); err != nil {
 		return daemonStatus{}, err
 	}
-	return c.startDaemon(ctx, pin)
+	return c.startDaemon(ctx, pin, true)
 }

@@ -36,7 +36,7 @@ func runRestart(ctx context.Context, e *Env, args []string) error {
 	if err := c.stopAll(ctx); err != nil {
 		return err
 	}
-	st, err := c.startDaemon(ctx, 0)
+	st, err := c.startDaemon(ctx, 0, true)
 	if err != nil {
 		return err
 	}

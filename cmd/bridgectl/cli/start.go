@@ -64,7 +64,7 @@ func runStart(ctx context.Context, e *Env, args []string) error {
 			fmt.Fprintf(e.Stderr, "warning: the running tunnel forwards to %s but PORT is %d: run `bridgectl untunnel && bridgectl tunnel` after this\n", t.Info.Origin, c.cfg.Port)
 		}
 	}
-	st, err := c.startDaemon(ctx, pin)
+	st, err := c.startDaemon(ctx, pin, pin > 0)
 	if err != nil {
 		return err
 	}
