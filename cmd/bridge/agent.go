@@ -14,6 +14,7 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/modelproxy"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -29,6 +30,10 @@ type harnessInfo struct {
 	Error     string `json:"error,omitempty"`
 	// ModelProxy is the loopback address of the model proxy the jobs call.
 	ModelProxy string `json:"model_proxy,omitempty"`
+
+	// guard is the approval and sandbox layer the registry was built with
+	// (not part of daemon.json: runServe records its modes and runs its watcher).
+	guard *guard
 }
 
 // newAgentJobs builds the job registry of `bridge serve`: the Claude Code
@@ -53,6 +58,12 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*jobs.Registry, *model
 	wd, _ := os.Getwd()
 	bin, lerr := harness.Locate(cfg.ClaudeBin, harness.PinnedPaths(exe, wd), exec.LookPath)
 	info := harnessInfo{Kind: "claude-code", Bin: bin, Available: lerr == nil}
+	g, err := newGuard(cfg, dir, exe, userHome(), func() error { return sandbox.Available("") }, log)
+	if err != nil {
+		stopModelProxy(mp, log)
+		return nil, nil, info, err
+	}
+	info.guard = g
 	switch {
 	case noKey:
 		info.Available, info.Error = false, errNoKeyForJobs.Error()
@@ -60,13 +71,15 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*jobs.Registry, *model
 	case lerr != nil:
 		info.Error = lerr.Error()
 		log.Warn().Err(lerr).Msg("agent jobs cannot run: no Claude Code binary")
+	case g.sandboxOK != nil:
+		info.Available, info.Error = false, g.sandboxOK.Error()
 	case len(cfg.AllowedRoots) == 0:
 		log.Warn().Str("claude", bin).Msg("agent jobs can run, but DEEPSEEK_ALLOWED_ROOTS is empty: every workspace is refused until you set it")
 	default:
 		log.Info().Str("claude", bin).Strs("roots", cfg.AllowedRoots).Msg("agent jobs can run")
 	}
 	var gw jobs.ModelGateway = refusingGateway{errNoKeyForJobs}
-	var admit func(string) (string, error) // nil: the registry's default
+	admit := g.admit
 	if noKey {
 		admit = func(string) (string, error) { return "", errNoKeyForJobs }
 	} else {
@@ -78,6 +91,7 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*jobs.Registry, *model
 		Harness:       &harness.ClaudeCode{Bin: bin, LookupErr: lerr, Environ: os.Environ(), NoRetries: true},
 		Gateway:       gw,
 		Admit:         admit,
+		Prepare:       g.prepare,
 		Model:         cfg.Model,
 		Roots:         cfg.AllowedRoots,
 		MaxConcurrent: cfg.MaxConcurrent,

@@ -55,7 +55,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "stdio":
 		return runStdio(ctx, rest, stdin, stdout, stderr)
 	case "approval-prompt":
-		return runApprovalPrompt(ctx, rest, stdout, stderr)
+		return runApprovalPrompt(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "bridge %s\n", version)
 		return exitOK

@@ -78,7 +78,9 @@ func TestCommands(t *testing.T) {
 		{"serve with a short secret", []string{"serve"}, map[string]string{"MCP_PATH_SECRET": "short"}, exitConfig, "", "at least 16"},
 		{"serve with a bad env file", []string{"serve", "--env", "/nonexistent/.env"}, nil, exitConfig, "", "/nonexistent/.env"},
 		{"bad log level", []string{"serve"}, map[string]string{"BRIDGE_LOG_LEVEL": "loud"}, exitConfig, "", "BRIDGE_LOG_LEVEL"},
-		{"approval-prompt not wired", []string{"approval-prompt", "--config", "x"}, nil, exitFail, "", "not built yet"},
+		{"approval-prompt without --config", []string{"approval-prompt"}, nil, exitConfig, "", "needs --config FILE"},
+		{"approval-prompt with a missing config", []string{"approval-prompt", "--config", "/nonexistent/approval.json"}, nil, exitConfig, "", "/nonexistent/approval.json"},
+		{"approval-prompt --help", []string{"approval-prompt", "--help"}, nil, exitOK, "", "Usage: bridge approval-prompt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/logging"
@@ -125,8 +126,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	waitJobs := closeJobsOnDone(jobsCtx, reg, st.log)
-	defer func() { stopJobs(); waitJobs(); stopModelProxy(mp, st.log) }() // the proxy outlives the jobs
-	o := server.Options{Config: st.cfg, Flash: st.flash, Jobs: reg, Harness: hinfo, Logger: st.log, Version: version}
+	waitWatch := hinfo.guard.watchApprovals(jobsCtx, reg)
+	defer func() { stopJobs(); waitJobs(); waitWatch(); stopModelProxy(mp, st.log) }() // the proxy outlives the jobs
+	o := server.Options{Config: st.cfg, Flash: st.flash, Jobs: reg, Harness: hinfo, Logger: st.log, Version: version,
+		Approval: hinfo.guard.approvalMode(), Sandbox: hinfo.guard.sandboxMode()}
 	if st.cfg.LogFile != "" { // the log line goes to the file; say it on stderr too
 		o.OnListening = func(addr string) { fmt.Fprintf(stderr, "listening on http://%s\n", addr) }
 	}
@@ -147,13 +150,31 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return exitOK
 }
 
-func runApprovalPrompt(_ context.Context, args []string, _ io.Writer, stderr io.Writer) int {
-	for _, a := range args {
-		if a == "-h" || a == "--help" {
-			fmt.Fprint(stderr, approvalHelp)
+func runApprovalPrompt(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bridge approval-prompt", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, approvalHelp) }
+	file := fs.String("config", "", "the job's approval config (written by the daemon)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		return exitConfig
 	}
-	fmt.Fprintln(stderr, "bridge approval-prompt: not built yet")
-	return exitFail
+	if *file == "" || fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "bridge approval-prompt: needs --config FILE and nothing else\n\n%s", approvalHelp)
+		return exitConfig
+	}
+	cfg, err := approvals.LoadPromptConfig(*file)
+	if err != nil {
+		fmt.Fprintf(stderr, "bridge approval-prompt: %v\n", err)
+		return exitConfig
+	}
+	cfg.Stderr = stderr
+	approvals.Version = version
+	if err := approvals.RunPrompt(ctx, cfg, stdin, stdout); err != nil {
+		fmt.Fprintf(stderr, "bridge approval-prompt: %v\n", err)
+		return exitFail
+	}
+	return exitOK
 }

@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+// Files of one job's harness dir (statedir HarnessDir) written by the guard.
+const (
+	approvalConfigFile = "approval.json"
+	mcpConfigFile      = "mcp-config.json"
+	settingsFile       = "settings.json"
+)
+
+// approvalWatchInterval is how often the daemon looks for requests waiting
+// for a human (the queue lives in files the approval children write).
+const approvalWatchInterval = 250 * time.Millisecond
+
+// Modes recorded in daemon.json.
+const (
+	modeOn          = "on"
+	modeOff         = "off"
+	modeUnavailable = "unavailable"
+)
+
+// guard is the approval and OS-sandbox layer of agent jobs: it admits a
+// workspace, writes each job's harness files (the approval child's config, the
+// MCP config that launches it, Claude Code's settings) so the job learns
+// nothing it can change, and shows a job waiting for a human.
+type guard struct {
+	dir       statedir.Dir
+	exe       string // this bridge binary: the approval child
+	roots     []string
+	envFile   string // the daemon's .env ("" when none)
+	home      string // the daemon's home, for the credential stores to deny
+	allow     []string
+	timeout   time.Duration
+	approval  bool  // BRIDGE_CC_APPROVAL
+	sandbox   bool  // BRIDGE_SANDBOX
+	sandboxOK error // why the sandbox cannot run (nil: it can)
+	queue     *approvals.Queue
+	log       zerolog.Logger
+}
+
+// newGuard builds the guard of `bridge serve`. available checks the OS
+// sandbox (sandbox.Available in production); it is only called when the
+// sandbox is on. It clears the approval-off flag: a flag outlives no boot.
+func newGuard(cfg config.Config, dir statedir.Dir, exe, home string, available func() error, log zerolog.Logger) (*guard, error) {
+	g := &guard{
+		dir: dir, exe: exe, roots: cfg.AllowedRoots, envFile: cfg.EnvFile, home: home,
+		allow: cfg.ApproveAllow, timeout: cfg.ApprovalTimeout,
+		approval: cfg.CCApproval, sandbox: cfg.Sandbox,
+		log: log.With().Str("component", "guard").Logger(),
+	}
+	if err := approvals.ClearApprovalOff(dir); err != nil {
+		return nil, fmt.Errorf("clear the approval-off flag: %w", err)
+	}
+	g.queue = approvals.NewQueue(dir, g.log)
+	if !g.approval {
+		g.log.Warn().Msg("HUMAN APPROVAL IS OFF (BRIDGE_CC_APPROVAL=off): agent jobs run every tool call the rules would send to a human; only the OS sandbox and the protected-path denials still apply")
+	}
+	switch {
+	case !g.sandbox:
+		g.log.Warn().Msg("OS SANDBOX IS OFF (BRIDGE_SANDBOX=off): agent jobs' commands run without bubblewrap and can read and write anything this user can once approved")
+	default:
+		if err := available(); err != nil {
+			g.sandboxOK = err
+			g.log.Error().Err(err).Msg("agent jobs are refused: the OS sandbox cannot run")
+		}
+	}
+	return g, nil
+}
+
+// approvalMode is "on" or "off" right now (the flag bridgectl writes counts).
+func (g *guard) approvalMode() string {
+	if !g.approval || approvals.ApprovalOff(g.dir) {
+		return approvals.ModeOff
+	}
+	return approvals.ModeOn
+}
+
+// sandboxMode is "on", "off" or "unavailable".
+func (g *guard) sandboxMode() string {
+	switch {
+	case !g.sandbox:
+		return modeOff
+	case g.sandboxOK != nil:
+		return modeUnavailable
+	}
+	return modeOn
+}
+
+// protected are the paths no job may reach, whatever a human says.
+func (g *guard) protected() []string {
+	out := []string{g.dir.Root}
+	if g.envFile != "" {
+		out = append(out, g.envFile)
+	}
+	return out
+}
+
+// admit is the registry's workspace check: refused while the sandbox is on
+// but cannot run, else sandbox.AdmitWorkspace against the allowed roots and
+// the protected paths.
+func (g *guard) admit(dir string) (string, error) {
+	if g.sandboxOK != nil {
+		return "", fmt.Errorf("agent jobs are refused because the OS sandbox cannot run: %w", g.sandboxOK)
+	}
+	ws, err := sandbox.AdmitWorkspace(g.roots, dir, g.protected()...)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", jobs.ErrWorkspace, err)
+	}
+	return ws, nil
+}
+
+// prepare writes the job's harness files and points spec at them. The files
+// live in the job's harness dir inside the state dir, which the job can
+// neither read nor write; the approval child learns its job from them alone.
+func (g *guard) prepare(_ context.Context, spec *harness.Spec) error {
+	hd := g.dir.HarnessDir(spec.JobID)
+	if err := os.MkdirAll(hd, 0o700); err != nil {
+		return fmt.Errorf("harness dir: %w", err)
+	}
+	if err := os.Chmod(hd, 0o700); err != nil {
+		return fmt.Errorf("harness dir: %w", err)
+	}
+	// The config's switch is fixed for the job; the flag file is read by the
+	// child at every request, so `bridgectl approval on` takes effect at once.
+	mode := approvals.ModeOn
+	if !g.approval {
+		mode = approvals.ModeOff
+	}
+	if g.approvalMode() == approvals.ModeOff {
+		g.log.Warn().Str("job", spec.JobID).Msg("HUMAN APPROVAL IS OFF for this job (BRIDGE_CC_APPROVAL=off or `bridgectl approval off`): nothing waits for a human")
+	}
+	if !g.sandbox {
+		g.log.Warn().Str("job", spec.JobID).Msg("OS SANDBOX IS OFF for this job (BRIDGE_SANDBOX=off)")
+	}
+
+	approvalPath := filepath.Join(hd, approvalConfigFile)
+	pc := approvals.PromptConfig{
+		JobID:        spec.JobID,
+		Workspace:    spec.Workspace,
+		StateDir:     g.dir.Root,
+		Allow:        append([]string(nil), g.allow...),
+		Protected:    g.protected(),
+		Timeout:      g.timeout,
+		ApprovalMode: mode,
+	}
+	if err := approvals.WritePromptConfig(approvalPath, pc); err != nil {
+		return fmt.Errorf("approval config: %w", err)
+	}
+
+	mcp := map[string]any{"mcpServers": map[string]any{
+		"bridge": map[string]any{
+			"type":    "stdio",
+			"command": g.exe,
+			"args":    []string{"approval-prompt", "--config", approvalPath},
+			"env":     map[string]string{},
+		},
+	}}
+	mcpPath := filepath.Join(hd, mcpConfigFile)
+	if err := writeJSON(mcpPath, mcp); err != nil {
+		return fmt.Errorf("MCP config: %w", err)
+	}
+
+	settings := sandbox.ClaudeSettings(sandbox.SettingsOptions{
+		Sandbox:   g.sandbox,
+		DenyRead:  sandbox.DefaultDenyRead(g.home, g.dir.Root, g.envFile),
+		DenyWrite: g.protected(),
+	})
+	if !g.sandbox {
+		delete(settings, "sandbox")
+	}
+	settingsPath := filepath.Join(hd, settingsFile)
+	if err := writeJSON(settingsPath, settings); err != nil {
+		return fmt.Errorf("settings: %w", err)
+	}
+
+	spec.SettingsFile = settingsPath
+	spec.MCPConfigFile = mcpPath
+	spec.PermissionPromptTool = approvals.PromptToolFlag
+	spec.PermissionMode = "default"
+	spec.AllowedTools = []string{}
+	return nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return statedir.WriteFileAtomic(path, append(b, '\n'))
+}
+
+// waitingSetter is what the approval watcher needs of the job registry.
+type waitingSetter interface {
+	List() []jobs.Snapshot
+	SetWaiting(id string, a *jobs.ApprovalInfo)
+}
+
+var _ waitingSetter = (*jobs.Registry)(nil)
+
+// watchApprovals shows each live job's pending request (waiting_approval
+// with its id and summary) and puts it back to running once decided; it ends
+// the pending requests of jobs that are over (cancelled, failed, gone) in
+// deny. It runs until ctx ends; the returned func waits for that.
+func (g *guard) watchApprovals(ctx context.Context, reg waitingSetter) (wait func()) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // owner: runServe; joined by wait
+		defer wg.Done()
+		shown := map[string]string{} // job id → request id shown
+		t := time.NewTicker(approvalWatchInterval)
+		defer t.Stop()
+		for {
+			g.syncApprovals(reg, shown)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return wg.Wait
+}
+
+// syncApprovals is one pass of the watcher.
+func (g *guard) syncApprovals(reg waitingSetter, shown map[string]string) {
+	pending, err := g.queue.Pending()
+	if err != nil {
+		g.log.Warn().Err(err).Msg("read the approval queue")
+		return
+	}
+	first := map[string]approvals.PendingRequest{} // job id → its oldest pending request
+	for _, p := range pending {
+		if cur, ok := first[p.JobID]; !ok || p.Created.Before(cur.Created) {
+			first[p.JobID] = p
+		}
+	}
+	live := map[string]bool{}
+	for _, s := range reg.List() {
+		if s.Status != jobs.StatusRunning && s.Status != jobs.StatusWaitingApproval {
+			continue
+		}
+		live[s.ID] = true
+		p, waiting := first[s.ID]
+		switch {
+		case waiting && (s.Status != jobs.StatusWaitingApproval || shown[s.ID] != p.ID):
+			reg.SetWaiting(s.ID, &jobs.ApprovalInfo{ID: p.ID, Summary: p.Summary})
+			shown[s.ID] = p.ID
+		case !waiting && s.Status == jobs.StatusWaitingApproval:
+			reg.SetWaiting(s.ID, nil)
+			delete(shown, s.ID)
+		}
+	}
+	for id := range shown {
+		if !live[id] {
+			delete(shown, id)
+		}
+	}
+	for jobID := range first {
+		if live[jobID] {
+			continue
+		}
+		// The job is over (or unknown): nobody is waiting for this answer,
+		// and an approval must not outlive it.
+		n, err := g.queue.CancelJob(jobID)
+		if err != nil {
+			g.log.Warn().Err(err).Str("job", jobID).Msg("deny the pending requests of an ended job")
+		} else if n > 0 {
+			g.log.Info().Str("job", jobID).Int("requests", n).Msg("denied the pending requests of an ended job")
+		}
+	}
+}
+
+// userHome is the daemon's home directory, whose credential stores the OS
+// sandbox hides from jobs ("" when unknown: only the state dir and .env are
+// then denied by path).
+func userHome() string {
+	h, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return h
+}

@@ -1,0 +1,438 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+// testGuard builds a guard over a fresh state dir with one allowed root.
+type guardFixture struct {
+	g     *guard
+	dir   statedir.Dir
+	root  string
+	home  string
+	env   string
+	log   *bytes.Buffer
+	probe int // calls of the sandbox probe
+}
+
+func newGuardFixture(t *testing.T, env map[string]string, probeErr error) *guardFixture {
+	t.Helper()
+	base := t.TempDir()
+	f := &guardFixture{root: filepath.Join(base, "root"), home: filepath.Join(base, "home"), env: filepath.Join(base, "daemon", ".env"), log: &bytes.Buffer{}}
+	for _, d := range []string{f.root, f.home, filepath.Dir(f.env)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(f.env, []byte("BRIDGE_LOG_LEVEL=debug\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := agentConfig(t, mergeMaps(map[string]string{
+		"BRIDGE_STATE_DIR":           filepath.Join(base, "state"),
+		"DEEPSEEK_ALLOWED_ROOTS":     f.root,
+		"BRIDGE_APPROVAL_TIMEOUT_MS": "60000",
+		"BRIDGE_APPROVE_ALLOW":       "ls,cat,echo",
+	}, env))
+	cfg.EnvFile = f.env
+	dir, err := statedir.Open(cfg.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.dir = dir
+	g, err := newGuard(cfg, dir, "/opt/bridge/bin/bridge", f.home, func() error { f.probe++; return probeErr }, zerolog.New(f.log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.g = g
+	return f
+}
+
+func mergeMaps(ms ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (f *guardFixture) workspace(t *testing.T) string {
+	t.Helper()
+	ws, err := os.MkdirTemp(f.root, "ws-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
+func readJSONFile(t *testing.T, path string) map[string]any {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("%s: mode %v, want 0600", path, st.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return m
+}
+
+func strs(v any) []string {
+	var out []string
+	l, _ := v.([]any)
+	for _, x := range l {
+		s, _ := x.(string)
+		out = append(out, s)
+	}
+	return out
+}
+
+// The job's harness files: the approval child's config, the MCP config that
+// launches this binary with it, and the settings — in the job's private dir
+// inside the state dir; the spec points at them and pre-allows nothing.
+func TestGuardPrepareWritesTheJobsHarnessFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		env      map[string]string
+		sandbox  bool
+		mode     string
+		logWants []string
+	}{
+		{name: "defaults", sandbox: true, mode: approvals.ModeOn},
+		{name: "approval off", env: map[string]string{"BRIDGE_CC_APPROVAL": "off"}, sandbox: true, mode: approvals.ModeOff,
+			logWants: []string{"HUMAN APPROVAL IS OFF (BRIDGE_CC_APPROVAL=off)", "HUMAN APPROVAL IS OFF for this job"}},
+		{name: "sandbox off", env: map[string]string{"BRIDGE_SANDBOX": "off"}, sandbox: false, mode: approvals.ModeOn,
+			logWants: []string{"OS SANDBOX IS OFF (BRIDGE_SANDBOX=off)", "OS SANDBOX IS OFF for this job"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newGuardFixture(t, tc.env, nil)
+			ws := f.workspace(t)
+			spec := harness.Spec{JobID: "0123456789abcdef0123456789abcdef", Workspace: ws, ConfigDir: f.dir.HarnessDir("0123456789abcdef0123456789abcdef")}
+			if err := f.g.prepare(t.Context(), &spec); err != nil {
+				t.Fatal(err)
+			}
+			hd := f.dir.HarnessDir(spec.JobID)
+			if st, err := os.Stat(hd); err != nil || st.Mode().Perm() != 0o700 {
+				t.Fatalf("harness dir %v %v", st, err)
+			}
+
+			// The approval child's config, as the child will load it.
+			pc, err := approvals.LoadPromptConfig(filepath.Join(hd, "approval.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			readJSONFile(t, filepath.Join(hd, "approval.json"))
+			if pc.JobID != spec.JobID || pc.Workspace != ws || pc.StateDir != f.dir.Root || pc.Timeout != time.Minute ||
+				pc.ApprovalMode != tc.mode || !slices.Equal(pc.Allow, []string{"ls", "cat", "echo"}) ||
+				!slices.Equal(pc.Protected, []string{f.dir.Root, f.env}) {
+				t.Errorf("prompt config %+v", pc)
+			}
+
+			// The MCP config launches this binary, with that file and nothing the job controls.
+			mcp := readJSONFile(t, filepath.Join(hd, "mcp-config.json"))
+			srv, _ := mcp["mcpServers"].(map[string]any)["bridge"].(map[string]any)
+			if srv["command"] != "/opt/bridge/bin/bridge" || !slices.Equal(strs(srv["args"]), []string{"approval-prompt", "--config", filepath.Join(hd, "approval.json")}) {
+				t.Errorf("mcp config %v", mcp)
+			}
+			if len(mcp["mcpServers"].(map[string]any)) != 1 {
+				t.Errorf("more than one MCP server: %v", mcp)
+			}
+
+			// Settings: every tool asks; the sandbox hides the state dir, .env and credentials.
+			st := readJSONFile(t, filepath.Join(hd, "settings.json"))
+			perms, _ := st["permissions"].(map[string]any)
+			for _, tool := range []string{"Bash", "Read", "Write", "Edit", "Glob", "Grep", "WebFetch", "WebSearch"} {
+				if !slices.Contains(strs(perms["ask"]), tool) {
+					t.Errorf("permissions.ask lacks %s: %v", tool, perms["ask"])
+				}
+			}
+			sb, hasSandbox := st["sandbox"].(map[string]any)
+			if hasSandbox != tc.sandbox {
+				t.Fatalf("sandbox section present %v, want %v: %v", hasSandbox, tc.sandbox, st)
+			}
+			if tc.sandbox {
+				fs, _ := sb["filesystem"].(map[string]any)
+				deny := strs(fs["denyRead"])
+				for _, p := range []string{f.dir.Root, f.env, filepath.Join(f.home, ".ssh"), filepath.Join(f.home, ".aws")} {
+					if !slices.Contains(deny, p) {
+						t.Errorf("denyRead lacks %s: %v", p, deny)
+					}
+				}
+				if sb["enabled"] != true || sb["autoAllowBashIfSandboxed"] != false || sb["allowUnsandboxedCommands"] != false || sb["failIfUnavailable"] != true {
+					t.Errorf("sandbox %v", sb)
+				}
+			}
+
+			// The harness flags: the prompt tool, and nothing pre-allowed.
+			args := harness.Args(spec)
+			joined := strings.Join(args, " ")
+			for _, want := range []string{
+				"--permission-prompt-tool mcp__bridge__approve",
+				"--settings " + filepath.Join(hd, "settings.json"),
+				"--mcp-config " + filepath.Join(hd, "mcp-config.json"),
+				"--permission-mode default",
+			} {
+				if !strings.Contains(joined, want) {
+					t.Errorf("args lack %q: %s", want, joined)
+				}
+			}
+			if slices.Contains(args, "--allowedTools") || strings.Contains(joined, "acceptEdits") {
+				t.Errorf("something is pre-allowed: %s", joined)
+			}
+			for _, w := range tc.logWants {
+				if !strings.Contains(f.log.String(), w) {
+					t.Errorf("log lacks %q:\n%s", w, f.log.String())
+				}
+			}
+		})
+	}
+}
+
+func TestGuardModesAndAdmission(t *testing.T) {
+	hint := errors.New("OS sandbox unavailable: bubblewrap (bwrap) not found: install it with `sudo apt-get install bubblewrap socat`")
+	for _, tc := range []struct {
+		name       string
+		env        map[string]string
+		probeErr   error
+		sandbox    string
+		approval   string
+		probes     int
+		admitError string // "" = the workspace is admitted
+	}{
+		{name: "on", sandbox: "on", approval: "on", probes: 1},
+		{name: "bubblewrap missing", probeErr: hint, sandbox: "unavailable", approval: "on", probes: 1, admitError: "apt-get install bubblewrap"},
+		{name: "sandbox off: no probe, jobs run", env: map[string]string{"BRIDGE_SANDBOX": "off"}, probeErr: hint, sandbox: "off", approval: "on"},
+		{name: "approval off", env: map[string]string{"BRIDGE_CC_APPROVAL": "off"}, sandbox: "on", approval: "off", probes: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newGuardFixture(t, tc.env, tc.probeErr)
+			if f.probe != tc.probes {
+				t.Errorf("sandbox probed %d times, want %d", f.probe, tc.probes)
+			}
+			if got := f.g.sandboxMode(); got != tc.sandbox {
+				t.Errorf("sandbox mode %q, want %q", got, tc.sandbox)
+			}
+			if got := f.g.approvalMode(); got != tc.approval {
+				t.Errorf("approval mode %q, want %q", got, tc.approval)
+			}
+			ws := f.workspace(t)
+			got, err := f.g.admit(ws)
+			switch {
+			case tc.admitError == "" && (err != nil || got != ws):
+				t.Errorf("admit = %q, %v", got, err)
+			case tc.admitError != "" && (err == nil || !strings.Contains(err.Error(), tc.admitError)):
+				t.Errorf("admit error %v, want one with %q", err, tc.admitError)
+			}
+		})
+	}
+}
+
+func TestGuardAdmitRefusesWhatAJobMustNotReach(t *testing.T) {
+	f := newGuardFixture(t, nil, nil)
+	outside := t.TempDir()
+	link := filepath.Join(f.root, "escape")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, dir, want string }{
+		{"outside the roots", outside, "outside every allowed root"},
+		{"symlink out", link, "through a symlink"},
+		{"relative", "ws", "not an absolute path"},
+		{"missing", filepath.Join(f.root, "nope"), "does not exist"},
+		{"the root holding the env file", filepath.Dir(f.env), "outside every allowed root"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := f.g.admit(tc.dir)
+			if err == nil || !errors.Is(err, jobs.ErrWorkspace) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("admit(%s) = %v, want ErrWorkspace with %q", tc.dir, err, tc.want)
+			}
+		})
+	}
+	// A state dir inside a root: the root itself overlaps it and is refused.
+	g2 := newGuardFixture(t, nil, nil)
+	g2.g.roots = []string{filepath.Dir(g2.dir.Root)}
+	if _, err := g2.g.admit(filepath.Dir(g2.dir.Root)); err == nil || !strings.Contains(err.Error(), "overlaps") {
+		t.Errorf("a workspace holding the state dir: %v", err)
+	}
+}
+
+// The daemon clears the approval-off flag at every boot, and says so.
+func TestGuardClearsTheApprovalOffFlagAtBoot(t *testing.T) {
+	f := newGuardFixture(t, nil, nil)
+	if err := approvals.SetApprovalOff(f.dir, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if f.g.approvalMode() != "off" {
+		t.Fatalf("the flag does not turn approval off")
+	}
+	if _, err := newGuard(agentConfig(t, map[string]string{"BRIDGE_STATE_DIR": f.dir.Root}), f.dir, "/bin/bridge", f.home, func() error { return nil }, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(f.dir.ApprovalOffFlag()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("flag still there after boot: %v", err)
+	}
+	if f.g.approvalMode() != "on" {
+		t.Errorf("approval still off")
+	}
+}
+
+// fakeJobs records what the watcher tells the registry.
+type fakeJobs struct {
+	mu    sync.Mutex
+	snaps map[string]jobs.Status
+	calls []string // "id=request" or "id=running"
+}
+
+var _ waitingSetter = (*fakeJobs)(nil)
+
+func (f *fakeJobs) List() []jobs.Snapshot {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []jobs.Snapshot
+	for id, st := range f.snaps {
+		out = append(out, jobs.Snapshot{ID: id, Status: st})
+	}
+	return out
+}
+
+func (f *fakeJobs) SetWaiting(id string, a *jobs.ApprovalInfo) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if a == nil {
+		f.snaps[id] = jobs.StatusRunning
+		f.calls = append(f.calls, id+"=running")
+		return
+	}
+	f.snaps[id] = jobs.StatusWaitingApproval
+	f.calls = append(f.calls, id+"="+a.ID+":"+a.Summary)
+}
+
+func (f *fakeJobs) set(id string, st jobs.Status) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.snaps[id] = st
+}
+
+func (f *fakeJobs) callList() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+// submit queues a request the way the approval child does and returns the
+// channel its decision arrives on, once the request is on disk.
+func submit(t *testing.T, q *approvals.Queue, jobID, cmd string) (approvals.PendingRequest, <-chan approvals.Decision) {
+	t.Helper()
+	ch := make(chan approvals.Decision, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { // owner: this test; ends with a decision or at cleanup
+		v := approvals.Classify(approvals.Request{Tool: "Bash", Input: map[string]any{"command": cmd}}, approvals.Policy{Workspace: "/ws"})
+		d, _ := q.Submit(ctx, jobID, approvals.Request{Tool: "Bash", Input: map[string]any{"command": cmd}}, v, time.Minute)
+		ch <- d
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ps, err := q.PendingForJob(jobID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ps) > 0 {
+			return ps[0], ch
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the request never reached the queue")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The watcher shows a live job's pending request, puts the job back to
+// running once it is decided, and denies the requests of jobs that are over.
+func TestGuardWatcherShowsWaitingAndCancelsEndedJobs(t *testing.T) {
+	f := newGuardFixture(t, nil, nil)
+	q := approvals.NewQueue(f.dir, zerolog.Nop())
+	const live, ended, unknownJob = "live", "ended", "gone"
+	reg := &fakeJobs{snaps: map[string]jobs.Status{live: jobs.StatusRunning, ended: jobs.StatusRunning}}
+	shown := map[string]string{}
+
+	pr, decided := submit(t, q, live, "echo a && echo b")
+	f.g.syncApprovals(reg, shown)
+	f.g.syncApprovals(reg, shown) // a second pass changes nothing
+	if got := reg.callList(); !slices.Equal(got, []string{live + "=" + pr.ID + ":" + pr.Summary}) || !strings.Contains(pr.Summary, "echo a && echo b") {
+		t.Fatalf("calls %v (request %+v)", got, pr)
+	}
+	if err := q.Decide(pr.ID, true, "fine", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if d := <-decided; !d.Approved {
+		t.Fatalf("decision %+v", d)
+	}
+	f.g.syncApprovals(reg, shown)
+	if got := reg.callList(); len(got) != 2 || got[1] != live+"=running" {
+		t.Fatalf("calls %v", got)
+	}
+
+	// A job that ended while its request waited, and one the registry never knew.
+	_, endedDecision := submit(t, q, ended, "rm -rf build")
+	_, unknownDecision := submit(t, q, unknownJob, "rm -rf dist")
+	reg.set(ended, jobs.StatusCancelled)
+	f.g.syncApprovals(reg, shown)
+	for name, ch := range map[string]<-chan approvals.Decision{ended: endedDecision, unknownJob: unknownDecision} {
+		select {
+		case d := <-ch:
+			if d.Approved || d.Kind != approvals.KindCancel {
+				t.Errorf("%s: decision %+v, want a cancel deny", name, d)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s: its request was never denied", name)
+		}
+	}
+	if ps, _ := q.Pending(); len(ps) != 0 {
+		t.Errorf("still pending: %+v", ps)
+	}
+	if got := reg.callList(); len(got) != 2 {
+		t.Errorf("an ended job was touched: %v", got)
+	}
+}
+
+// The watcher goroutine ends with its context.
+func TestGuardWatcherStopsWithContext(t *testing.T) {
+	f := newGuardFixture(t, nil, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	wait := f.g.watchApprovals(ctx, &fakeJobs{snaps: map[string]jobs.Status{}})
+	cancel()
+	done := make(chan struct{})
+	go func() { wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("watcher still running after its context ended")
+	}
+}
