@@ -182,6 +182,24 @@ func TestStartRefusals(t *testing.T) {
 			t.Fatalf("exit %d, %q", code, errs)
 		}
 	})
+	t.Run("alive but never healthy", func(t *testing.T) {
+		old := daemonStartTimeout
+		daemonStartTimeout = time.Second
+		t.Cleanup(func() { daemonStartTimeout = old })
+		hang := filepath.Join(t.TempDir(), "hanging-bridge")
+		os.WriteFile(hang, []byte("#!/bin/sh\necho 'starting, but never listening'\nexec sleep 300\n"), 0o755)
+		te := newTestEnv(t, "BRIDGE_BIN="+hang)
+		_, errs, code := te.run("start")
+		if code == 0 || !strings.Contains(errs, "did not answer /health within 1s") || !strings.Contains(errs, "starting, but never listening") {
+			t.Fatalf("exit %d, %q", code, errs)
+		}
+		if _, err := os.Stat(filepath.Join(te.state, "bridge.pid")); err == nil {
+			t.Fatal("pid file left behind")
+		}
+		if left := te.leftovers(); len(left) > 0 {
+			t.Fatalf("the hanging daemon was not killed: %v", left)
+		}
+	})
 	t.Run("daemon exits at once", func(t *testing.T) {
 		te := newTestEnv(t, "BRIDGE_BIN=/bin/false")
 		_, errs, code := te.run("start")
