@@ -70,7 +70,13 @@ fuzz:
 	scripts/fuzz.sh $(FUZZTIME)
 
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem ./...
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/bridge ./cmd/bridge
+	$(GO) build -o $(BIN)/deepseek-double ./cmd/deepseek-double
+	$(GO) build -o $(BIN)/bench-standin ./bench/standin
+	$(GO) build -o $(BIN)/bridge-bench ./cmd/bridge-bench
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=2000x ./bench/
+	$(BIN)/bridge-bench --bridge $(BIN)/bridge --double $(BIN)/deepseek-double --harness $(BIN)/bench-standin $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(BIN)
