@@ -6,7 +6,7 @@
 #                end-to-end tests (Go SDK, TypeScript SDK, conformance, Claude Code), short fuzz runs
 #   make vet     gofmt check, go vet (default and conformance tags), darwin/windows builds
 #   make fuzz    every fuzz target for FUZZTIME each (default 2m)
-#   make bench   Go benchmarks (placeholder until `make bench` of issue 6 lands)
+#   make bench   what the bridge itself costs beside the floor (Go benchmarks, then the bridge-bench table)
 #   make clean   remove bin/ and test caches (keeps .cache/, the heavy installs)
 
 SHELL := /bin/bash
