@@ -109,11 +109,16 @@ func TestReadSSEAnswer(t *testing.T) {
 // deepseek client and a double, in process.
 func bridgeUnderTest(t *testing.T) (mcpURL string, d *deepseektest.Server) {
 	t.Helper()
+	return bridgeUnderTestB(t)
+}
+
+func bridgeUnderTestB(t testing.TB) (mcpURL string, d *deepseektest.Server) {
+	t.Helper()
 	d = deepseektest.New()
 	t.Cleanup(d.Close)
 	flash := deepseek.NewClient(deepseek.Options{BaseURL: d.URL(), APIKey: d.Key()})
 	srv, err := server.New(server.Options{
-		Config: config.Config{PathSecret: benchSecret, RateLimitPerMinute: 1000},
+		Config: config.Config{PathSecret: benchSecret, RateLimitPerMinute: 1_000_000},
 		Flash:  flash, Logger: zerolog.Nop(),
 	})
 	if err != nil {
