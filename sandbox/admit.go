@@ -131,8 +131,11 @@ func (g Guard) Admit(path string) Decision {
 	for _, r := range readings {
 		for _, p := range protected {
 			if within(r, p) {
-				return Decision{Resolved: r, Protected: true,
-					Reason: fmt.Sprintf("%s resolves to %s, a protected path of the bridge", path, r)}
+				reason := fmt.Sprintf("%s resolves to %s, a protected path of the bridge", path, r)
+				if filepath.Clean(abs) == r {
+					reason = fmt.Sprintf("%s is a protected path of the bridge", r)
+				}
+				return Decision{Resolved: r, Protected: true, Reason: reason}
 			}
 		}
 	}

@@ -1,0 +1,315 @@
+package approvals
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+// childEnv makes this test binary the approval child that Claude Code spawns.
+const childEnv = "BRIDGE_APPROVALS_TEST_CHILD_CONFIG"
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(childEnv); path != "" {
+		cfg, err := LoadPromptConfig(path)
+		if err == nil {
+			cfg.Stderr = os.Stderr
+			err = RunPrompt(context.Background(), cfg, os.Stdin, os.Stdout)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// fakeModel is a minimal Anthropic Messages endpoint on loopback: the first
+// main-loop request gets one Bash tool_use with the scripted command, the
+// next gets a final text; the tool_result text is handed to the test.
+type fakeModel struct {
+	tool    string         // "" means Bash
+	input   map[string]any // nil means {"command": command}
+	command string
+	results chan string
+	mu      sync.Mutex
+	turns   int
+}
+
+func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasPrefix(r.URL.Path, "/v1/messages") || strings.Contains(r.URL.Path, "count_tokens") {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"input_tokens":1}`)
+		return
+	}
+	var body struct {
+		Tools    []json.RawMessage `json:"tools"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	json.NewDecoder(r.Body).Decode(&body)
+	var result string
+	if n := len(body.Messages); n > 0 {
+		var blocks []struct {
+			Type    string          `json:"type"`
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(body.Messages[n-1].Content, &blocks) == nil {
+			for _, b := range blocks {
+				if b.Type == "tool_result" {
+					result = string(b.Content)
+				}
+			}
+		}
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	send := func(event string, data any) {
+		b, _ := json.Marshal(data)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
+	}
+	send("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_test", "type": "message",
+		"role": "assistant", "model": "test-model", "content": []any{}, "stop_reason": nil, "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": 1, "output_tokens": 1}}})
+	f.mu.Lock()
+	main := len(body.Tools) > 0
+	toolTurn := main && result == "" && f.turns == 0
+	if main {
+		f.turns++
+	}
+	f.mu.Unlock()
+	stop := "end_turn"
+	if toolTurn {
+		tool, in := f.tool, f.input
+		if tool == "" {
+			tool, in = "Bash", map[string]any{"command": f.command, "description": "scripted"}
+		}
+		input, _ := json.Marshal(in)
+		send("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+			"content_block": map[string]any{"type": "tool_use", "id": "toolu_test1", "name": tool, "input": map[string]any{}}})
+		send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
+		stop = "tool_use"
+	} else {
+		if main && result != "" {
+			f.results <- result
+		}
+		send("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+			"content_block": map[string]any{"type": "text", "text": ""}})
+		send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "text_delta", "text": "done"}})
+	}
+	send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
+		"usage": map[string]any{"output_tokens": 1}})
+	send("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// TestRealClaudeCode runs the pinned Claude Code binary against a loopback
+// double with this package's approval child and sandbox settings, and checks
+// what the scripted Bash call's tool_result says.
+func TestRealClaudeCode(t *testing.T) {
+	if testing.Short() || runtime.GOOS != "linux" {
+		t.Skip("needs Linux and the pinned Claude Code binary")
+	}
+	claude, err := filepath.Abs("../.cache/bin/claude")
+	if err == nil {
+		_, err = os.Stat(claude)
+	}
+	if err != nil {
+		t.Skip("Claude Code not installed (scripts/install.sh)")
+	}
+	if err := sandbox.Available(""); err != nil {
+		t.Skip(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cases := []struct {
+		name    string
+		command string
+		mode    string
+		human   func(q *Queue, pr PendingRequest) error
+		denyEnv []string // nil: sandbox.DefaultDenyEnv
+		tool    string
+		input   map[string]any // string values get SECRET, OUTSIDE, STATE, WS replaced
+		want    []string
+		absent  []string
+	}{
+		{name: "allowed by the rules runs sandboxed", command: "ls", want: []string{"canary.txt"}},
+		{name: "a human deny reaches the model", command: "ls && id",
+			human: func(q *Queue, pr PendingRequest) error { return q.Decide(pr.ID, false, "no chaining today", "test") },
+			want:  []string{"Denied by the owner: no chaining today. Do not try to work around this denial"}},
+		{name: "a human approval runs it", command: "ls && echo approved-run",
+			human: func(q *Queue, pr PendingRequest) error { return q.Decide(pr.ID, true, "", "test") },
+			want:  []string{"approved-run"}},
+		{name: "protected path denied by the rules", command: "cat STATE/approvals/x",
+			want: []string{"Denied by the bridge's approval rules", "protected path"}},
+		{name: "approval off: the sandbox still holds", mode: ModeOff,
+			command: "cat SECRET; echo token=[$ANTHROPIC_AUTH_TOKEN]; touch OUTSIDE/written; cat STATE/marker",
+			want:    []string{"token=[]", "Read-only file system"},
+			absent:  []string{"sk-test-double-key", "canary-secret-0123456789abcdef", "state-marker"}},
+		{name: "Read outside the workspace goes to a human", tool: "Read", input: map[string]any{"file_path": "OUTSIDE/notes.txt"},
+			human: func(q *Queue, pr PendingRequest) error { return q.Decide(pr.ID, false, "not that file", "test") },
+			want:  []string{"Denied by the owner: not that file."}},
+		{name: "WebFetch goes to a human", tool: "WebFetch", input: map[string]any{"url": "https://example.com/", "prompt": "summarise"},
+			human: func(q *Queue, pr PendingRequest) error { return q.Decide(pr.ID, false, "no network", "test") },
+			want:  []string{"Denied by the owner: no network."}},
+		{name: "Write into the state dir is denied", tool: "Write", input: map[string]any{"file_path": "STATE/approvals/0123.decision.json", "content": "{}"},
+			want: []string{"Denied by the bridge's approval rules", "protected path"}},
+		{name: "Read through a planted symlink to the state dir is denied", tool: "Read", input: map[string]any{"file_path": "WS/planted/marker"},
+			want: []string{"Denied by the bridge's approval rules", "protected path"}, absent: []string{"state-marker"}},
+		// Control: without credentials.envVars the harness's token is visible to
+		// commands, so the setting above is what hides it.
+		{name: "control: token visible without the env denial", mode: ModeOff, denyEnv: []string{},
+			command: "echo token=[$ANTHROPIC_AUTH_TOKEN]", want: []string{"token=[sk-test-double-key]"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each run has its own child process, state dir and double
+			root, _ := filepath.EvalSymlinks(t.TempDir())
+			ws := filepath.Join(root, "ws")
+			state := filepath.Join(root, "state")
+			outside := filepath.Join(root, "outside")
+			home := filepath.Join(root, "home")
+			for _, d := range []string{ws, outside, filepath.Join(home, ".ssh")} {
+				mustDo(t, os.MkdirAll(d, 0o755))
+			}
+			secret := filepath.Join(home, ".ssh", "id_ed25519")
+			mustDo(t, os.WriteFile(secret, []byte("canary-secret-0123456789abcdef\n"), 0o600))
+			mustDo(t, os.WriteFile(filepath.Join(ws, "canary.txt"), []byte("x"), 0o644))
+			mustDo(t, os.WriteFile(filepath.Join(outside, "notes.txt"), []byte("outside-notes"), 0o644))
+			dir, err := statedir.Open(state)
+			mustDo(t, err)
+			mustDo(t, os.WriteFile(filepath.Join(state, "marker"), []byte("state-marker"), 0o600))
+			envFile := filepath.Join(root, ".env")
+			mustDo(t, os.WriteFile(envFile, []byte("DEEPSEEK_API_KEY=sk-test-double-key\n"), 0o600))
+
+			jobID := "job-real"
+			mustDo(t, os.MkdirAll(dir.HarnessDir(jobID), 0o700))
+			cfgPath := PromptConfigPath(dir, jobID)
+			mustDo(t, WritePromptConfig(cfgPath, PromptConfig{JobID: jobID, Workspace: ws, StateDir: state,
+				Allow: []string{"ls", "cat", "echo"}, Protected: []string{state, envFile}, Timeout: time.Minute, ApprovalMode: c.mode}))
+			mcpCfg := filepath.Join(dir.HarnessDir(jobID), "mcp.json")
+			mustDo(t, statedir.WriteJSON(mcpCfg, map[string]any{"mcpServers": map[string]any{PromptServerName: map[string]any{
+				"type": "stdio", "command": self, "args": []string{"-test.run=^$"}, "env": map[string]string{childEnv: cfgPath}}}}))
+			settings := filepath.Join(dir.HarnessDir(jobID), "settings.json")
+			mustDo(t, statedir.WriteJSON(settings, sandbox.ClaudeSettings(sandbox.SettingsOptions{
+				Sandbox: true, DenyRead: sandbox.DefaultDenyRead(home, state, envFile), DenyWrite: []string{state, envFile}, DenyEnv: c.denyEnv})))
+
+			mustDo(t, os.Symlink(state, filepath.Join(ws, "planted")))
+			repl := strings.NewReplacer("SECRET", secret, "OUTSIDE", outside, "STATE", state, "WS", ws)
+			var input map[string]any
+			if c.input != nil {
+				input = map[string]any{}
+				for k, v := range c.input {
+					if s, ok := v.(string); ok {
+						v = repl.Replace(s)
+					}
+					input[k] = v
+				}
+			}
+			fm := &fakeModel{tool: c.tool, input: input, command: repl.Replace(c.command), results: make(chan string, 4)}
+			srv := httptest.NewServer(fm)
+			t.Cleanup(srv.Close)
+
+			run := exec.CommandContext(t.Context(), claude, "-p", "run the scripted command", "--output-format", "stream-json", "--verbose",
+				"--mcp-config", mcpCfg, "--strict-mcp-config", "--permission-prompt-tool", PromptToolFlag,
+				"--settings", settings, "--max-turns", "4")
+			run.Dir = ws
+			run.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CLAUDE_CONFIG_DIR=" + filepath.Join(dir.HarnessDir(jobID), "claude"),
+				"ANTHROPIC_BASE_URL=" + srv.URL, "ANTHROPIC_AUTH_TOKEN=sk-test-double-key", "ANTHROPIC_MODEL=test-model",
+				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"}
+			var stdout, stderr strings.Builder
+			run.Stdout, run.Stderr = &stdout, &stderr
+			mustDo(t, run.Start())
+			exited := make(chan error, 1)
+			go func() { exited <- run.Wait() }()
+
+			if c.human != nil {
+				q := NewQueue(dir, zerolog.Nop())
+				pr := waitPending(t, q, jobID, exited, &stdout, &stderr)
+				if c.tool == "" && !strings.Contains(pr.Summary, "Bash: ls &&") || pr.Tool != cmp(c.tool, "Bash") {
+					t.Errorf("pending summary %q", pr.Summary)
+				}
+				mustDo(t, c.human(q, pr))
+			}
+			var result string
+			select {
+			case result = <-fm.results:
+			case err := <-exited:
+				t.Fatalf("claude exited (%v) before sending the tool result\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+			case <-time.After(90 * time.Second):
+				t.Fatalf("no tool result\nstdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+			}
+			if err := <-exited; err != nil {
+				t.Logf("claude exit: %v\nstderr:\n%s", err, stderr.String())
+			}
+			t.Logf("tool_result: %s", result)
+			for _, w := range c.want {
+				if !strings.Contains(result, w) {
+					t.Errorf("tool_result lacks %q", w)
+				}
+			}
+			for _, a := range c.absent {
+				if strings.Contains(result, a) {
+					t.Errorf("tool_result leaks %q", a)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(outside, "written")); err == nil {
+				t.Error("a sandboxed command wrote outside the workspace")
+			}
+			recs, _ := ReadAudit(dir, true)
+			if len(recs) < 2 || recs[0].Event != EventRequest || recs[0].Tool != cmp(c.tool, "Bash") {
+				t.Errorf("audit log = %+v", recs)
+			}
+		})
+	}
+}
+
+// waitPending polls the queue (the child is another process) until the job
+// has a pending request.
+func waitPending(t *testing.T, q *Queue, jobID string, exited <-chan error, stdout, stderr *strings.Builder) PendingRequest {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(90 * time.Second)
+	for {
+		if open, _ := q.PendingForJob(jobID); len(open) > 0 {
+			return open[0]
+		}
+		select {
+		case <-tick.C:
+		case err := <-exited:
+			t.Fatalf("claude exited (%v) with nothing pending\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		case <-deadline:
+			t.Fatal("no pending request")
+		}
+	}
+}
+
+func cmp(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
