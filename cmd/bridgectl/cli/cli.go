@@ -45,6 +45,7 @@ func commands() []*Command {
 		enableCmd, disableCmd, uninstallCmd,
 		secretCmd, rotateCmd, urlCmd, allowCmd,
 		jobsCmd, jobCmd,
+		pendingCmd, approveCmd, denyCmd, auditCmd, approvalCmd,
 		tunnelCmd, untunnelCmd,
 		smokeCmd, doctorCmd,
 	}

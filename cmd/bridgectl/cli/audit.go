@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+)
+
+var auditCmd = &Command{
+	Name:  "audit",
+	Usage: "audit [--all] [--json]",
+	Short: "show the approval audit log: requests, automatic and human decisions, timeouts",
+	Long: `Reads <state>/audit.log (JSONL; the daemon need not run). One line per event:
+time, event, request id, job, tool, decision, who decided, and the reason or
+summary. Without --all, only the most recent entries are shown; --all shows the
+whole log. --json prints the entries as JSON.`,
+	Run: runAudit,
+}
+
+func runAudit(ctx context.Context, e *Env, args []string) error {
+	f := newFlags(e, false)
+	all := f.Bool("all", false, "show the whole log, not only the recent entries")
+	asJSON := f.Bool("json", false, "print the entries as JSON")
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError{"audit takes no arguments"}
+	}
+	c, err := f.load()
+	if err != nil {
+		return err
+	}
+	entries, err := approvals.ReadAudit(c.dir, *all)
+	if err != nil {
+		return fmt.Errorf("read the audit log %s: %w", c.dir.AuditLog(), err)
+	}
+	if *asJSON {
+		if entries == nil {
+			entries = []approvals.AuditRecord{}
+		}
+		return printJSON(e.Stdout, entries)
+	}
+	if len(entries) == 0 {
+		fmt.Fprintf(e.Stdout, "the audit log is empty (%s)\n", c.dir.AuditLog())
+		return nil
+	}
+	for _, a := range entries {
+		fmt.Fprintln(e.Stdout, auditLine(a))
+	}
+	return nil
+}
+
+// auditLine is one record on one line: when, what, which request and job,
+// the tool call, the outcome and by whom, and why.
+func auditLine(a approvals.AuditRecord) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  %-12s", a.Time.Local().Format("2006-01-02 15:04:05"), a.Event)
+	if a.ID != "" {
+		fmt.Fprintf(&b, " req %s", short(a.ID))
+	}
+	if a.JobID != "" {
+		fmt.Fprintf(&b, " job %s", short(a.JobID))
+	}
+	outcome := string(a.Decision)
+	if outcome == "" && a.Verdict != "" {
+		outcome = "rules: " + string(a.Verdict)
+	}
+	if outcome != "" {
+		fmt.Fprintf(&b, " %s", strings.ToUpper(outcome))
+	}
+	if a.By != "" {
+		fmt.Fprintf(&b, " by %s", visible(a.By, 80))
+	}
+	if s := a.Summary; s != "" {
+		fmt.Fprintf(&b, " — %s", visible(truncate(s, 160), 200))
+	} else if a.Tool != "" {
+		fmt.Fprintf(&b, " — %s", visible(a.Tool, 80))
+	}
+	if a.Reason != "" {
+		fmt.Fprintf(&b, " (%s)", visible(truncate(a.Reason, 200), 240))
+	}
+	return b.String()
+}

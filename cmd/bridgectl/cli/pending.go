@@ -1,0 +1,230 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+var pendingCmd = &Command{
+	Name:  "pending",
+	Usage: "pending [--json]",
+	Short: "list the approval requests that wait for a human",
+	Long: `Reads <state>/approvals/ (the daemon need not run). For each request: its id,
+the job, the tool, the command or path, why it needs a human and the time left
+before it is denied automatically (BRIDGE_APPROVAL_TIMEOUT_MS). Answer with
+` + "`bridgectl approve ID`" + ` or ` + "`bridgectl deny ID --reason R`" + `, or keep
+` + "`bridgectl approve --watch`" + ` open in a second terminal. --json prints the
+requests as JSON.`,
+	Run: runPending,
+}
+
+func runPending(ctx context.Context, e *Env, args []string) error {
+	f := newFlags(e, false)
+	asJSON := f.Bool("json", false, "print the requests as JSON")
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError{"pending takes no arguments (to answer one: bridgectl approve ID / bridgectl deny ID)"}
+	}
+	c, err := f.load()
+	if err != nil {
+		return err
+	}
+	reqs, err := pendingRequests(c.dir)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if reqs == nil {
+			reqs = []approvals.PendingRequest{}
+		}
+		return printJSON(e.Stdout, reqs)
+	}
+	warnApprovalOff(e, c)
+	if len(reqs) == 0 {
+		fmt.Fprintln(e.Stdout, "no pending approval requests")
+		return nil
+	}
+	now := e.Now()
+	for i, r := range reqs {
+		if i > 0 {
+			fmt.Fprintln(e.Stdout)
+		}
+		describeRequest(e.Stdout, c.dir, r, now, 600)
+		fmt.Fprintf(e.Stdout, "  answer:  bridgectl approve %s   |   bridgectl deny %s --reason \"…\"\n", r.ID, r.ID)
+	}
+	return nil
+}
+
+// pendingRequests lists the queue's pending requests, oldest first.
+func pendingRequests(dir statedir.Dir) ([]approvals.PendingRequest, error) {
+	reqs, err := approvals.NewQueue(dir, zerolog.Nop()).Pending()
+	if err != nil {
+		return nil, fmt.Errorf("read the approval queue in %s: %w", dir.Approvals(), err)
+	}
+	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].Created.Before(reqs[j].Created) })
+	return reqs, nil
+}
+
+// warnApprovalOff says loudly, on stderr, when human approval is off, because
+// then no new request reaches this queue.
+func warnApprovalOff(e *Env, c *ctl) {
+	if msg := approvalOffReason(c); msg != "" {
+		fmt.Fprintf(e.Stderr, "WARNING: human approval is OFF (%s): tool calls outside the rules run without asking anyone.\n", msg)
+	}
+}
+
+// approvalOffReason says why human approval is off ("" when it is on).
+func approvalOffReason(c *ctl) string {
+	var why []string
+	if !c.cfg.CCApproval {
+		why = append(why, "BRIDGE_CC_APPROVAL=off")
+	}
+	if approvals.ApprovalOff(c.dir) {
+		why = append(why, "the approval-off flag "+c.dir.ApprovalOffFlag()+" is set until the daemon's next boot; `bridgectl approval on` clears it")
+	}
+	return strings.Join(why, "; ")
+}
+
+// describeRequest prints one request in full: what a human needs to decide.
+// Text from the job (command, paths, reasons) passes through visible so that
+// control characters cannot hide or repaint part of it; limit bounds each field.
+func describeRequest(w io.Writer, dir statedir.Dir, r approvals.PendingRequest, now time.Time, limit int) {
+	fmt.Fprintf(w, "request: %s\n", r.ID)
+	job := r.JobID
+	if s, err := jobs.Load(dir, r.JobID); err == nil {
+		job += fmt.Sprintf(" (%s, workspace %s) task: %s", s.Status, visible(s.Workspace, 200), visible(truncate(s.Task, 120), 200))
+	}
+	fmt.Fprintf(w, "  job:     %s\n", job)
+	fmt.Fprintf(w, "  tool:    %s\n", visible(r.Tool, 200))
+	details := requestDetails(r.Input)
+	for _, d := range details {
+		fmt.Fprintf(w, "  %-8s %s\n", d.label+":", indentLines(visible(d.value, limit), "           "))
+	}
+	if r.Summary != "" && len(details) == 0 {
+		fmt.Fprintf(w, "  summary: %s\n", indentLines(visible(r.Summary, limit), "           "))
+	}
+	fmt.Fprintf(w, "  why:     %s\n", indentLines(visible(r.Reason, limit), "           "))
+	fmt.Fprintf(w, "  expires: %s\n", timeLeft(r.Expires, now))
+}
+
+// timeLeft says how long until a request is denied automatically.
+func timeLeft(expires, now time.Time) string {
+	left := expires.Sub(now)
+	at := expires.Local().Format("15:04:05")
+	if left <= 0 {
+		return fmt.Sprintf("expired at %s (denied automatically)", at)
+	}
+	return fmt.Sprintf("in %s (at %s), then denied automatically", left.Truncate(time.Second), at)
+}
+
+type detail struct{ label, value string }
+
+// detailKeys are the input fields a human decides on, in the order shown: the
+// command, the paths, the URL or query.
+var detailKeys = []struct{ key, label string }{
+	{"command", "command"}, {"cwd", "cwd"},
+	{"file_path", "path"}, {"notebook_path", "path"}, {"filePath", "path"}, {"path", "path"},
+	{"pattern", "pattern"}, {"glob", "glob"},
+	{"url", "url"}, {"query", "query"}, {"prompt", "prompt"},
+}
+
+// requestDetails lists a request's input for a human: the fields above by
+// name, then every other field as JSON, so nothing the call would do is hidden.
+func requestDetails(input map[string]any) []detail {
+	var out []detail
+	used := map[string]bool{}
+	for _, k := range detailKeys {
+		v, ok := input[k.key]
+		if !ok {
+			continue
+		}
+		used[k.key] = true
+		s, isStr := v.(string)
+		if !isStr {
+			b, _ := json.Marshal(v)
+			s = string(b)
+		}
+		out = append(out, detail{k.label, s})
+	}
+	rest := map[string]any{}
+	for k, v := range input {
+		if !used[k] {
+			rest[k] = v
+		}
+	}
+	if len(rest) > 0 {
+		b, _ := json.Marshal(rest) // map keys come out sorted
+		label := "input"
+		if len(out) > 0 {
+			label = "also"
+		}
+		out = append(out, detail{label, string(b)})
+	}
+	return out
+}
+
+// visible makes text from a job safe to show on a terminal: control characters
+// (escape sequences, carriage returns, backspaces) become visible escapes, so a
+// command cannot hide part of itself; newlines stay (a multi-line command is
+// shown on several lines); at most limit runes are kept.
+func visible(s string, limit int) string {
+	var b strings.Builder
+	n := 0
+	for i, r := range s {
+		if n >= limit {
+			fmt.Fprintf(&b, "… (%d more bytes)", len(s)-i)
+			break
+		}
+		n++
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n':
+			b.WriteByte('\n')
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r):
+			fmt.Fprintf(&b, `\u{%x}`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// indentLines indents every line after the first.
+func indentLines(s, indent string) string {
+	return strings.ReplaceAll(s, "\n", "\n"+indent)
+}
+
+// approvalWho names the human deciding, for the audit log.
+func approvalWho(e *Env, how string) string {
+	user, _ := e.Getenv("USER")
+	if user == "" {
+		user, _ = e.Getenv("LOGNAME")
+	}
+	host, _ := os.Hostname()
+	if user == "" {
+		return how
+	}
+	return fmt.Sprintf("%s (%s@%s)", how, user, host)
+}
