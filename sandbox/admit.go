@@ -65,9 +65,11 @@ const globMeta = "*?[{"
 //     appended; it is also cleaned lexically first and resolved again, because
 //     a tool may clean "link/.." before the kernel sees it. Every one of these
 //     readings must land inside the resolved workspace;
-//   - a glob pattern (containing one of * ? [ {) is admitted by its non-glob
-//     prefix directory; a pattern with ".." anywhere, or with an absolute brace
-//     alternative, is outside;
+//   - a glob pattern (containing one of * ? [ {) is expanded into its brace
+//     alternatives, and each is admitted by its non-glob prefix directory; a
+//     pattern with ".." anywhere, an alternative that is absolute outside,
+//     home-relative, or has a component that can match ".." (".*", ".?",
+//     ".[…]", or ".." assembled from braces) is outside;
 //   - no reading lands on or under a protected path;
 //   - an existing regular file with more than one hard link is outside with
 //     reason "hard link": the same inode may be reachable from outside the
@@ -77,8 +79,7 @@ func (g Guard) Admit(path string) Decision {
 	if ws == "" || !filepath.IsAbs(ws) {
 		return Decision{Reason: fmt.Sprintf("workspace %q is not an absolute path", ws)}
 	}
-	wsResolved, err := filepath.EvalSymlinks(ws)
-	if err != nil {
+	if _, err := filepath.EvalSymlinks(ws); err != nil {
 		return Decision{Reason: fmt.Sprintf("workspace %s cannot be resolved: %v", ws, err)}
 	}
 	switch {
@@ -90,18 +91,113 @@ func (g Guard) Admit(path string) Decision {
 		return Decision{Reason: fmt.Sprintf("%s is relative to a home directory, outside the workspace", path)}
 	}
 
-	glob := strings.ContainsAny(path, globMeta)
-	if glob {
-		if strings.Contains(path, "..") {
-			return Decision{Reason: fmt.Sprintf("glob pattern %s contains \"..\"", path)}
+	if strings.ContainsAny(path, globMeta) {
+		return g.admitGlob(path)
+	}
+	return g.admitPath(path)
+}
+
+// maxBraceAlternatives bounds the brace expansion of one glob pattern.
+const maxBraceAlternatives = 256
+
+// admitGlob admits a glob pattern: every brace alternative must be free of
+// ".." (also one a pattern like ".*" could match) and its non-glob prefix
+// directory must be admitted.
+func (g Guard) admitGlob(pattern string) Decision {
+	if strings.Contains(pattern, "..") {
+		return Decision{Reason: fmt.Sprintf("glob pattern %s contains \"..\"", pattern)}
+	}
+	for _, bad := range []string{"{/", ",/", "{~", ",~"} {
+		if strings.Contains(pattern, bad) {
+			return Decision{Reason: fmt.Sprintf("glob pattern %s has an alternative outside the workspace", pattern)}
 		}
-		for _, bad := range []string{"{/", ",/", "{~", ",~"} {
-			if strings.Contains(path, bad) {
-				return Decision{Reason: fmt.Sprintf("glob pattern %s has an alternative outside the workspace", path)}
+	}
+	alts, ok := expandBraces(pattern, maxBraceAlternatives)
+	if !ok {
+		return Decision{Reason: fmt.Sprintf("glob pattern %s has too many brace alternatives", pattern)}
+	}
+	var first Decision
+	for i, alt := range alts {
+		if strings.HasPrefix(alt, "~") {
+			return Decision{Reason: fmt.Sprintf("glob pattern %s has an alternative relative to a home directory", pattern)}
+		}
+		for _, comp := range strings.Split(alt, string(filepath.Separator)) {
+			if comp == ".." || len(comp) > 1 && comp[0] == '.' && strings.IndexByte(globMeta, comp[1]) >= 0 {
+				return Decision{Reason: fmt.Sprintf("glob pattern %s can match \"..\"", pattern)}
 			}
 		}
-		path = globPrefix(path)
+		d := g.admitPath(globPrefix(alt))
+		if !d.Inside {
+			d.Reason = fmt.Sprintf("glob pattern %s: %s", pattern, d.Reason)
+			return d
+		}
+		if i == 0 {
+			first = d
+		}
 	}
+	return first
+}
+
+// expandBraces expands {a,b} alternatives (nested too); a brace group
+// without a top-level comma stays literal. ok is false past max results.
+func expandBraces(p string, max int) ([]string, bool) {
+	open := -1
+	depth := 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '{':
+			if depth == 0 {
+				open = i
+			}
+			depth++
+		case '}':
+			if depth == 0 {
+				continue
+			}
+			depth--
+			if depth != 0 {
+				continue
+			}
+			var parts []string
+			d, start := 0, open+1
+			for j := open + 1; j < i; j++ {
+				switch p[j] {
+				case '{':
+					d++
+				case '}':
+					d--
+				case ',':
+					if d == 0 {
+						parts = append(parts, p[start:j])
+						start = j + 1
+					}
+				}
+			}
+			if parts == nil {
+				continue // no comma: literal braces
+			}
+			parts = append(parts, p[start:i])
+			var out []string
+			for _, part := range parts {
+				sub, ok := expandBraces(p[:open]+part+p[i+1:], max)
+				if !ok || len(out)+len(sub) > max {
+					return nil, false
+				}
+				out = append(out, sub...)
+			}
+			return out, true
+		}
+	}
+	return []string{p}, true
+}
+
+func (g Guard) admitPath(path string) Decision {
+	ws := g.Workspace
+	wsResolved, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		return Decision{Reason: fmt.Sprintf("workspace %s cannot be resolved: %v", ws, err)}
+	}
+	glob := false
 
 	protected := g.protectedForms()
 

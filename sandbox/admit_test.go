@@ -118,6 +118,15 @@ func TestAdmit(t *testing.T) {
 		{"glob prefix sibling", ws + "-evil/*", false, false, "outside", ""},
 		{"glob brace absolute", "{/etc/passwd,x}", false, false, "alternative", ""},
 		{"glob brace home", "x{,~/.ssh}", false, false, "alternative", ""},
+		{"glob dot-star can match dotdot", ".*/secret.txt", false, false, "can match", ""},
+		{"glob dot-question can match dotdot", "sub/.?/x", false, false, "can match", ""},
+		{"glob dotdot assembled from braces", "{.,x}./outside/*", false, false, "can match", ""},
+		{"glob dotdot assembled from nested braces", "{{.,y},x}./*", false, false, "can match", ""},
+		{"glob brace alternative through symlink", "{sub,link-out}/*", false, false, "symlink", ""},
+		{"glob brace alternatives inside", "{sub,link-in}/*.txt", true, false, "", filepath.Join(ws, "sub")},
+		{"glob literal braces", "{}*", true, false, "", ws},
+		{"glob too many alternatives", strings.Repeat("{a,b}", 9) + "*", false, false, "too many", ""},
+		{"glob dotfile is fine", ".git*", true, false, "", ws},
 		{"protected via planted symlink", "state-link/decision", false, true, "protected", filepath.Join(fx.state, "decision")},
 		{"protected via planted symlink new file", "state-link/x.decision.json", false, true, "protected", ""},
 		{"protected absolute", fx.state + "/decision", false, true, "protected", ""},
@@ -171,7 +180,8 @@ func TestAdmitBadWorkspace(t *testing.T) {
 func FuzzAdmit(f *testing.F) {
 	for _, s := range []string{"", ".", "..", "file.txt", "../outside/secret.txt", "link-out/x", "link-out/..",
 		"state-link/decision", "dangling", "sub/../../x", "**/*.go", "../*", "link-in/a.txt", "hard.txt",
-		"/etc/passwd", "chain1/secret.txt", "loop1", "a//b/./c", "sub/nope/../../..", "~root", "{/x,y}"} {
+		"/etc/passwd", "chain1/secret.txt", "loop1", "a//b/./c", "sub/nope/../../..", "~root", "{/x,y}",
+		"{.,x}./*", ".*/x", "{sub,link-out}/*", "link-in/../../outside"} {
 		f.Add(s)
 	}
 	fx := newFixture(f, f.TempDir())
@@ -187,16 +197,30 @@ func FuzzAdmit(f *testing.F) {
 		if !within(d.Resolved, fx.ws) {
 			t.Fatalf("Admit(%q) inside but Resolved %q is outside %s", p, d.Resolved, fx.ws)
 		}
-		raw := p
-		if !filepath.IsAbs(raw) {
-			raw = fx.ws + "/" + p
-		}
+		var raws []string
 		if strings.ContainsAny(p, globMeta) {
-			raw = filepath.Join(fx.ws, globPrefix(p))
-			if filepath.IsAbs(p) {
-				raw = globPrefix(p)
+			alts, _ := expandBraces(p, maxBraceAlternatives)
+			for _, alt := range alts {
+				if filepath.IsAbs(alt) {
+					raws = append(raws, globPrefix(alt))
+				} else {
+					raws = append(raws, fx.ws+"/"+globPrefix(alt))
+				}
 			}
+		} else if filepath.IsAbs(p) {
+			raws = append(raws, p)
+		} else {
+			raws = append(raws, fx.ws+"/"+p)
 		}
+		for _, raw := range raws {
+			checkInside(t, fx, p, raw)
+		}
+	})
+}
+
+func checkInside(t *testing.T, fx fixture, p, raw string) {
+	t.Helper()
+	{
 		// The kernel's reading (Go's EvalSymlinks walks ".." after a symlink
 		// the way the kernel does) and a lexical cleaner's reading.
 		for _, cand := range []string{raw, filepath.Clean(raw)} {
@@ -214,5 +238,5 @@ func FuzzAdmit(f *testing.F) {
 		if !within(filepath.Clean(raw), fx.ws) {
 			t.Fatalf("Admit(%q) inside, but it cleans to %s", p, filepath.Clean(raw))
 		}
-	})
+	}
 }
