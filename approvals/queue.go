@@ -425,12 +425,22 @@ func (q *Queue) pending(keep func(PendingRequest) bool, withExpired bool) ([]Pen
 // CancelJob denies every undecided request of a job (expired ones too), so
 // its approval child stops waiting. It returns how many it denied.
 func (q *Queue) CancelJob(jobID string) (int, error) {
-	open, err := q.pending(func(pr PendingRequest) bool { return pr.JobID == jobID }, true)
+	return q.cancelWhere(func(pr PendingRequest) bool { return pr.JobID == jobID }, "the job was cancelled")
+}
+
+// CancelAll denies every undecided request with reason. The daemon calls it
+// at boot (no approval child of a previous run can still be waiting) so
+// `bridgectl pending` never shows a request nobody waits for.
+func (q *Queue) CancelAll(reason string) (int, error) {
+	return q.cancelWhere(func(PendingRequest) bool { return true }, reason)
+}
+
+func (q *Queue) cancelWhere(keep func(PendingRequest) bool, reason string) (int, error) {
+	open, err := q.pending(keep, true)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
-	const reason = "the job was cancelled"
 	for _, pr := range open {
 		_, claimed, err := q.claim(pr.ID, false, reason, KindCancel, KindCancel)
 		if err != nil {
@@ -438,7 +448,7 @@ func (q *Queue) CancelJob(jobID string) (int, error) {
 		}
 		if claimed {
 			n++
-			q.audit(AuditRecord{Event: EventCancel, ID: pr.ID, JobID: jobID, Tool: pr.Tool, Summary: pr.Summary, Decision: Deny, Reason: reason, By: KindCancel})
+			q.audit(AuditRecord{Event: EventCancel, ID: pr.ID, JobID: pr.JobID, Tool: pr.Tool, Summary: pr.Summary, Decision: Deny, Reason: reason, By: KindCancel})
 		}
 	}
 	return n, nil
@@ -465,4 +475,36 @@ func ClearApprovalOff(dir statedir.Dir) error {
 		return fmt.Errorf("clear approval-off flag: %w", err)
 	}
 	return nil
+}
+
+// Prune removes the request and decision files of requests created before
+// cutoff that are decided or expired (the audit log keeps their history). It
+// returns how many requests it removed.
+func (q *Queue) Prune(cutoff time.Time) (int, error) {
+	entries, err := os.ReadDir(q.dir.Approvals())
+	if err != nil {
+		return 0, fmt.Errorf("list approvals: %w", err)
+	}
+	now := time.Now()
+	n := 0
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".request.json")
+		if !ok || !validID(id) {
+			continue
+		}
+		pr, err := q.readRequest(id)
+		if err != nil || !pr.Created.Before(cutoff) {
+			continue
+		}
+		if _, decided, _ := q.readDecision(id); !decided && now.Before(pr.Expires) {
+			continue
+		}
+		for _, p := range []string{q.decisionPath(id), q.requestPath(id)} {
+			if err := os.RemoveAll(p); err != nil {
+				return n, fmt.Errorf("prune approval %s: %w", id, err)
+			}
+		}
+		n++
+	}
+	return n, nil
 }

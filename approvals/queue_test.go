@@ -345,3 +345,43 @@ func TestReadAudit(t *testing.T) {
 		t.Fatalf("all = %d records", len(all))
 	}
 }
+
+func TestQueueCancelAllAndPrune(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q, dir := newQueue(t)
+		_, r1 := submitAsync(t, q, t.Context(), "job1", time.Hour)
+		_, r2 := submitAsync(t, q, t.Context(), "job2", time.Hour)
+		n, err := q.CancelAll("the daemon restarted")
+		if err != nil || n != 2 {
+			t.Fatalf("CancelAll = %d, %v", n, err)
+		}
+		for _, r := range []<-chan submitResult{r1, r2} {
+			if d := (<-r).d; d.Approved || d.Kind != KindCancel || !strings.Contains(d.Message(), "daemon restarted") {
+				t.Fatalf("after CancelAll: %+v", d)
+			}
+		}
+		_, r3 := submitAsync(t, q, t.Context(), "job3", time.Hour) // still open: must survive Prune
+		time.Sleep(time.Minute)                                    // fake time: the first two are now a minute old
+		synctest.Wait()
+		n, err = q.Prune(time.Now())
+		if err != nil || n != 2 {
+			t.Fatalf("Prune = %d, %v", n, err)
+		}
+		entries, _ := os.ReadDir(dir.Approvals())
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		if len(names) != 1 || !strings.HasSuffix(names[0], ".request.json") {
+			t.Fatalf("after Prune: %v", names)
+		}
+		if open, _ := q.Pending(); len(open) != 1 || open[0].JobID != "job3" {
+			t.Fatalf("Pending after Prune = %v", open)
+		}
+		q.CancelJob("job3")
+		<-r3
+		if got := auditEvents(t, dir); strings.Count(strings.Join(got, ","), "cancel:deny") != 3 {
+			t.Fatalf("audit = %v", got)
+		}
+	})
+}
