@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -24,12 +25,25 @@ import (
 // childEnv makes this test binary the approval child that Claude Code spawns.
 const childEnv = "BRIDGE_APPROVALS_TEST_CHILD_CONFIG"
 
+// traceEnv, set when running the tests, names a file that receives the
+// JSON-RPC lines between Claude Code and the approval child.
+const traceEnv = "BRIDGE_APPROVALS_TEST_TRACE"
+
 func TestMain(m *testing.M) {
 	if path := os.Getenv(childEnv); path != "" {
 		cfg, err := LoadPromptConfig(path)
 		if err == nil {
 			cfg.Stderr = os.Stderr
-			err = RunPrompt(context.Background(), cfg, os.Stdin, os.Stdout)
+			var in io.Reader = os.Stdin
+			var out io.Writer = os.Stdout
+			if trace := os.Getenv(traceEnv); trace != "" {
+				// Debugging aid: keep the JSON-RPC traffic of the real harness.
+				if f, ferr := os.OpenFile(trace, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); ferr == nil {
+					defer f.Close()
+					in, out = io.TeeReader(in, f), io.MultiWriter(out, f)
+				}
+			}
+			err = RunPrompt(context.Background(), cfg, in, out)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -211,7 +225,7 @@ func TestRealClaudeCode(t *testing.T) {
 				Allow: []string{"ls", "cat", "echo"}, Protected: []string{state, envFile}, Timeout: time.Minute, ApprovalMode: c.mode}))
 			mcpCfg := filepath.Join(dir.HarnessDir(jobID), "mcp.json")
 			mustDo(t, statedir.WriteJSON(mcpCfg, map[string]any{"mcpServers": map[string]any{PromptServerName: map[string]any{
-				"type": "stdio", "command": self, "args": []string{"-test.run=^$"}, "env": map[string]string{childEnv: cfgPath}}}}))
+				"type": "stdio", "command": self, "args": []string{"-test.run=^$"}, "env": map[string]string{childEnv: cfgPath, traceEnv: os.Getenv(traceEnv)}}}}))
 			settings := filepath.Join(dir.HarnessDir(jobID), "settings.json")
 			mustDo(t, statedir.WriteJSON(settings, sandbox.ClaudeSettings(sandbox.SettingsOptions{
 				Sandbox: true, DenyRead: sandbox.DefaultDenyRead(home, state, envFile), DenyWrite: []string{state, envFile}, DenyEnv: c.denyEnv})))

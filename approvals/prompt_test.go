@@ -65,6 +65,11 @@ func (c *rpcClient) send(line string) {
 // response waits for the response with the given id (skipping notifications).
 func (c *rpcClient) response(id float64) map[string]any {
 	c.t.Helper()
+	return c.responseID(id)
+}
+
+func (c *rpcClient) responseID(id any) map[string]any {
+	c.t.Helper()
 	timeout := time.After(20 * time.Second)
 	for {
 		select {
@@ -125,9 +130,11 @@ func promptConfig(t *testing.T, w world) PromptConfig {
 		Protected: w.policy.Protected, Timeout: time.Hour}
 }
 
-// handshake plays Claude Code 2.1.328's opening: server/discover first (the
-// 2026-07-28 probe, answered with an error by a legacy session), then
-// initialize at 2025-11-25 on the same session.
+// handshake plays the legacy opening: a server/discover probe without
+// 2026-07-28 _meta gets a JSON-RPC method-not-found error that must not end
+// the session, then initialize at 2025-11-25 works on the same session.
+// (Claude Code 2.1.328 itself sends the probe with _meta, mcp-go answers it,
+// and no initialize follows: TestRunPromptModernHandshake.)
 func (c *rpcClient) handshake() {
 	c.t.Helper()
 	c.send(`{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{}}`)
@@ -358,3 +365,34 @@ func TestPromptConfigRoundTrip(t *testing.T) {
 }
 
 func mkdirAll(p string) error { return os.MkdirAll(p, 0o700) }
+
+// claudeMeta is the _meta Claude Code 2.1.328 puts on every request
+// (captured from the real binary with BRIDGE_APPROVALS_TEST_TRACE).
+const claudeMeta = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"claude-code","title":"Claude Code","version":"2.1.328","description":"Anthropic's agentic coding tool","websiteUrl":"https://claude.com/claude-code"},"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true},"elicitation":{"form":{},"url":{}}}}`
+
+// TestRunPromptModernHandshake replays what Claude Code 2.1.328 actually
+// sends to mcp-go v1.2.1: server/discover with 2026-07-28 _meta succeeds, so
+// it never sends initialize and calls tools/list and tools/call statelessly.
+func TestRunPromptModernHandshake(t *testing.T) {
+	w := newWorld(t)
+	c := startPrompt(t, promptConfig(t, w))
+	c.send(`{"jsonrpc":"2.0","id":"server-discover-probe-1","method":"server/discover","params":{"_meta":` + claudeMeta + `}}`)
+	m := c.responseID("server-discover-probe-1")
+	res, _ := m["result"].(map[string]any)
+	if res == nil || !strings.Contains(fmt.Sprint(res["supportedVersions"]), "2026-07-28") {
+		t.Fatalf("server/discover = %v", m)
+	}
+	c.send(`{"method":"tools/list","jsonrpc":"2.0","id":0,"params":{"_meta":` + claudeMeta + `}}`)
+	if tools := c.response(0)["result"].(map[string]any)["tools"].([]any); len(tools) != 1 {
+		t.Fatalf("tools/list = %v", tools)
+	}
+	meta := strings.TrimSuffix(claudeMeta, "}") + `,"claudecode/toolUseId":"toolu_1","progressToken":1}`
+	c.send(`{"method":"tools/call","params":{"name":"approve","arguments":{"tool_name":"Bash","input":{"command":"ls","description":"list"},"tool_use_id":"toolu_1"},"_meta":` + meta + `},"jsonrpc":"2.0","id":1}`)
+	if a := c.answer(1); a.Behavior != "allow" || a.UpdatedInput["command"] != "ls" || a.UpdatedInput["description"] != "list" {
+		t.Fatalf("answer = %+v", a)
+	}
+	c.send(`{"method":"tools/call","params":{"name":"approve","arguments":{"tool_name":"Read","input":{"file_path":"` + w.env + `"},"tool_use_id":"toolu_2"},"_meta":` + meta + `},"jsonrpc":"2.0","id":2}`)
+	if a := c.answer(2); a.Behavior != "deny" || !strings.Contains(a.Message, "protected") {
+		t.Fatalf("answer = %+v", a)
+	}
+}
