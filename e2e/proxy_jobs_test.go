@@ -23,6 +23,11 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 )
 
+// unattended runs the scripted Bash commands without asking a human: these
+// tests are about the model proxy, not the approval rules (the OS sandbox
+// stays on, so the environment checks see what a sandboxed command sees).
+var unattended = map[string]string{"BRIDGE_CC_APPROVAL": "off"}
+
 // envValue is the value of name in a KEY=VALUE list ("" when absent).
 func envValue(env []string, name string) string {
 	for _, kv := range env {
@@ -41,7 +46,7 @@ func envValue(env []string, name string) string {
 // holds the key. Upstream, every call carried the key and never the token.
 func TestProxyJobSeesTokenNotKey(t *testing.T) {
 	t.Parallel()
-	a := startAgentBridge(t, false, map[string]string{"BRIDGE_SYNC_WINDOW_MS": "1000"})
+	a := startAgentBridge(t, false, mergeEnv(unattended, map[string]string{"BRIDGE_SYNC_WINDOW_MS": "1000"}))
 	key := a.d.Key()
 	proxyURL := "http://" + modelProxyAddr(t, a.bridgeProc)
 	ws := a.workspace(t, nil)
@@ -64,28 +69,33 @@ func TestProxyJobSeesTokenNotKey(t *testing.T) {
 	id := c.P.JobID
 	waitJobCommand(t, id, "timeout", jobLimit)
 
-	// While it runs: the harness environment (/proc/PID/environ) of every
-	// process of the tree, and the job's config dir.
-	var token string
-	for pid, env := range jobEnvirons(t, id, key) {
-		tok := envValue(env, "ANTHROPIC_AUTH_TOKEN")
-		if !strings.HasPrefix(tok, "bridge-job-") || len(tok) < len("bridge-job-")+22 { // ≥ 128 bits of base64
-			t.Errorf("pid %d: ANTHROPIC_AUTH_TOKEN = %q, want a per-job token", pid, tok)
+	// While it runs: the environment (/proc/PID/environ) and argv of every
+	// process of the tree, and the job's config dir. The harness holds the
+	// job's token and the proxy's URL; a command below it holds the same or,
+	// when the OS sandbox unsets them, none.
+	snap, err := jobs.Load(a.dir(), id)
+	if err != nil || snap.HarnessPID == 0 {
+		t.Fatalf("snapshot: pid %d, %v", snap.HarnessPID, err)
+	}
+	envs := jobEnvirons(t, id, key)
+	harnessEnv, ok := envs[snap.HarnessPID]
+	if !ok || len(envs) < 2 {
+		t.Fatalf("found %d processes of the job's tree, harness (pid %d) among them: %v", len(envs), snap.HarnessPID, ok)
+	}
+	token := envValue(harnessEnv, "ANTHROPIC_AUTH_TOKEN")
+	if !strings.HasPrefix(token, "bridge-job-") || len(token) < len("bridge-job-")+22 { // ≥ 128 bits of base64
+		t.Fatalf("the harness's ANTHROPIC_AUTH_TOKEN = %q, want a per-job token", token)
+	}
+	if got := envValue(harnessEnv, "CLAUDE_CODE_MAX_RETRIES"); got != "0" {
+		t.Errorf("the harness's CLAUDE_CODE_MAX_RETRIES = %q, want 0 (only the proxy retries)", got)
+	}
+	for pid, env := range envs {
+		if tok := envValue(env, "ANTHROPIC_AUTH_TOKEN"); tok != token && (pid == snap.HarnessPID || tok != "") {
+			t.Errorf("pid %d: ANTHROPIC_AUTH_TOKEN = %q, want the job's token", pid, tok)
 		}
-		if token == "" {
-			token = tok
-		} else if tok != token {
-			t.Errorf("pid %d holds another token", pid)
-		}
-		if got := envValue(env, "ANTHROPIC_BASE_URL"); got != proxyURL {
+		if got := envValue(env, "ANTHROPIC_BASE_URL"); got != proxyURL && (pid == snap.HarnessPID || got != "") {
 			t.Errorf("pid %d: ANTHROPIC_BASE_URL = %q, want the proxy %s", pid, got, proxyURL)
 		}
-		if got := envValue(env, "CLAUDE_CODE_MAX_RETRIES"); got != "0" {
-			t.Errorf("pid %d: CLAUDE_CODE_MAX_RETRIES = %q, want 0 (only the proxy retries)", pid, got)
-		}
-	}
-	if token == "" {
-		t.Fatal("no process of the job's tree was found")
 	}
 	if n := assertKeyNotUnder(t, a.dir().HarnessDir(id), key); n == 0 {
 		t.Errorf("the job's config dir %s holds no file; nothing was searched", a.dir().HarnessDir(id))
@@ -229,7 +239,7 @@ func nonLoopbackIP(t testing.TB) net.IP {
 // shows the same, and the day's spend file counts them too.
 func TestProxyUsageAndCost(t *testing.T) {
 	t.Parallel()
-	a := startAgentBridge(t, false, nil)
+	a := startAgentBridge(t, false, unattended)
 	ws := a.workspace(t, nil)
 	usages := []dt.Usage{
 		{InputTokens: 21_000, CacheHitTokens: 15_000, OutputTokens: 120},
@@ -376,7 +386,7 @@ func TestProxyUpstreamFaults(t *testing.T) {
 // event at least tail after the first call's block has ended.
 func TestProxyStreamsThrough(t *testing.T) {
 	t.Parallel()
-	a := startAgentBridge(t, false, nil)
+	a := startAgentBridge(t, false, unattended)
 	ws := a.workspace(t, nil)
 	const chunkDelay = 100 * time.Millisecond
 	first := dt.Call("Bash", map[string]any{"command": "echo first", "description": "first"})
