@@ -147,6 +147,7 @@ func TestProxyJobSeesTokenNotKey(t *testing.T) {
 	if n := assertKeyNotUnder(t, a.StateDir(), key); n < 3 {
 		t.Errorf("searched only %d files of the state dir", n)
 	}
+	assertNotInFiles(t, a.LogFiles(), token) // the daemon logs job ids, never tokens
 	reqs := a.d.AnthropicRequests()
 	if len(reqs) != 4 { // three turns and the count_tokens
 		t.Errorf("the double saw %d requests, want 4", len(reqs))
