@@ -65,12 +65,11 @@ func auditLine(a approvals.AuditRecord) string {
 	if a.JobID != "" {
 		fmt.Fprintf(&b, " job %s", short(a.JobID))
 	}
-	outcome := string(a.Decision)
-	if outcome == "" && a.Verdict != "" {
-		outcome = "rules: " + string(a.Verdict)
-	}
-	if outcome != "" {
-		fmt.Fprintf(&b, " %s", strings.ToUpper(outcome))
+	switch {
+	case a.Decision != "":
+		fmt.Fprintf(&b, " %s", strings.ToUpper(string(a.Decision)))
+	case a.Verdict != "":
+		fmt.Fprintf(&b, " rules: %s", a.Verdict)
 	}
 	if a.By != "" {
 		fmt.Fprintf(&b, " by %s", visible(a.By, 80))
