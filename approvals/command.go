@@ -91,9 +91,6 @@ func classifyCommand(cmd string, p Policy) Verdict {
 	}
 	g := sandbox.Guard{Workspace: p.Workspace, Protected: p.Protected}
 	for _, a := range args {
-		if mentionsDotEnv(a) {
-			return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q mentions a .env file, which usually holds secrets: a human decides", a)}
-		}
 		for _, c := range pathCandidates(a) {
 			d := g.Admit(c)
 			if d.Protected {
@@ -101,6 +98,9 @@ func classifyCommand(cmd string, p Policy) Verdict {
 			}
 			if !d.Inside {
 				return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q: %s: a human decides", a, d.Reason)}
+			}
+			if namesDotEnv(c, p.Workspace) || namesDotEnv(d.Resolved, p.Workspace) {
+				return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q mentions a .env file, which usually holds secrets: a human decides", a)}
 			}
 		}
 	}

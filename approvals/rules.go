@@ -167,7 +167,7 @@ func classifyFile(req Request, args []pathArg, p Policy) Verdict {
 			return Verdict{Decision: Deny, Reason: d.Reason + " (its state dir or .env): no job may touch it", Summary: clip(req.Tool + " " + strings.Join(shown, " "))}
 		case !d.Inside:
 			ask = append(ask, d.Reason)
-		case mentionsDotEnv(s):
+		case namesDotEnv(s, p.Workspace) || namesDotEnv(d.Resolved, p.Workspace):
 			ask = append(ask, s+" names a .env file, which usually holds secrets")
 		}
 	}
@@ -181,7 +181,34 @@ func classifyFile(req Request, args []pathArg, p Policy) Verdict {
 	return Verdict{Decision: Allow, Reason: "every path is inside the workspace", Summary: summary}
 }
 
-func mentionsDotEnv(s string) bool { return strings.Contains(strings.ToLower(s), ".env") }
+// namesDotEnv reports whether a path names a .env-style file or directory:
+// a component, below the workspace, that contains ".env" in any case. The
+// workspace's own path is left out, so a project under ~/my.envoy/ is not
+// flagged as a whole.
+func namesDotEnv(path, workspace string) bool {
+	if filepath.IsAbs(path) {
+		clean := filepath.Clean(path)
+		for _, ws := range []string{workspace, resolvedOrSelf(workspace)} {
+			if ws != "" && (clean == ws || strings.HasPrefix(clean, ws+string(filepath.Separator))) {
+				path = strings.TrimPrefix(clean[len(ws):], string(filepath.Separator))
+				break
+			}
+		}
+	}
+	for _, comp := range strings.Split(path, string(filepath.Separator)) {
+		if strings.Contains(strings.ToLower(comp), ".env") {
+			return true
+		}
+	}
+	return false
+}
+
+func resolvedOrSelf(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
 
 func truthy(v any) bool {
 	b, ok := v.(bool)

@@ -207,7 +207,7 @@ func TestClassifyCommand(t *testing.T) {
 		{"cat .env", Ask, ".env"},
 		{"cat ./config/.env.local", Ask, ".env"},
 		{"grep -r KEY .ENV", Ask, ".env"},
-		{"cat " + w.env, Ask, ".env"},
+		{"cat " + w.env, Deny, "protected"},
 		{"cat ~/.ssh/id_rsa", Ask, "home"},
 		{"cat ~/.ssh/id_ed25519", Ask, "home"},
 		{"ls ~", Ask, "home"},
@@ -399,4 +399,27 @@ func FuzzClassifyCommand(f *testing.F) {
 			t.Fatalf("ClassifyCommand(%q) allowed a program off the allow list", cmd)
 		}
 	})
+}
+
+func TestDotEnvInWorkspacePath(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	ws := filepath.Join(root, "proj.envoy")
+	mustDo(t, os.MkdirAll(ws, 0o755))
+	mustDo(t, os.Symlink(".env", filepath.Join(ws, "innocent.txt")))
+	p := Policy{Workspace: ws, Allow: []string{"cat"}}
+	for _, c := range []struct {
+		req  Request
+		want Action
+	}{
+		{Request{"Read", map[string]any{"file_path": filepath.Join(ws, "main.go")}}, Allow},
+		{Request{"Read", map[string]any{"file_path": filepath.Join(ws, ".env")}}, Ask},
+		{Request{"Read", map[string]any{"file_path": filepath.Join(ws, "innocent.txt")}}, Ask}, // resolves to .env
+		{Request{"Bash", map[string]any{"command": "cat " + filepath.Join(ws, "main.go")}}, Allow},
+		{Request{"Bash", map[string]any{"command": "cat innocent.txt"}}, Ask},
+		{Request{"Bash", map[string]any{"command": "cat .Env.local"}}, Ask},
+	} {
+		if v := Classify(c.req, p); v.Decision != c.want {
+			t.Errorf("Classify(%v) = %s (%s), want %s", c.req.Input, v.Decision, v.Reason, c.want)
+		}
+	}
 }
