@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
@@ -93,6 +95,32 @@ func (a *agentBridge) workspace(t *testing.T, files map[string]string) string {
 }
 
 func (a *agentBridge) dir() statedir.Dir { return statedir.Dir{Root: a.StateDir()} }
+
+// approveEverything plays a human who approves every request waiting in the
+// bridge's approval queue, until the test ends.
+func (a *agentBridge) approveEverything(t *testing.T) {
+	t.Helper()
+	q := approvals.NewQueue(a.dir(), zerolog.Nop())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { // owner: the test; joined at its cleanup
+		defer close(done)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			ps, _ := q.Pending()
+			for _, p := range ps {
+				_ = q.Decide(p.ID, true, "e2e: approved", "e2e")
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
 
 // agentCall is one decoded answer of an agent tool.
 type agentCall struct {

@@ -1,0 +1,328 @@
+package e2e
+
+// End-to-end proof of issue 4 with the real parts: `bridge serve`, the pinned
+// Claude Code with its bubblewrap sandbox, the `bridge approval-prompt` child
+// it spawns, the double's Anthropic side scripting the model, and the Go SDK
+// client. The test plays the human through the approval queue in the state
+// dir (or the real bridgectl). The daemon's HOME is a temp dir holding a
+// credential canary, and its .env lies outside every root.
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
+)
+
+// guardedBridge is an agent bridge whose daemon has a temp HOME with an SSH
+// key canary and a .env file with a canary, both outside the allowed root.
+type guardedBridge struct {
+	*agentBridge
+	home      string
+	sshKey    string // <home>/.ssh/id_e2e
+	sshCanary string
+	envFile   string
+	envCanary string
+}
+
+// startGuardedBridge starts a guarded bridge; env goes on top.
+func startGuardedBridge(t *testing.T, env map[string]string) *guardedBridge {
+	t.Helper()
+	g := &guardedBridge{home: t.TempDir(), sshCanary: "ssh-canary-" + randomWitness(t), envCanary: "env-canary-" + randomWitness(t)}
+	g.sshKey = filepath.Join(g.home, ".ssh", "id_e2e")
+	if err := os.MkdirAll(filepath.Dir(g.sshKey), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(g.sshKey, []byte(g.sshCanary+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.envFile = filepath.Join(t.TempDir(), ".env")
+	if err := os.WriteFile(g.envFile, []byte("# "+g.envCanary+"\nBRIDGE_LOG_LEVEL=debug\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.agentBridge = startAgentBridge(t, false, mergeEnv(map[string]string{
+		"HOME":            g.home,
+		"BRIDGE_ENV_FILE": g.envFile,
+	}, env))
+	return g
+}
+
+// queue is the approval queue in the bridge's state dir, as bridgectl sees it.
+func (g *guardedBridge) queue() *approvals.Queue { return approvals.NewQueue(g.dir(), zerolog.Nop()) }
+
+// pendingOf returns the requests of job that wait for a human.
+func (g *guardedBridge) pendingOf(t *testing.T, jobID string) []approvals.PendingRequest {
+	t.Helper()
+	ps, err := g.queue().PendingForJob(jobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+// waitPending waits for the next request of job that waits for a human, or
+// for the job to end (then ok is false).
+func (g *guardedBridge) waitPending(t *testing.T, jobID string, limit time.Duration) (approvals.PendingRequest, bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		if ps := g.pendingOf(t, jobID); len(ps) > 0 {
+			return ps[0], true
+		}
+		if s, err := jobs.Load(g.dir(), jobID); err == nil && s.Status.Final() {
+			return approvals.PendingRequest{}, false
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s: no request for a human within %v", jobID, limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// bridgectl runs the real bridgectl against this bridge's state dir.
+func (g *guardedBridge) bridgectl(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(binary(t, "bridgectl"), args...)
+	for k, v := range g.Env() {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// auditOf returns the audit log's lines (decoded) that mention needle.
+func (g *guardedBridge) auditOf(t *testing.T, needle string) []map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(g.dir().AuditLog())
+	if err != nil {
+		t.Fatalf("audit log: %v", err)
+	}
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		if !strings.Contains(line, needle) {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("audit line is not JSON: %q", line)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// toolResults are the tool_result texts the model received, in order.
+func toolResults(d *dt.Server) []string {
+	var out []string
+	for _, r := range d.ScriptedAnthropicRequests() {
+		out = append(out, r.ToolResultTexts()...)
+	}
+	return out
+}
+
+// startJob starts a job with the Go SDK client and returns its first answer.
+func startJob(t *testing.T, cs *mcp.ClientSession, task, ws string) agentCall {
+	t.Helper()
+	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": task, "workspace": ws}, nil)
+	if c.IsError || c.P.JobID == "" {
+		t.Fatalf("start: IsError %v: %s", c.IsError, c.Text)
+	}
+	return c
+}
+
+// waitWaiting polls until the job waits for a human and returns that answer.
+func waitWaiting(t *testing.T, cs *mcp.ClientSession, id string) agentCall {
+	t.Helper()
+	c := pollUntil(t, cs, id, jobLimit, func(p server.AgentJobPayload) bool { return p.Status == string(jobs.StatusWaitingApproval) })
+	if c.P.Status != string(jobs.StatusWaitingApproval) || c.P.Approval == nil || c.P.Approval.ID == "" {
+		t.Fatalf("job %s is %s, not waiting for a human: %s", id, c.P.Status, c.Text)
+	}
+	return c
+}
+
+// hasEvent reports whether the audit lines hold one with event (and, if set, decision).
+func hasEvent(lines []map[string]any, event, decision string) bool {
+	for _, l := range lines {
+		if l["event"] == event && (decision == "" || l["decision"] == decision) {
+			return true
+		}
+	}
+	return false
+}
+
+// A chained command pauses the job at waiting_approval with the request's id
+// and summary; `bridgectl approve ID` lets it run, inside the sandbox, to done.
+func TestApprovalChainedCommandWaitsThenRuns(t *testing.T) {
+	t.Parallel()
+	g := startGuardedBridge(t, nil)
+	ws := g.workspace(t, nil)
+	g.d.ScriptAnthropic(
+		dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "echo alpha && echo beta", "description": "two echoes"})),
+		dt.Func(func(r dt.Request) dt.Turn { return dt.Text("output: " + strings.Join(r.ToolResultTexts(), " | ")) }),
+	)
+	cs := goSDKClient(t, g.URL())
+	c := startJob(t, cs, "Print alpha and beta.", ws)
+	id := c.P.JobID
+	if c.P.Status != string(jobs.StatusWaitingApproval) {
+		c = waitWaiting(t, cs, id)
+	}
+	req := c.P.Approval
+	if !strings.Contains(req.Summary, "echo alpha && echo beta") || !strings.Contains(c.Text, "bridgectl pending") || !strings.Contains(c.Text, req.ID) {
+		t.Errorf("approval %+v, text %s", req, c.Text)
+	}
+	if st, err := os.Stat(filepath.Join(g.dir().Approvals(), req.ID+".request.json")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("request file: %v %v", st, err)
+	}
+	if n := len(g.d.ScriptedAnthropicRequests()); n != 1 {
+		t.Errorf("the model was asked %d times while the command waited", n)
+	}
+	out, err := g.bridgectl(t, "approve", req.ID, "--reason", "e2e: looks fine")
+	if err != nil {
+		t.Fatalf("bridgectl approve: %v\n%s", err, out)
+	}
+	c = waitSettled(t, cs, id, jobLimit)
+	if c.P.Status != "done" || !hexNonce.MatchString(c.P.Nonce) {
+		t.Fatalf("after approval: %s: %s", c.P.Status, c.Text)
+	}
+	if c.P.Result != "output: alpha\nbeta" {
+		t.Errorf("result %q", c.P.Result)
+	}
+	lines := g.auditOf(t, req.ID)
+	if !hasEvent(lines, "pending", "") || !hasEvent(lines, "human", "allow") {
+		t.Errorf("audit of %s: %v", req.ID, lines)
+	}
+	if ps := g.pendingOf(t, id); len(ps) != 0 {
+		t.Errorf("still pending: %+v", ps)
+	}
+}
+
+// A human's deny, with its reason, reaches the model in the tool result with
+// the instruction not to work around it; the command never runs and the job
+// ends honestly, saying it was denied.
+func TestApprovalDenyReachesTheModel(t *testing.T) {
+	t.Parallel()
+	g := startGuardedBridge(t, nil)
+	ws := g.workspace(t, map[string]string{"keep.txt": "keep me"})
+	g.d.ScriptAnthropic(
+		dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "rm -f keep.txt", "description": "clean up"})),
+		dt.Func(func(r dt.Request) dt.Turn {
+			return dt.Text("I could not clean up: " + strings.Join(r.ToolResultTexts(), " | "))
+		}),
+	)
+	cs := goSDKClient(t, g.URL())
+	id := startJob(t, cs, "Delete keep.txt.", ws).P.JobID
+	req := waitWaiting(t, cs, id).P.Approval
+	const reason = "keep.txt stays, it is the owner's"
+	if err := g.queue().Decide(req.ID, false, reason, "e2e"); err != nil {
+		t.Fatal(err)
+	}
+	c := waitSettled(t, cs, id, jobLimit)
+	if c.P.Status != "done" {
+		t.Fatalf("status %s: %s", c.P.Status, c.Text)
+	}
+	results := toolResults(g.d)
+	if len(results) != 1 || !strings.Contains(results[0], reason) || !strings.Contains(results[0], "Do not try to work around this denial") {
+		t.Fatalf("tool results the model saw: %q", results)
+	}
+	if !strings.Contains(c.P.Result, reason) {
+		t.Errorf("the answer hides the denial: %q", c.P.Result)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "keep.txt")); err != nil || string(b) != "keep me" {
+		t.Errorf("keep.txt: %q %v", b, err)
+	}
+	if len(c.P.Commands) != 1 || !c.P.Commands[0].Denied {
+		t.Errorf("commands %+v", c.P.Commands)
+	}
+	snap := assertSnapshotFile(t, g.dir(), id, jobs.StatusDone)
+	if len(snap.PermissionDenials) != 1 || snap.PermissionDenials[0].ToolName != "Bash" {
+		t.Errorf("permission denials %+v", snap.PermissionDenials)
+	}
+	if lines := g.auditOf(t, req.ID); !hasEvent(lines, "human", "deny") {
+		t.Errorf("audit: %v", lines)
+	}
+}
+
+// No answer within BRIDGE_APPROVAL_TIMEOUT_MS is a deny; the audit log says
+// it timed out, and the request can no longer be approved.
+func TestApprovalTimeoutDenies(t *testing.T) {
+	t.Parallel()
+	g := startGuardedBridge(t, map[string]string{"BRIDGE_APPROVAL_TIMEOUT_MS": "1500"})
+	ws := g.workspace(t, nil)
+	g.d.ScriptAnthropic(
+		dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "mkdir -p out; touch out/x", "description": "prepare"})),
+		dt.Func(func(r dt.Request) dt.Turn { return dt.Text("not done: " + strings.Join(r.ToolResultTexts(), " | ")) }),
+	)
+	cs := goSDKClient(t, g.URL())
+	id := startJob(t, cs, "Prepare out/.", ws).P.JobID
+	req := waitWaiting(t, cs, id).P.Approval
+	c := waitSettled(t, cs, id, jobLimit)
+	if c.P.Status != "done" || !strings.Contains(c.P.Result, "Do not try to work around this denial") {
+		t.Fatalf("%s: %q", c.P.Status, c.P.Result)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "out")); err == nil {
+		t.Error("the command ran without an answer")
+	}
+	if lines := g.auditOf(t, req.ID); !hasEvent(lines, "timeout", "deny") {
+		t.Errorf("audit: %v", lines)
+	}
+	if err := g.queue().Decide(req.ID, true, "too late", "e2e"); err == nil {
+		t.Error("a timed-out request was approved")
+	}
+}
+
+// A Read outside the workspace and a WebFetch each wait for a human.
+func TestApprovalReadOutsideAndWebFetchAskAHuman(t *testing.T) {
+	t.Parallel()
+	g := startGuardedBridge(t, nil)
+	ws := g.workspace(t, nil)
+	outside := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(outside, []byte("outside-witness-"+randomWitness(t)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g.d.ScriptAnthropic(
+		dt.ToolCalls(dt.Call("Read", map[string]any{"file_path": outside})),
+		dt.ToolCalls(dt.Call("WebFetch", map[string]any{"url": "http://127.0.0.1:9/notes", "prompt": "summarise"})),
+		dt.Func(func(r dt.Request) dt.Turn { return dt.Text("both denied") }),
+	)
+	cs := goSDKClient(t, g.URL())
+	id := startJob(t, cs, "Read notes.txt and the notes page.", ws).P.JobID
+	for _, want := range []string{"Read " + outside, "http://127.0.0.1:9/notes"} {
+		c := waitWaiting(t, cs, id)
+		if !strings.Contains(c.P.Approval.Summary, want) {
+			t.Errorf("waiting on %q, want a request for %q", c.P.Approval.Summary, want)
+		}
+		if err := g.queue().Decide(c.P.Approval.ID, false, "not for this job", "e2e"); err != nil {
+			t.Fatal(err)
+		}
+		// Wait for the decision to be consumed before looking for the next request.
+		pollUntil(t, cs, id, jobLimit, func(p server.AgentJobPayload) bool {
+			return p.Approval == nil || p.Approval.ID != c.P.Approval.ID
+		})
+	}
+	c := waitSettled(t, cs, id, jobLimit)
+	if c.P.Status != "done" {
+		t.Fatalf("%s: %s", c.P.Status, c.Text)
+	}
+	for _, r := range toolResults(g.d) {
+		if strings.Contains(r, "outside-witness-") {
+			t.Errorf("the denied file reached the model: %q", r)
+		}
+	}
+	for _, tool := range []string{"Read", "WebFetch"} {
+		if lines := g.auditOf(t, `"tool":"`+tool+`"`); !hasEvent(lines, "pending", "") || !hasEvent(lines, "human", "deny") {
+			t.Errorf("audit of %s: %v", tool, lines)
+		}
+	}
+}
