@@ -27,10 +27,16 @@ Runs the HTTP daemon until SIGINT or SIGTERM (in-flight calls get 10 s to finish
 Anything else, and a wrong secret, is 404. Once listening it writes
 <BRIDGE_STATE_DIR>/daemon.json (pid, address) and removes it on a clean stop.
 
+Agent jobs reach DeepSeek through the model proxy, on its own loopback port
+(daemon.json: harness.model_proxy). It alone holds DEEPSEEK_API_KEY; each job
+gets a token that dies with the job, and BRIDGE_JOB_MAX_COST_USD,
+BRIDGE_JOB_MAX_TOKENS and BRIDGE_DAILY_MAX_COST_USD cap what jobs spend.
+
 Required:
   MCP_PATH_SECRET   at least 16 characters (bridgectl secret, or openssl rand -hex 32)
 Usually set:
-  DEEPSEEK_API_KEY  without it the server starts, and deepseek_flash answers with an error
+  DEEPSEEK_API_KEY  without it the server starts, deepseek_flash answers with an error
+                    and agent jobs are refused
   HOST, PORT        listen address (default 127.0.0.1:8787; PORT=0 picks a free port)
   RATE_LIMIT_PER_MINUTE, DEEPSEEK_MODEL, DEEPSEEK_TIMEOUT_MS, DEEPSEEK_MAX_OUTPUT_TOKENS
 Logging:
