@@ -82,9 +82,10 @@ func TestTypeScriptSDKClient(t *testing.T) {
 				WithChunkDelay(100 * time.Millisecond))
 			out := runNodeClient(t, node, b.URL(), "flash", map[string]string{"TASK": "Say the answer.", "MODE": "code"})
 			var got struct {
-				SDKVersion  string `json:"sdk_version"`
-				NodeVersion string `json:"node_version"`
-				Server      struct {
+				SDKVersion      string `json:"sdk_version"`
+				NodeVersion     string `json:"node_version"`
+				ProtocolVersion string `json:"protocol_version"`
+				Server          struct {
 					Name    string `json:"name"`
 					Version string `json:"version"`
 				} `json:"server"`
@@ -110,8 +111,11 @@ func TestTypeScriptSDKClient(t *testing.T) {
 			if err := json.Unmarshal(out, &got); err != nil {
 				t.Fatalf("client output is not JSON: %v\n%s", err, out)
 			}
-			t.Logf("TS SDK %s on Node %s; server %s %s; %d progress notifications",
-				got.SDKVersion, got.NodeVersion, got.Server.Name, got.Server.Version, len(got.Progress))
+			t.Logf("TS SDK %s on Node %s, protocol %s; server %s %s; %d progress notifications",
+				got.SDKVersion, got.NodeVersion, got.ProtocolVersion, got.Server.Name, got.Server.Version, len(got.Progress))
+			if got.ProtocolVersion == "" {
+				t.Errorf("no protocol version negotiated")
+			}
 			if got.SDKVersion != "1.32.2" {
 				t.Errorf("TypeScript SDK %s, want the pinned 1.32.2", got.SDKVersion)
 			}

@@ -57,10 +57,12 @@ async function flash() {
       onprogress: (p) => progress.push({ progress: p.progress, total: p.total, message: p.message }),
     },
   );
+  const protocolVersion = transport.protocolVersion;
   await client.close();
   return {
     sdk_version: sdkVersion,
     node_version: process.versions.node,
+    protocol_version: protocolVersion,
     server,
     tools: tools.map((t) => ({
       name: t.name,
