@@ -166,7 +166,7 @@ func (q *Queue) Submit(ctx context.Context, jobID string, req Request, v Verdict
 		return Decision{Kind: KindCorrupt, Reason: "could not queue the request", Decided: time.Now().UTC()}, err
 	}
 	now := time.Now().UTC()
-	pr := PendingRequest{Version: statedir.FormatVersion, ID: id, JobID: jobID, Tool: req.Tool, Input: req.Input,
+	pr := PendingRequest{Version: statedir.FormatVersion, ID: id, JobID: jobID, Tool: req.Tool, Input: displayInput(req.Input),
 		Summary: v.Summary, Reason: v.Reason, Created: now, Expires: now.Add(timeout)}
 	if err := statedir.WriteJSON(q.requestPath(id), pr); err != nil {
 		return Decision{ID: id, Kind: KindCorrupt, Reason: "could not queue the request for a human", Decided: now}, fmt.Errorf("queue approval: %w", err)
@@ -507,4 +507,51 @@ func (q *Queue) Prune(cutoff time.Time) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// maxShownString bounds each string of a tool input kept in a request file
+// (a Write's content can be megabytes); the harness still gets the full
+// input back when the request is approved.
+const maxShownString = 4096
+
+// displayInput copies input for the request file, clipping long strings and
+// marking that it did so with "_clipped": true.
+func displayInput(input map[string]any) map[string]any {
+	clipped := false
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch t := v.(type) {
+		case string:
+			if len(t) > maxShownString {
+				clipped = true
+				cut := maxShownString
+				for cut > 0 && !utf8Start(t[cut]) {
+					cut--
+				}
+				return t[:cut] + fmt.Sprintf("… [%d more bytes]", len(t)-cut)
+			}
+			return t
+		case map[string]any:
+			m := make(map[string]any, len(t))
+			for k, x := range t {
+				m[k] = walk(x)
+			}
+			return m
+		case []any:
+			l := make([]any, len(t))
+			for i, x := range t {
+				l[i] = walk(x)
+			}
+			return l
+		}
+		return v
+	}
+	out, _ := walk(input).(map[string]any)
+	if out == nil {
+		out = map[string]any{}
+	}
+	if clipped {
+		out["_clipped"] = true
+	}
+	return out
 }

@@ -385,3 +385,34 @@ func TestQueueCancelAllAndPrune(t *testing.T) {
 		}
 	})
 }
+
+func TestRequestFileClipsLongInput(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q, _ := newQueue(t)
+		big := strings.Repeat("x", 1<<20)
+		req := Request{Tool: "Write", Input: map[string]any{"file_path": "/tmp/x", "content": big, "meta": []any{map[string]any{"k": big}}}}
+		res := make(chan Decision, 1)
+		go func() {
+			d, _ := q.Submit(t.Context(), "job1", req, Verdict{Decision: Ask, Reason: "outside", Summary: "Write /tmp/x"}, time.Minute)
+			res <- d
+		}()
+		synctest.Wait()
+		open, _ := q.Pending()
+		if len(open) != 1 {
+			t.Fatalf("Pending = %v", open)
+		}
+		fi, _ := os.Stat(q.requestPath(open[0].ID))
+		if fi.Size() > 3*maxShownString+1024 {
+			t.Fatalf("request file is %d bytes", fi.Size())
+		}
+		in := open[0].Input
+		if in["_clipped"] != true || in["file_path"] != "/tmp/x" || !strings.HasSuffix(in["content"].(string), "more bytes]") {
+			t.Fatalf("stored input = %.200v", in)
+		}
+		if len(req.Input["content"].(string)) != 1<<20 {
+			t.Fatal("the caller's input was modified")
+		}
+		q.CancelJob("job1")
+		<-res
+	})
+}
