@@ -170,7 +170,7 @@ func (r *runner) held(ctx context.Context) error {
 	}
 	h.RSSAfter, err = RSS(r.b.pid())
 	if h.Held > 0 {
-		h.GoroutinesPerPoll = float64(h.GoroutinesHeld-h.GoroutinesBefore) / float64(h.Held)
+		h.GoroutinesPerPoll = float64(h.GoroutinesHeld-h.GoroutinesBefore.Total) / float64(h.Held)
 		h.RSSPerPoll = float64(h.RSSHeld-h.RSSBefore) / float64(h.Held)
 	}
 	return err

@@ -232,6 +232,63 @@ func (b *bridgeProc) runtimeStats(ctx context.Context) (server.RuntimeStats, err
 	return st, json.NewDecoder(resp.Body).Decode(&st)
 }
 
+// Goroutines is a goroutine count of the bridge, with how many of them
+// belong to idle keep-alive connections of its HTTP clients (a readLoop
+// and a writeLoop each: to the double, kept up to the transport's idle
+// timeout). Those are a connection pool, not a leak.
+type Goroutines struct{ Total, Pool int }
+
+// Own is the count without the connection pool.
+func (g Goroutines) Own() int { return g.Total - g.Pool }
+
+// goroutines reads the bridge's goroutine profile (debug=1: one block per
+// distinct stack, headed by its count).
+func (b *bridgeProc) goroutines(ctx context.Context) (Goroutines, error) {
+	var g Goroutines
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.debugAddr+"/debug/pprof/goroutine?debug=1", nil)
+	if err != nil {
+		return g, err
+	}
+	resp, err := debugClient.Do(req)
+	if err != nil {
+		return g, fmt.Errorf("debug endpoint: %w", err)
+	}
+	defer drain(resp.Body)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return g, fmt.Errorf("goroutine profile: HTTP %d, %v", resp.StatusCode, err)
+	}
+	return parseGoroutineProfile(string(body))
+}
+
+func parseGoroutineProfile(text string) (Goroutines, error) {
+	var g Goroutines
+	head, rest, _ := strings.Cut(text, "\n")
+	total, ok := strings.CutPrefix(head, "goroutine profile: total ")
+	if !ok {
+		return g, fmt.Errorf("not a goroutine profile: %.80q", head)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(total))
+	if err != nil {
+		return g, fmt.Errorf("goroutine profile total %q: %w", total, err)
+	}
+	g.Total = n
+	for block := range strings.SplitSeq(rest, "\n\n") {
+		countStr, _, ok := strings.Cut(strings.TrimSpace(block), " @ ")
+		if !ok {
+			continue
+		}
+		c, err := strconv.Atoi(countStr)
+		if err != nil {
+			continue
+		}
+		if strings.Contains(block, "net/http.(*persistConn).readLoop") || strings.Contains(block, "net/http.(*persistConn).writeLoop") {
+			g.Pool += c
+		}
+	}
+	return g, nil
+}
+
 // profile saves the bridge's CPU profile over secs seconds (or a named
 // profile when name is not "profile") to path.
 func (b *bridgeProc) profile(ctx context.Context, name string, secs int, path string) error {

@@ -74,22 +74,22 @@ type FlashCell struct {
 
 // Held is the held long-poll run.
 type Held struct {
-	Polls                            int           // polls sent
-	Held                             int           // polls still open when the memory was read
-	Cancelled                        int           // polls answered with status cancelled after the cancel
-	Failed                           int           // polls that failed or answered anything else
-	FirstFailure                     string        // the first of those
-	Ramp                             time.Duration // from the first poll sent to all of them held
-	RSSBefore, RSSHeld               int64
-	HeapBefore, HeapHeld             uint64 // HeapInuse
-	StackBefore, StackHeld           uint64 // StackInuse
-	GoroutinesBefore, GoroutinesHeld int
-	GoroutinesAfter                  int
-	RSSAfter                         int64
-	CancelToAllAnswered              time.Duration
-	StatusBefore                     string // the job's status when the polls were sent
-	HarnessSleep                     string
-	GoroutinesPerPoll, RSSPerPoll    float64
+	Polls                             int           // polls sent
+	Held                              int           // polls still open when the memory was read
+	Cancelled                         int           // polls answered with status cancelled after the cancel
+	Failed                            int           // polls that failed or answered anything else
+	FirstFailure                      string        // the first of those
+	Ramp                              time.Duration // from the first poll sent to all of them held
+	RSSBefore, RSSHeld                int64
+	HeapBefore, HeapHeld              uint64 // HeapInuse
+	StackBefore, StackHeld            uint64 // StackInuse
+	GoroutinesBefore, GoroutinesAfter Goroutines
+	GoroutinesHeld                    int
+	RSSAfter                          int64
+	CancelToAllAnswered               time.Duration
+	StatusBefore                      string // the job's status when the polls were sent
+	HarnessSleep                      string
+	GoroutinesPerPoll, RSSPerPoll     float64
 }
 
 // Report is everything one run measured.
@@ -105,10 +105,10 @@ type Report struct {
 	RSSLoadPeak int64 // highest sample during the throughput run
 	RSSAfter    int64 // after the load, connections closed
 
-	GoroutinesIdle  int // just after start
-	GoroutinesBase  int // after the warm-up calls, connections closed
-	GoroutinesPeak  int // highest sample during the throughput run
-	GoroutinesAfter int // after the load, connections closed
+	GoroutinesIdle  int        // just after start
+	GoroutinesBase  Goroutines // after the warm-up calls, connections closed
+	GoroutinesPeak  int        // highest sample during the throughput run
+	GoroutinesAfter Goroutines // after the load, connections closed
 
 	Poll        Latencies // poll of a finished job
 	Spawn       Latencies // deepseek_agent_start sent → stand-in running
@@ -293,38 +293,38 @@ func (r *runner) idle(ctx context.Context) error {
 }
 
 // stableGoroutines waits (≤ 3 s) for two equal readings 100 ms apart.
-func (r *runner) stableGoroutines(ctx context.Context) (int, error) {
+func (r *runner) stableGoroutines(ctx context.Context) (Goroutines, error) {
 	prev := -1
 	deadline := time.Now().Add(3 * time.Second)
 	for {
-		st, err := r.b.runtimeStats(ctx)
+		g, err := r.b.goroutines(ctx)
 		if err != nil {
-			return 0, err
+			return g, err
 		}
-		if st.Goroutines == prev || time.Now().After(deadline) {
-			return st.Goroutines, nil
+		if g.Total == prev || time.Now().After(deadline) {
+			return g, nil
 		}
-		prev = st.Goroutines
+		prev = g.Total
 		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
-			return 0, err
+			return g, err
 		}
 	}
 }
 
-// settleGoroutines waits (≤ 5 s) for the count to come down to target and
-// returns the last reading.
-func (r *runner) settleGoroutines(ctx context.Context, target int) (int, error) {
+// settleGoroutines waits (≤ 5 s) for the count without the connection pool
+// to come down to target's and returns the last reading.
+func (r *runner) settleGoroutines(ctx context.Context, target Goroutines) (Goroutines, error) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		st, err := r.b.runtimeStats(ctx)
+		g, err := r.b.goroutines(ctx)
 		if err != nil {
-			return 0, err
+			return g, err
 		}
-		if st.Goroutines <= target || time.Now().After(deadline) {
-			return st.Goroutines, nil
+		if g.Own() <= target.Own() || time.Now().After(deadline) {
+			return g, nil
 		}
 		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
-			return 0, err
+			return g, err
 		}
 	}
 }

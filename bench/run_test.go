@@ -150,14 +150,14 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("cell %d: no bridge CPU over %d calls", c.Clients, c.Bridge.Done)
 		}
 	}
-	if rep.RSSIdle <= 0 || rep.RSSLoadPeak < rep.RSSIdle/2 || rep.GoroutinesBase <= 0 || rep.GoroutinesPeak < rep.GoroutinesBase {
+	if rep.RSSIdle <= 0 || rep.RSSLoadPeak < rep.RSSIdle/2 || rep.GoroutinesBase.Total <= 0 || rep.GoroutinesPeak < rep.GoroutinesBase.Total {
 		t.Fatalf("memory/goroutine figures: %+v", rep)
 	}
 	if len(rep.Poll) != 50 || len(rep.Spawn) != 3 || len(rep.SpawnFloor) != 3 || rep.JobsStarted != 4 {
 		t.Fatalf("agent figures: %d polls, %d/%d spawns, %d jobs", len(rep.Poll), len(rep.Spawn), len(rep.SpawnFloor), rep.JobsStarted)
 	}
 	h := rep.Held
-	if h.Polls != 20 || h.Held != 20 || h.Cancelled != 20 || h.Failed != 0 || h.GoroutinesHeld <= h.GoroutinesBefore {
+	if h.Polls != 20 || h.Held != 20 || h.Cancelled != 20 || h.Failed != 0 || h.GoroutinesHeld <= h.GoroutinesBefore.Total {
 		t.Fatalf("held polls: %+v", h)
 	}
 	if rep.BridgeExit != "exit status 0" {

@@ -91,10 +91,10 @@ func (r *Report) Rows() []Row {
 	add(Row{Metric: "RSS after warm-up (4 clients, 300 ms)", Bridge: fmtBytes(r.RSSWarm)})
 	add(Row{Metric: "RSS under load (peak of 100 ms samples)", Bridge: fmtBytes(r.RSSLoadPeak)})
 	add(Row{Metric: "RSS after the load", Bridge: fmtBytes(r.RSSAfter)})
-	add(Row{Metric: "goroutines: idle / baseline after warm-up", Bridge: fmt.Sprintf("%d / %d", r.GoroutinesIdle, r.GoroutinesBase)})
+	add(Row{Metric: "goroutines: idle / baseline after warm-up", Bridge: fmt.Sprintf("%d / %s", r.GoroutinesIdle, fmtG(r.GoroutinesBase))})
 	add(Row{Metric: "goroutines during the load (peak)", Bridge: fmt.Sprint(r.GoroutinesPeak)})
-	add(Row{Metric: "goroutines after the load", Bridge: fmt.Sprint(r.GoroutinesAfter),
-		Target: fmt.Sprintf("≤ baseline (%d)", r.GoroutinesBase), Verdict: verdict(r.GoroutinesAfter <= r.GoroutinesBase)})
+	add(Row{Metric: "goroutines after the load", Bridge: fmtG(r.GoroutinesAfter),
+		Target: "≤ baseline, pool aside", Verdict: verdict(r.GoroutinesAfter.Own() <= r.GoroutinesBase.Own())})
 	if len(r.Poll) > 0 {
 		add(Row{Metric: fmt.Sprintf("deepseek_agent_poll, finished job, p50 (n=%d)", len(r.Poll)), Bridge: fmtDur(r.Poll.Quantile(0.5)),
 			Target: "≤ " + fmtDur(TargetPoll), Verdict: verdict(r.Poll.Quantile(0.5) <= TargetPoll)})
@@ -125,8 +125,8 @@ func (r *Report) Rows() []Row {
 		add(Row{Metric: "  memory per held poll: RSS / Go heap / goroutine stacks", Bridge: fmtBytes(int64(h.RSSPerPoll)) + " / " + per(h.HeapHeld, h.HeapBefore) + " / " + per(h.StackHeld, h.StackBefore)})
 		add(Row{Metric: "  goroutines per held poll", Bridge: fmt.Sprintf("%.2f", h.GoroutinesPerPoll)})
 		add(Row{Metric: "  cancel → every poll answered", Bridge: fmtDur(h.CancelToAllAnswered)})
-		add(Row{Metric: "  goroutines before / held / after", Bridge: fmt.Sprintf("%d / %d / %d", h.GoroutinesBefore, h.GoroutinesHeld, h.GoroutinesAfter),
-			Target: "after ≤ before", Verdict: verdict(h.GoroutinesAfter <= h.GoroutinesBefore)})
+		add(Row{Metric: "  goroutines before / held / after", Bridge: fmt.Sprintf("%s / %d / %s", fmtG(h.GoroutinesBefore), h.GoroutinesHeld, fmtG(h.GoroutinesAfter)),
+			Target: "after ≤ before, pool aside", Verdict: verdict(h.GoroutinesAfter.Own() <= h.GoroutinesBefore.Own())})
 	}
 	return rows
 }
@@ -177,6 +177,15 @@ func (r *Report) Markdown(w io.Writer) {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", strings.TrimSpace(row.Metric), row.Bridge, row.Floor, row.Added, row.Target, v)
 	}
+}
+
+// fmtG shows a goroutine count and, when there is one, its idle upstream
+// connection pool.
+func fmtG(g Goroutines) string {
+	if g.Pool == 0 {
+		return fmt.Sprint(g.Total)
+	}
+	return fmt.Sprintf("%d (%d pool)", g.Total, g.Pool)
 }
 
 // fmtDur shows µs below a millisecond, ms with two decimals above.
