@@ -104,7 +104,16 @@ func (g *guard) sandboxMode() string {
 	return modeOn
 }
 
-// protected are the paths no job may reach, whatever a human says.
+// denied are the paths no tool call of a job may name, whatever a human says
+// and with approval off too: the state dir, the daemon's .env and the
+// credential stores under the daemon's home. The OS sandbox hides the same
+// paths from commands.
+func (g *guard) denied() []string {
+	return sandbox.DefaultDenyRead(g.home, g.dir.Root, g.envFile)
+}
+
+// protected are the paths a workspace must not overlap and sandboxed
+// commands must not write: the state dir and the daemon's .env.
 func (g *guard) protected() []string {
 	out := []string{g.dir.Root}
 	if g.envFile != "" {
@@ -157,7 +166,7 @@ func (g *guard) prepare(_ context.Context, spec *harness.Spec) error {
 		Workspace:    spec.Workspace,
 		StateDir:     g.dir.Root,
 		Allow:        append([]string(nil), g.allow...),
-		Protected:    g.protected(),
+		Protected:    g.denied(),
 		Timeout:      g.timeout,
 		ApprovalMode: mode,
 	}
@@ -180,7 +189,7 @@ func (g *guard) prepare(_ context.Context, spec *harness.Spec) error {
 
 	settings := sandbox.ClaudeSettings(sandbox.SettingsOptions{
 		Sandbox:   g.sandbox,
-		DenyRead:  sandbox.DefaultDenyRead(g.home, g.dir.Root, g.envFile),
+		DenyRead:  g.denied(),
 		DenyWrite: g.protected(),
 	})
 	if !g.sandbox {

@@ -150,8 +150,23 @@ func TestGuardPrepareWritesTheJobsHarnessFiles(t *testing.T) {
 			readJSONFile(t, filepath.Join(hd, "approval.json"))
 			if pc.JobID != spec.JobID || pc.Workspace != ws || pc.StateDir != f.dir.Root || pc.Timeout != time.Minute ||
 				pc.ApprovalMode != tc.mode || !slices.Equal(pc.Allow, []string{"ls", "cat", "echo"}) ||
-				!slices.Equal(pc.Protected, []string{f.dir.Root, f.env}) {
+				!slices.Equal(pc.Protected[:2], []string{f.dir.Root, f.env}) || !slices.Contains(pc.Protected, filepath.Join(f.home, ".ssh")) {
 				t.Errorf("prompt config %+v", pc)
+			}
+
+			// Under that policy no tool call may name the state dir, the .env
+			// or a credential store — denied outright, whatever the mode.
+			pol := approvals.Policy{Workspace: pc.Workspace, Allow: pc.Allow, Protected: pc.Protected}
+			for _, req := range []approvals.Request{
+				{Tool: "Read", Input: map[string]any{"file_path": filepath.Join(f.home, ".ssh", "id_ed25519")}},
+				{Tool: "Read", Input: map[string]any{"file_path": f.env}},
+				{Tool: "Write", Input: map[string]any{"file_path": f.dir.ApprovalOffFlag(), "content": "x"}},
+				{Tool: "Edit", Input: map[string]any{"file_path": filepath.Join(hd, "approval.json"), "old_string": "on", "new_string": "off"}},
+				{Tool: "Bash", Input: map[string]any{"command": "cat " + filepath.Join(f.home, ".aws", "credentials")}},
+			} {
+				if v := approvals.Classify(req, pol); v.Decision != approvals.Deny {
+					t.Errorf("%s %v: %s (%s), want deny", req.Tool, req.Input, v.Decision, v.Reason)
+				}
 			}
 
 			// The MCP config launches this binary, with that file and nothing the job controls.
