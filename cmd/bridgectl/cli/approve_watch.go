@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -42,9 +43,10 @@ type watcher struct {
 	backlog  []approvals.PendingRequest // seen, not yet shown, oldest first
 	cur      *approvals.PendingRequest  // shown, waiting for an answer
 	shownAt  time.Time
-	switched bool // cur replaced a request that ended elsewhere while shown
-	warned   bool // the last-call bell for cur has rung
-	prompted bool // the prompt is the last thing on the screen (no newline yet)
+	switched bool   // cur replaced a request that ended elsewhere while shown
+	warned   bool   // the last-call bell for cur has rung
+	prompted bool   // the prompt is the last thing on the screen (no newline yet)
+	lastErr  string // the last queue read error shown (not repeated every interval)
 }
 
 func newWatcher(e *Env, c *ctl, interval time.Duration) *watcher {
@@ -67,15 +69,7 @@ func (w *watcher) run(ctx context.Context) error {
 	defer close(done)
 	go func() {
 		defer close(lines)
-		sc := bufio.NewScanner(w.e.Stdin)
-		sc.Buffer(make([]byte, 0, 1024), maxAnswer)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			case <-done:
-				return
-			}
-		}
+		readLines(w.e.Stdin, lines, done)
 	}()
 
 	tick := time.NewTicker(w.interval)
@@ -119,9 +113,13 @@ func (w *watcher) prompt() {
 func (w *watcher) refresh() {
 	reqs, err := pendingRequests(w.c.dir)
 	if err != nil {
-		w.say("warning: %v", err)
+		if err.Error() != w.lastErr {
+			w.lastErr = err.Error()
+			w.say("warning: %v (still trying)", err)
+		}
 		return
 	}
+	w.lastErr = ""
 	now := w.e.Now()
 	live := map[string]bool{}
 	for _, r := range reqs {
@@ -276,4 +274,37 @@ func endedHow(dir statedir.Dir, id string) string {
 		}
 	}
 	return ""
+}
+
+// readLines sends each line of r (without its newline) until r ends or done
+// closes. A line longer than maxAnswer is cut there, not fatal: the rest of
+// it is dropped.
+func readLines(r io.Reader, lines chan<- string, done <-chan struct{}) {
+	br := bufio.NewReaderSize(r, maxAnswer)
+	for {
+		var line []byte
+		for {
+			chunk, isPrefix, err := br.ReadLine()
+			if err != nil {
+				if len(line) > 0 {
+					select {
+					case lines <- string(line):
+					case <-done:
+					}
+				}
+				return
+			}
+			if room := maxAnswer - len(line); room > 0 {
+				line = append(line, chunk[:min(len(chunk), room)]...)
+			}
+			if !isPrefix {
+				break
+			}
+		}
+		select {
+		case lines <- string(line):
+		case <-done:
+			return
+		}
+	}
 }

@@ -384,3 +384,27 @@ func TestApproveWatchOnTerminal(t *testing.T) {
 	pw2.waitOut(t, "stopped watching (end of input)")
 	noDecision(t, ch3)
 }
+
+func TestReadLines(t *testing.T) {
+	long := strings.Repeat("r", 3*maxAnswer)
+	in := "y\n\n" + long + "\nn after the long one\r\nlast without newline"
+	lines := make(chan string)
+	done := make(chan struct{})
+	go func() {
+		defer close(lines)
+		readLines(strings.NewReader(in), lines, done)
+	}()
+	var got []string
+	for l := range lines {
+		got = append(got, l)
+	}
+	want := []string{"y", "", long[:maxAnswer], "n after the long one", "last without newline"}
+	if len(got) != len(want) {
+		t.Fatalf("got %d lines, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("line %d = %.40q, want %.40q", i, got[i], want[i])
+		}
+	}
+}
