@@ -55,11 +55,11 @@ type Options struct {
 	Progress io.Writer // one line per phase (nil = none)
 }
 
-// DefaultOptions: 1, 16 and 64 clients for 3 s each, 5 s at saturation,
+// DefaultOptions: 1, 16 and 64 clients for 4 s each, 5 s at saturation,
 // 1,000 held polls; the whole run takes about a minute.
 func DefaultOptions() Options {
 	return Options{
-		Concurrency: []int{1, 16, 64}, Warmup: 500 * time.Millisecond, CellDuration: 3 * time.Second, CellMaxRequests: 20000,
+		Concurrency: []int{1, 16, 64}, Warmup: 500 * time.Millisecond, CellDuration: 4 * time.Second, CellMaxRequests: 20000,
 		SaturationClients: 128, SaturationDuration: 5 * time.Second,
 		PollSamples: 2000, SpawnSamples: 30, HeldPolls: 1000, HeldWait: server.MaxPollWait,
 	}
@@ -447,7 +447,7 @@ func (r *runner) bridgeLoop(ctx context.Context, n int, warmup, measure time.Dur
 
 func (r *runner) flash(ctx context.Context) error {
 	for _, n := range r.o.Concurrency {
-		step(r.o, "deepseek_flash latency, %d clients: floor then bridge, %s each", n, r.o.CellDuration)
+		step(r.o, "deepseek_flash latency, %d clients: floor and bridge alternating, %s each", n, r.o.CellDuration)
 		c, err := r.cell(ctx, n, r.o.Warmup, r.o.CellDuration, r.o.CellMaxRequests)
 		if err != nil {
 			return err
@@ -474,7 +474,7 @@ func (r *runner) flash(ctx context.Context) error {
 // saturation runs the throughput cell while sampling RSS and goroutines,
 // then checks that the goroutine count returns to the baseline.
 func (r *runner) saturation(ctx context.Context) error {
-	step(r.o, "tools/call throughput at saturation: %d clients, %s (floor then bridge)", r.o.SaturationClients, r.o.SaturationDuration)
+	step(r.o, "tools/call throughput at saturation: %d clients, %s each (floor and bridge alternating)", r.o.SaturationClients, r.o.SaturationDuration)
 	sctx, stopSampling := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var peakRSS atomic.Int64

@@ -139,7 +139,7 @@ func (r *Report) Rows() []Row {
 func cpuRow(c FlashCell) Row {
 	per := func(d time.Duration, n int) time.Duration { return d / time.Duration(max(n, 1)) }
 	return Row{
-		Metric: fmt.Sprintf("  CPU per call, %d client(s): bridge process | double; all processes", c.Clients),
+		Metric: fmt.Sprintf("  CPU per call, %d client(s) (bridge process; double; added, all processes)", c.Clients),
 		Bridge: fmtDur(per(c.BridgeCPU.Bridge, c.Bridge.Done)),
 		Floor:  fmtDur(per(c.FloorCPU.Double, c.Floor.Done)),
 		Added:  fmtDur(per(c.BridgeCPU.Total(), c.Bridge.Done) - per(c.FloorCPU.Total(), c.Floor.Done)),
