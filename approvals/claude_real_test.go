@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -61,6 +62,8 @@ type fakeModel struct {
 	tool    string         // "" means Bash
 	input   map[string]any // nil means {"command": command}
 	command string
+	more    []step // further tool calls, one per later main-loop request
+	idx     int
 	results chan string
 	mu      sync.Mutex
 	turns   int
@@ -104,27 +107,35 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		"usage": map[string]any{"input_tokens": 1, "output_tokens": 1}}})
 	f.mu.Lock()
 	main := len(body.Tools) > 0
-	toolTurn := main && result == "" && f.turns == 0
+	var next *step
+	id := fmt.Sprintf("toolu_test%d", f.idx+1)
 	if main {
-		f.turns++
+		steps := append([]step{{f.tool, f.input}}, f.more...)
+		if steps[0].tool == "" {
+			steps[0] = step{"Bash", map[string]any{"command": f.command, "description": "scripted"}}
+		}
+		if f.idx < len(steps) {
+			next = &steps[f.idx]
+			f.idx++
+		}
 	}
 	f.mu.Unlock()
-	stop := "end_turn"
-	if toolTurn {
-		tool, in := f.tool, f.input
-		if tool == "" {
-			tool, in = "Bash", map[string]any{"command": f.command, "description": "scripted"}
+	if main && result != "" {
+		select {
+		case f.results <- result:
+		default:
 		}
+	}
+	stop := "end_turn"
+	if next != nil {
+		tool, in := next.tool, next.input
 		input, _ := json.Marshal(in)
 		send("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
-			"content_block": map[string]any{"type": "tool_use", "id": "toolu_test1", "name": tool, "input": map[string]any{}}})
+			"content_block": map[string]any{"type": "tool_use", "id": id, "name": tool, "input": map[string]any{}}})
 		send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
 			"delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
 		stop = "tool_use"
 	} else {
-		if main && result != "" {
-			f.results <- result
-		}
 		send("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
 			"content_block": map[string]any{"type": "text", "text": ""}})
 		send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
@@ -163,6 +174,8 @@ func TestRealClaudeCode(t *testing.T) {
 		command string
 		mode    string
 		human   func(q *Queue, pr PendingRequest) error
+		more    []step   // further scripted tool calls
+		audit   []string // event:decision:tool lines the audit log must hold
 		denyEnv []string // nil: sandbox.DefaultDenyEnv
 		tool    string
 		input   map[string]any // string values get SECRET, OUTSIDE, STATE, WS replaced
@@ -192,6 +205,21 @@ func TestRealClaudeCode(t *testing.T) {
 			want: []string{"Denied by the bridge's approval rules", "protected path"}},
 		{name: "Read through a planted symlink to the state dir is denied", tool: "Read", input: map[string]any{"file_path": "WS/planted/marker"},
 			want: []string{"Denied by the bridge's approval rules", "protected path"}, absent: []string{"state-marker"}},
+		// A subagent's own tool calls go through the same permission prompt
+		// tool: the Agent call runs unattended, the subagent's chained Bash
+		// call then waits for a human like any other (which is why Agent is
+		// in DelegationTools).
+		{name: "subagent tool calls reach the prompt tool", tool: "Agent",
+			input: map[string]any{"description": "list files", "prompt": "run ls", "subagent_type": "general-purpose"},
+			more:  []step{{"Bash", map[string]any{"command": "ls && echo from-subagent", "description": "sub"}}},
+			human: func(q *Queue, pr PendingRequest) error {
+				if pr.Tool != "Bash" || !strings.Contains(pr.Summary, "from-subagent") {
+					return fmt.Errorf("pending request is %s %q, want the subagent's Bash", pr.Tool, pr.Summary)
+				}
+				return q.Decide(pr.ID, false, "not from a subagent", "test")
+			},
+			want:  []string{"Async agent launched"},
+			audit: []string{"auto:allow:Agent", "pending::Bash", "human:deny:Bash"}},
 		// Control: without credentials.envVars the harness's token is visible to
 		// commands, so the setting above is what hides it.
 		{name: "control: token visible without the env denial", mode: ModeOff, denyEnv: []string{},
@@ -242,7 +270,7 @@ func TestRealClaudeCode(t *testing.T) {
 					input[k] = v
 				}
 			}
-			fm := &fakeModel{tool: c.tool, input: input, command: repl.Replace(c.command), results: make(chan string, 4)}
+			fm := &fakeModel{tool: c.tool, input: input, command: repl.Replace(c.command), more: c.more, results: make(chan string, 16)}
 			srv := httptest.NewServer(fm)
 			t.Cleanup(srv.Close)
 
@@ -262,22 +290,35 @@ func TestRealClaudeCode(t *testing.T) {
 			if c.human != nil {
 				q := NewQueue(dir, zerolog.Nop())
 				pr := waitPending(t, q, jobID, exited, &stdout, &stderr)
-				if c.tool == "" && !strings.Contains(pr.Summary, "Bash: ls &&") || pr.Tool != cmp(c.tool, "Bash") {
+				if c.tool == "" && !strings.Contains(pr.Summary, "Bash: ls &&") || c.more == nil && pr.Tool != orDefault(c.tool, "Bash") {
 					t.Errorf("pending summary %q", pr.Summary)
 				}
 				mustDo(t, c.human(q, pr))
 			}
-			var result string
-			select {
-			case result = <-fm.results:
-			case err := <-exited:
-				t.Fatalf("claude exited (%v) before sending the tool result\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-			case <-time.After(90 * time.Second):
-				t.Fatalf("no tool result\nstdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+
+			// Every tool_result the model was sent, until claude exits.
+			var results []string
+		collect:
+			for {
+				select {
+				case r := <-fm.results:
+					results = append(results, r)
+				case err := <-exited:
+					if err != nil {
+						t.Logf("claude exit: %v\nstderr:\n%s", err, stderr.String())
+					}
+					break collect
+				case <-time.After(90 * time.Second):
+					t.Fatalf("claude did not exit\nstdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+				}
 			}
-			if err := <-exited; err != nil {
-				t.Logf("claude exit: %v\nstderr:\n%s", err, stderr.String())
+			for len(fm.results) > 0 {
+				results = append(results, <-fm.results)
 			}
+			if len(results) == 0 {
+				t.Fatalf("no tool result reached the model\nstdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+			}
+			result := strings.Join(results, "\n")
 			t.Logf("tool_result: %s", result)
 			for _, w := range c.want {
 				if !strings.Contains(result, w) {
@@ -293,8 +334,17 @@ func TestRealClaudeCode(t *testing.T) {
 				t.Error("a sandboxed command wrote outside the workspace")
 			}
 			recs, _ := ReadAudit(dir, true)
-			if len(recs) < 2 || recs[0].Event != EventRequest || recs[0].Tool != cmp(c.tool, "Bash") {
+			if len(recs) < 2 || recs[0].Event != EventRequest || recs[0].Tool != orDefault(c.tool, "Bash") {
 				t.Errorf("audit log = %+v", recs)
+			}
+			var lines []string
+			for _, r := range recs {
+				lines = append(lines, r.Event+":"+string(r.Decision)+":"+r.Tool)
+			}
+			for _, want := range c.audit {
+				if !slices.Contains(lines, want) {
+					t.Errorf("audit log lacks %s: %v", want, lines)
+				}
 			}
 		})
 	}
@@ -321,9 +371,14 @@ func waitPending(t *testing.T, q *Queue, jobID string, exited <-chan error, stdo
 	}
 }
 
-func cmp(s, def string) string {
+func orDefault(s, def string) string {
 	if s == "" {
 		return def
 	}
 	return s
+}
+
+type step struct {
+	tool  string
+	input map[string]any
 }

@@ -54,6 +54,11 @@ var HarmlessTools = []string{
 	"ToolSearch", "EnterPlanMode", "ExitPlanMode",
 }
 
+// DelegationTools run unattended because they only start a subagent whose
+// own tool calls go through the same permission prompt tool (verified with
+// Claude Code 2.1.328: a subagent's Bash call waited for a human).
+var DelegationTools = []string{"Agent"}
+
 // commandTools hold a POSIX shell command in the named input field.
 var commandTools = map[string]string{"Bash": "command", "Monitor": "command"}
 
@@ -91,8 +96,8 @@ const maxSummary = 400
 //     workspace; inside runs unattended, outside goes to a human, a protected
 //     path (state dir, the daemon's .env) is denied, a .env file goes to a human;
 //   - WebFetch and WebSearch go to a human;
-//   - HarmlessTools run unattended; AskUserQuestion is denied (nobody is there
-//     to answer during a job);
+//   - HarmlessTools and DelegationTools (Agent) run unattended;
+//     AskUserQuestion is denied (nobody is there to answer during a job);
 //   - every other tool, mcp__* included, goes to a human.
 func Classify(req Request, p Policy) Verdict {
 	if field, ok := commandTools[req.Tool]; ok {
@@ -115,6 +120,8 @@ func Classify(req Request, p Policy) Verdict {
 		return Verdict{Decision: Ask, Reason: req.Tool + " reaches the network: a human decides", Summary: summarize(req)}
 	case slices.Contains(HarmlessTools, req.Tool):
 		return Verdict{Decision: Allow, Reason: req.Tool + " only touches the harness's own bookkeeping", Summary: summarize(req)}
+	case slices.Contains(DelegationTools, req.Tool):
+		return Verdict{Decision: Allow, Reason: req.Tool + " starts a subagent whose own tool calls are checked the same way", Summary: summarize(req)}
 	case req.Tool == "AskUserQuestion":
 		return Verdict{Decision: Deny, Reason: "nobody can answer questions while a job runs: state your assumption and carry on, or ask in your final answer", Summary: summarize(req)}
 	case req.Tool == "PowerShell":
