@@ -14,7 +14,8 @@ var approvalCmd = &Command{
 	Short: "turn human approval off for a trusted run (until the daemon's next start), or on again",
 	Long: `Without an argument: says whether human approval is on.
 
-approval off writes the approval-off flag into the state dir. From then on, the
+approval off writes the approval-off flag into the state dir; a running daemon
+applies it from the next tool call on. From then on, the
 tool calls the rules would send to a human run without asking anyone — the OS
 sandbox (bubblewrap) still applies, and every call is still in the audit log.
 The flag lasts until ` + "`bridgectl approval on`" + ` or the daemon's next start: the
@@ -58,6 +59,11 @@ func runApproval(ctx context.Context, e *Env, args []string) error {
 		fmt.Fprintln(w, "network tools, unknown tools) now run WITHOUT asking anyone. The OS sandbox still applies")
 		fmt.Fprintln(w, "and the audit log still records every call.")
 		fmt.Fprintf(w, "Flag: %s — it lasts until `bridgectl approval on` or the daemon's next start, which clears it.\n", flag)
+		if d := c.daemon(ctx); d.PID == 0 {
+			fmt.Fprintln(e.Stderr, "WARNING: the daemon is not running, and its next start clears this flag: run `bridgectl approval off` again after `bridgectl start` if you still want approval off")
+		} else {
+			fmt.Fprintf(w, "The running daemon (pid %d) applies it from the next tool call on.\n", d.PID)
+		}
 		if reqs, err := pendingRequests(c.dir); err == nil && len(reqs) > 0 {
 			fmt.Fprintf(w, "%d request(s) already waiting still need an answer: `bridgectl pending`\n", len(reqs))
 		}

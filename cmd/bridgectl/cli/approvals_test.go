@@ -438,6 +438,9 @@ func TestApprovalOnOff(t *testing.T) {
 		!strings.Contains(out, "OS sandbox still applies") || !strings.Contains(errs, "WARNING: human approval is OFF") {
 		t.Fatalf("approval off: exit %d\n%s%s", code, out, errs)
 	}
+	if !strings.Contains(errs, "the daemon is not running, and its next start clears this flag") {
+		t.Fatalf("approval off without a daemon must say the flag will not survive its start: %q", errs)
+	}
 	fi, err := os.Stat(w.dir.ApprovalOffFlag())
 	if err != nil || fi.Mode().Perm() != 0o600 || !approvals.ApprovalOff(w.dir) {
 		t.Fatalf("flag file: %v %v", err, fi)
@@ -463,6 +466,14 @@ func TestApprovalOnOff(t *testing.T) {
 	if out := w.must("approval", "on"); !strings.Contains(out, "was not set") {
 		t.Fatalf("approval on twice: %q", out)
 	}
+	// With the daemon running, the flag applies at once.
+	w.must("start")
+	pid := strings.TrimSpace(w.readFile("bridge.pid"))
+	out, errs, code = w.run("approval", "off")
+	if code != 0 || !strings.Contains(out, "The running daemon (pid "+pid+") applies it from the next tool call on") || strings.Contains(errs, "not running") {
+		t.Fatalf("approval off with a daemon: exit %d\n%s%s", code, out, errs)
+	}
+	w.must("approval", "on")
 	if _, errs, code := w.run("approval", "maybe"); code != 2 || !strings.Contains(errs, "approval [on|off]") {
 		t.Fatalf("approval maybe: %d %q", code, errs)
 	}
