@@ -507,6 +507,8 @@ func TestSandboxAloneHoldsWithApprovalOff(t *testing.T) {
 	outside := filepath.Join(t.TempDir(), "escaped.txt")
 	forgedID := strings.Repeat("ab", 16)
 	forged := filepath.Join(g.dir().Approvals(), forgedID+".decision.json")
+	host, port, _ := strings.Cut(g.Addr(), ":")
+	netCmd := fmt.Sprintf("echo x > /dev/tcp/%s/%s", host, port)
 	ws := g.workspace(t, nil)
 	attempts := []attempt{
 		{"write inside the workspace (control)", bash("echo alive > inside.txt"), "echo alive > inside.txt"},
@@ -520,6 +522,7 @@ func TestSandboxAloneHoldsWithApprovalOff(t *testing.T) {
 		{"plant a symlink to the state dir", bash("ln -s " + state + " statelink"), "ln -s " + state},
 		{"read through the symlink", bash("cat < statelink/daemon.json"), "cat < statelink/daemon.json"},
 		{"write outside the workspace", bash("touch " + outside), "touch " + outside},
+		{"reach the bridge on loopback", bash(netCmd), netCmd},
 	}
 	scriptAttempts(g.d, attempts)
 	cs := goSDKClient(t, g.URL())
@@ -532,6 +535,11 @@ func TestSandboxAloneHoldsWithApprovalOff(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "inside.txt")); err != nil || string(b) != "alive\n" {
 		t.Fatalf("the control write inside the workspace: %q %v — the commands did not run", b, err)
+	}
+	for _, cmd := range c.P.Commands {
+		if cmd.Command == netCmd && (cmd.ExitCode == nil || *cmd.ExitCode == 0) {
+			t.Errorf("a sandboxed command reached the bridge on loopback: %+v", cmd)
+		}
 	}
 	for _, f := range []string{forged, g.dir().ApprovalOffFlag(), outside} {
 		if _, err := os.Lstat(f); !errors.Is(err, os.ErrNotExist) {

@@ -105,7 +105,7 @@ func TestServe(t *testing.T) {
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"serve"}, strings.NewReader(""), &out, &errb) }()
 	info := filepath.Join(dir, "state", "daemon.json")
-	var addr string
+	var addr, approval, sandboxMode string
 	deadline := time.After(15 * time.Second)
 	for addr == "" {
 		select {
@@ -115,10 +115,13 @@ func TestServe(t *testing.T) {
 			t.Fatalf("no daemon.json; stderr %s", errb.String())
 		case <-time.After(10 * time.Millisecond): // polling a file another process writes
 		}
-		var di struct{ Addr string }
+		var di struct{ Addr, Approval, Sandbox string }
 		if b, err := os.ReadFile(info); err == nil && json.Unmarshal(b, &di) == nil {
-			addr = di.Addr
+			addr, approval, sandboxMode = di.Addr, di.Approval, di.Sandbox
 		}
+	}
+	if approval != "on" || (sandboxMode != "on" && sandboxMode != "unavailable") {
+		t.Errorf("daemon.json approval %q sandbox %q", approval, sandboxMode)
 	}
 	resp, err := http.Get("http://" + addr + "/health")
 	if err != nil || resp.StatusCode != 200 {
