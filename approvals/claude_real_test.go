@@ -192,9 +192,10 @@ func TestRealClaudeCode(t *testing.T) {
 		{name: "protected path denied by the rules", command: "cat STATE/approvals/x",
 			want: []string{"Denied by the bridge's approval rules", "protected path"}},
 		{name: "approval off: the sandbox still holds", mode: ModeOff,
-			command: "cat SECRET; echo token=[$ANTHROPIC_AUTH_TOKEN]; touch OUTSIDE/written; cat STATE/marker",
-			want:    []string{"token=[]", "Read-only file system"},
-			absent:  []string{"sk-test-double-key", "canary-secret-0123456789abcdef", "state-marker"}},
+			command: "cat SECRET; echo token=[$ANTHROPIC_AUTH_TOKEN]; touch OUTSIDE/written; cat STATE/marker; " +
+				`python3 -c "import socket; socket.create_connection(('127.0.0.1', PORT), 3); print('net=open')" || echo net=blocked`,
+			want:   []string{"token=[]", "Read-only file system", "net=blocked"},
+			absent: []string{"sk-test-double-key", "canary-secret-0123456789abcdef", "state-marker", "net=open"}},
 		{name: "Read outside the workspace goes to a human", tool: "Read", input: map[string]any{"file_path": "OUTSIDE/notes.txt"},
 			human: func(q *Queue, pr PendingRequest) error { return q.Decide(pr.ID, false, "not that file", "test") },
 			want:  []string{"Denied by the owner: not that file."}},
@@ -259,7 +260,11 @@ func TestRealClaudeCode(t *testing.T) {
 				Sandbox: true, DenyRead: sandbox.DefaultDenyRead(home, state, envFile), DenyWrite: []string{state, envFile}, DenyEnv: c.denyEnv})))
 
 			mustDo(t, os.Symlink(state, filepath.Join(ws, "planted")))
-			repl := strings.NewReplacer("SECRET", secret, "OUTSIDE", outside, "STATE", state, "WS", ws)
+			fm := &fakeModel{more: c.more, results: make(chan string, 16)}
+			srv := httptest.NewServer(fm)
+			t.Cleanup(srv.Close)
+			port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+			repl := strings.NewReplacer("SECRET", secret, "OUTSIDE", outside, "STATE", state, "WS", ws, "PORT", port)
 			var input map[string]any
 			if c.input != nil {
 				input = map[string]any{}
@@ -270,9 +275,9 @@ func TestRealClaudeCode(t *testing.T) {
 					input[k] = v
 				}
 			}
-			fm := &fakeModel{tool: c.tool, input: input, command: repl.Replace(c.command), more: c.more, results: make(chan string, 16)}
-			srv := httptest.NewServer(fm)
-			t.Cleanup(srv.Close)
+			fm.mu.Lock()
+			fm.tool, fm.input, fm.command = c.tool, input, repl.Replace(c.command)
+			fm.mu.Unlock()
 
 			run := exec.CommandContext(t.Context(), claude, "-p", "run the scripted command", "--output-format", "stream-json", "--verbose",
 				"--mcp-config", mcpCfg, "--strict-mcp-config", "--permission-prompt-tool", PromptToolFlag,
