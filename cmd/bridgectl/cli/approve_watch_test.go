@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -265,6 +266,9 @@ type ptyWatch struct {
 
 func startPtyWatch(t *testing.T, w *approvalWorld) *ptyWatch {
 	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("no pseudo-terminals on Windows")
+	}
 	cmd := exec.Command(builtBridgectl(t), "approve", "--watch", "--interval", "50ms")
 	cmd.Env = append(append([]string(nil), w.environ...), "TERM=xterm", "USER=tester")
 	tty, err := pty.Start(cmd)
