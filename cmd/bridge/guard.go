@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -29,6 +31,11 @@ const (
 // approvalWatchInterval is how often the daemon looks for requests waiting
 // for a human (the queue lives in files the approval children write).
 const approvalWatchInterval = 250 * time.Millisecond
+
+// approvalKeep is how long decided and expired requests stay in the queue
+// dir (the audit log keeps their history); they are pruned at boot and then
+// once per approvalKeep.
+const approvalKeep = time.Hour
 
 // Modes recorded in daemon.json.
 const (
@@ -70,6 +77,14 @@ func newGuard(cfg config.Config, dir statedir.Dir, exe, home string, available f
 		return nil, fmt.Errorf("clear the approval-off flag: %w", err)
 	}
 	g.queue = approvals.NewQueue(dir, g.log)
+	// No approval child of a previous run can still be waiting: deny what it
+	// left, so `bridgectl pending` never shows a request nobody waits for.
+	if n, err := g.queue.CancelAll("the bridge restarted; the job that asked is gone"); err != nil {
+		g.log.Warn().Err(err).Msg("deny the approval requests of the previous run")
+	} else if n > 0 {
+		g.log.Info().Int("requests", n).Msg("denied the approval requests of the previous run")
+	}
+	g.pruneApprovals(time.Now())
 	if !g.approval {
 		g.log.Warn().Msg("HUMAN APPROVAL IS OFF (BRIDGE_CC_APPROVAL=off): agent jobs run every tool call the rules would send to a human; only the OS sandbox and the protected-path denials still apply")
 	}
@@ -236,12 +251,17 @@ func (g *guard) watchApprovals(ctx context.Context, reg waitingSetter) (wait fun
 		shown := map[string]string{} // job id → request id shown
 		t := time.NewTicker(approvalWatchInterval)
 		defer t.Stop()
+		lastPrune := time.Now()
 		for {
 			g.syncApprovals(reg, shown)
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case now := <-t.C:
+				if now.Sub(lastPrune) >= approvalKeep {
+					g.pruneApprovals(now)
+					lastPrune = now
+				}
 			}
 		}
 	}()
@@ -306,4 +326,16 @@ func userHome() string {
 		return ""
 	}
 	return h
+}
+
+// pruneApprovals removes the files of requests decided or expired more than
+// approvalKeep before now.
+func (g *guard) pruneApprovals(now time.Time) {
+	n, err := g.queue.Prune(now.Add(-approvalKeep))
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		g.log.Warn().Err(err).Msg("prune the approval queue")
+	case n > 0:
+		g.log.Debug().Int("requests", n).Msg("pruned decided approval requests")
+	}
 }

@@ -451,3 +451,43 @@ func TestGuardWatcherStopsWithContext(t *testing.T) {
 		t.Fatal("watcher still running after its context ended")
 	}
 }
+
+// At boot the requests a previous run left are denied (nobody waits for
+// them), and decided requests older than approvalKeep are pruned.
+func TestGuardBootDeniesLeftoversAndPrunes(t *testing.T) {
+	f := newGuardFixture(t, nil, nil)
+	q := approvals.NewQueue(f.dir, zerolog.Nop())
+	left, leftDecision := submit(t, q, "old-job", "rm -rf build")
+	decided, decidedCh := submit(t, q, "older-job", "rm -rf dist")
+	if err := q.Decide(decided.ID, false, "no", "test"); err != nil {
+		t.Fatal(err)
+	}
+	<-decidedCh
+	if _, err := newGuard(agentConfig(t, map[string]string{"BRIDGE_STATE_DIR": f.dir.Root}), f.dir, "/bin/bridge", f.home, func() error { return nil }, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-leftDecision:
+		if d.Approved || d.Kind != approvals.KindCancel || !strings.Contains(d.Reason, "restarted") {
+			t.Errorf("the leftover request: %+v", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the leftover request was not denied at boot")
+	}
+	// Both are decided and young: nothing is pruned yet; an hour later both go.
+	reqFile := func(id string) string { return filepath.Join(f.dir.Approvals(), id+".request.json") }
+	for _, id := range []string{left.ID, decided.ID} {
+		if _, err := os.Stat(reqFile(id)); err != nil {
+			t.Errorf("%s pruned too early: %v", id, err)
+		}
+	}
+	f.g.pruneApprovals(time.Now().Add(approvalKeep + time.Minute))
+	for _, id := range []string{left.ID, decided.ID} {
+		if _, err := os.Stat(reqFile(id)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s not pruned: %v", id, err)
+		}
+	}
+	if lines, err := approvals.ReadAudit(f.dir, true); err != nil || len(lines) == 0 {
+		t.Errorf("the audit log lost the history: %d lines, %v", len(lines), err)
+	}
+}
