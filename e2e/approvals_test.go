@@ -562,3 +562,47 @@ func TestSandboxAloneHoldsWithApprovalOff(t *testing.T) {
 		t.Errorf("daemon.json: %v %v", info, err)
 	}
 }
+
+// `bridgectl approval off` writes the flag: from the next tool call nothing
+// waits for a human (said in the audit log and the daemon's log), and the
+// daemon clears the flag when it starts again.
+func TestApprovalOffFlagLastsUntilRestart(t *testing.T) {
+	t.Parallel()
+	g := startGuardedBridge(t, nil)
+	ws := g.workspace(t, nil)
+	g.d.ScriptAnthropic(
+		dt.ToolCalls(bash("echo one && echo two > both.txt")),
+		dt.Text("wrote both.txt"),
+	)
+	if out, err := g.bridgectl(t, "approval", "off"); err != nil {
+		t.Fatalf("bridgectl approval off: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(g.dir().ApprovalOffFlag()); err != nil {
+		t.Fatalf("no flag: %v", err)
+	}
+	cs := goSDKClient(t, g.URL())
+	c := startJob(t, cs, "Write both.txt.", ws)
+	if c.P.Status != "done" {
+		c = waitSettled(t, cs, c.P.JobID, jobLimit)
+	}
+	if c.P.Status != "done" {
+		t.Fatalf("%s: %s", c.P.Status, c.Text)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "both.txt")); err != nil || string(b) != "two\n" {
+		t.Errorf("both.txt: %q %v", b, err)
+	}
+	if lines := g.auditOf(t, c.P.JobID); !hasEvent(lines, "approval_off", "allow") || hasEvent(lines, "pending", "") {
+		t.Errorf("audit: %v", lines)
+	}
+	if log := string(g.LogBytes()); !strings.Contains(log, "HUMAN APPROVAL IS OFF for this job") {
+		t.Error("the daemon's log does not say approval is off for the job")
+	}
+	g.Restart()
+	if _, err := os.Stat(g.dir().ApprovalOffFlag()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the flag survived a restart: %v", err)
+	}
+	var info map[string]any
+	if b, err := os.ReadFile(g.dir().DaemonInfoFile()); err != nil || json.Unmarshal(b, &info) != nil || info["approval"] != "on" {
+		t.Errorf("daemon.json after restart: %v %v", info, err)
+	}
+}
