@@ -606,3 +606,63 @@ func TestApprovalOffFlagLastsUntilRestart(t *testing.T) {
 		t.Errorf("daemon.json after restart: %v %v", info, err)
 	}
 }
+
+// The sandbox switch: without bubblewrap on PATH every job is refused with
+// the install hint (daemon.json: sandbox unavailable); with BRIDGE_SANDBOX=off
+// jobs run without it, said loudly (daemon.json: sandbox off).
+func TestSandboxSwitch(t *testing.T) {
+	t.Parallel()
+	daemonInfo := func(t *testing.T, g *guardedBridge) map[string]any {
+		t.Helper()
+		var info map[string]any
+		b, err := os.ReadFile(g.dir().DaemonInfoFile())
+		if err != nil || json.Unmarshal(b, &info) != nil {
+			t.Fatalf("daemon.json: %s %v", b, err)
+		}
+		return info
+	}
+	t.Run("bubblewrap missing", func(t *testing.T) {
+		t.Parallel()
+		g := startGuardedBridge(t, map[string]string{"PATH": t.TempDir()})
+		if info := daemonInfo(t, g); info["sandbox"] != "unavailable" {
+			t.Errorf("daemon.json: %v", info)
+		}
+		cs := goSDKClient(t, g.URL())
+		c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "x", "workspace": g.workspace(t, nil)}, nil)
+		if !c.IsError || !strings.Contains(c.Text, "OS sandbox") || !strings.Contains(c.Text, "apt-get install bubblewrap socat") || !strings.Contains(c.Text, "BRIDGE_SANDBOX=off") {
+			t.Errorf("IsError %v: %s", c.IsError, c.Text)
+		}
+		if snaps, _ := jobs.LoadAll(g.dir()); len(snaps) != 0 || len(g.d.AnthropicRequests()) != 0 {
+			t.Errorf("a refused job left %d snapshots and %d model calls", len(snaps), len(g.d.AnthropicRequests()))
+		}
+		if log := string(g.LogBytes()); !strings.Contains(log, "agent jobs are refused: the OS sandbox cannot run") {
+			t.Error("the log does not say jobs are refused")
+		}
+	})
+	t.Run("sandbox off", func(t *testing.T) {
+		t.Parallel()
+		g := startGuardedBridge(t, map[string]string{"BRIDGE_SANDBOX": "off"})
+		if info := daemonInfo(t, g); info["sandbox"] != "off" || info["approval"] != "on" {
+			t.Errorf("daemon.json: %v", info)
+		}
+		ws := g.workspace(t, nil)
+		g.d.ScriptAnthropic(dt.ToolCalls(bash("echo unsandboxed")), dt.Func(func(r dt.Request) dt.Turn {
+			return dt.Text(strings.Join(r.ToolResultTexts(), ""))
+		}))
+		cs := goSDKClient(t, g.URL())
+		c := startJob(t, cs, "Say it.", ws)
+		if c.P.Status != "done" {
+			c = waitSettled(t, cs, c.P.JobID, jobLimit)
+		}
+		if c.P.Status != "done" || c.P.Result != "unsandboxed" {
+			t.Fatalf("%s %q: %s", c.P.Status, c.P.Result, c.Text)
+		}
+		settings, err := os.ReadFile(filepath.Join(g.dir().HarnessDir(c.P.JobID), "settings.json"))
+		if err != nil || strings.Contains(string(settings), `"sandbox"`) || !strings.Contains(string(settings), `"ask"`) {
+			t.Errorf("settings: %s %v", settings, err)
+		}
+		if log := string(g.LogBytes()); !strings.Contains(log, "OS SANDBOX IS OFF (BRIDGE_SANDBOX=off)") || !strings.Contains(log, "OS SANDBOX IS OFF for this job") {
+			t.Error("the log does not say the sandbox is off")
+		}
+	})
+}
