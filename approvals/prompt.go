@@ -227,6 +227,13 @@ func promptTool(p *Prompter) (mcp.Tool, server.ToolHandlerFunc) {
 	return tool, handler
 }
 
+// Limits of the approval child: concurrent tool calls, and calls queued
+// beyond those (mcp-go answers the rest synchronously).
+const (
+	promptWorkers = 32
+	promptQueue   = 256
+)
+
 // Version is reported in the approval child's serverInfo.
 var Version = "dev"
 
@@ -248,6 +255,10 @@ func RunPrompt(ctx context.Context, cfg PromptConfig, in io.Reader, out io.Write
 	s.AddTool(promptTool(p))
 	stdio := server.NewStdioServer(s)
 	stdio.SetErrorLogger(log.New(stderr, "approval-prompt: ", log.LstdFlags))
+	// Each tool call may wait minutes for a human; enough workers that calls
+	// the rules answer at once never queue behind those.
+	server.WithWorkerPoolSize(promptWorkers)(stdio)
+	server.WithQueueSize(promptQueue)(stdio)
 	if err := stdio.Listen(ctx, in, out); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("approval prompt: %w", err)
 	}

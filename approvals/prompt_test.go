@@ -23,13 +23,14 @@ type rpcClient struct {
 	w     *io.PipeWriter
 	lines chan map[string]any
 	done  chan error
+	early map[string]map[string]any // responses that arrived before they were awaited
 }
 
 func startPrompt(t *testing.T, cfg PromptConfig) *rpcClient {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	c := &rpcClient{t: t, w: inW, lines: make(chan map[string]any, 16), done: make(chan error, 1)}
+	c := &rpcClient{t: t, w: inW, lines: make(chan map[string]any, 16), done: make(chan error, 1), early: map[string]map[string]any{}}
 	go func() {
 		c.done <- RunPrompt(t.Context(), cfg, inR, outW)
 		outW.Close()
@@ -70,6 +71,11 @@ func (c *rpcClient) response(id float64) map[string]any {
 
 func (c *rpcClient) responseID(id any) map[string]any {
 	c.t.Helper()
+	key := fmt.Sprint(id)
+	if m, ok := c.early[key]; ok {
+		delete(c.early, key)
+		return m
+	}
 	timeout := time.After(20 * time.Second)
 	for {
 		select {
@@ -79,6 +85,9 @@ func (c *rpcClient) responseID(id any) map[string]any {
 			}
 			if m["id"] == id {
 				return m
+			}
+			if m["id"] != nil {
+				c.early[fmt.Sprint(m["id"])] = m // another response, out of order
 			}
 		case <-timeout:
 			c.t.Fatalf("no response %v", id)
@@ -394,5 +403,38 @@ func TestRunPromptModernHandshake(t *testing.T) {
 	c.send(`{"method":"tools/call","params":{"name":"approve","arguments":{"tool_name":"Read","input":{"file_path":"` + w.env + `"},"tool_use_id":"toolu_2"},"_meta":` + meta + `},"jsonrpc":"2.0","id":2}`)
 	if a := c.answer(2); a.Behavior != "deny" || !strings.Contains(a.Message, "protected") {
 		t.Fatalf("answer = %+v", a)
+	}
+}
+
+// Calls waiting for a human do not hold up calls the rules answer at once.
+func TestRunPromptWaitingCallsDoNotBlockOthers(t *testing.T) {
+	w := newWorld(t)
+	pending := make(chan PendingRequest, 16)
+	testHookPending = func(pr PendingRequest) { pending <- pr }
+	t.Cleanup(func() { testHookPending = nil })
+	c := startPrompt(t, promptConfig(t, w))
+	c.handshake()
+	const waiting = 8 // more than mcp-go's default of 5 workers
+	for i := range waiting {
+		c.sendCall(float64(10+i), "Bash", map[string]any{"command": fmt.Sprintf("ls && echo %d", i)})
+	}
+	for i := range waiting {
+		select {
+		case <-pending:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("only %d of %d calls reached the queue: the others wait for a worker", i, waiting)
+		}
+	}
+	if a := c.call(99, "Bash", map[string]any{"command": "ls"}); a.Behavior != "allow" {
+		t.Fatalf("answer = %+v", a)
+	}
+	q := NewQueue(statedir.Dir{Root: w.state}, zerolog.Nop())
+	if n, err := q.CancelJob("job-1"); err != nil || n != waiting {
+		t.Fatalf("CancelJob = %d, %v", n, err)
+	}
+	for i := range waiting {
+		if a := c.answer(float64(10 + i)); a.Behavior != "deny" || !strings.Contains(a.Message, "cancelled") {
+			t.Fatalf("answer %d = %+v", i, a)
+		}
 	}
 }
