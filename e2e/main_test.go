@@ -174,7 +174,8 @@ var inheritedEnv = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", 
 
 // bridgeProc is one `bridge serve` child process (and its restarts). It runs in
 // its own process group; t.Cleanup stops it with SIGTERM and fails the test if
-// it does not exit cleanly within stopGrace or leaves a process of its group.
+// it does not exit cleanly within stopGrace, leaves a process of its group, or
+// had exited on its own (a crash) without Stop or Kill9.
 type bridgeProc struct {
 	t        testing.TB
 	bin      string
@@ -183,10 +184,11 @@ type bridgeProc struct {
 	stateDir string
 	logDir   string // stdout/stderr captures, one file per start
 
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	done    chan struct{} // closed once cmd.Wait returned
-	waitErr error
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan struct{} // closed once cmd.Wait returned
+	waitErr  error
+	stopping bool // Stop or Kill9 was called for the current process
 	addr    string
 	starts  int
 	outputs []string // capture files, in start order
@@ -235,10 +237,16 @@ func startBridgeBin(t testing.TB, bin string, env map[string]string) *bridgeProc
 		"BRIDGE_LOG_LEVEL": "debug",
 	}, env)
 	t.Cleanup(func() {
-		if p.running() {
+		p.mu.Lock()
+		started, stopping := p.cmd != nil, p.stopping
+		p.mu.Unlock()
+		switch {
+		case p.running():
 			if code := p.Stop(); code != 0 {
 				t.Errorf("bridge exited with status %d after SIGTERM; output:\n%s", code, p.LogBytes())
 			}
+		case started && !stopping:
+			t.Errorf("bridge exited on its own during the test (%v); output:\n%s", p.exitErr(), p.LogBytes())
 		}
 		// The invariant every e2e test checks for free: no log line holds the
 		// path secret or the API key.
@@ -277,7 +285,7 @@ func (p *bridgeProc) start() {
 	}
 	done := make(chan struct{})
 	p.mu.Lock()
-	p.cmd, p.done, p.addr = cmd, done, ""
+	p.cmd, p.done, p.addr, p.stopping = cmd, done, "", false
 	p.outputs = append(p.outputs, outPath)
 	p.mu.Unlock()
 	go func() { // owner: p; joined by Stop/Kill9 via done
@@ -430,6 +438,7 @@ func (p *bridgeProc) Stop() int {
 	t.Helper()
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
+	p.stopping = true
 	p.mu.Unlock()
 	if cmd == nil {
 		t.Fatal("Stop: bridge never started")
@@ -454,6 +463,7 @@ func (p *bridgeProc) Kill9() {
 	p.t.Helper()
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
+	p.stopping = true
 	p.mu.Unlock()
 	if cmd == nil {
 		return
