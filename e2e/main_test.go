@@ -189,9 +189,9 @@ type bridgeProc struct {
 	done     chan struct{} // closed once cmd.Wait returned
 	waitErr  error
 	stopping bool // Stop or Kill9 was called for the current process
-	addr    string
-	starts  int
-	outputs []string // capture files, in start order
+	addr     string
+	starts   int
+	outputs  []string // capture files, in start order
 }
 
 // startBridge starts `bridge serve` with: HOST=127.0.0.1, PORT=0, a temp
