@@ -90,7 +90,11 @@ func classifyCommand(cmd string, p Policy) Verdict {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s: a human decides", why)}
 	}
 	g := sandbox.Guard{Workspace: p.Workspace, Protected: p.Protected}
-	for _, a := range args {
+	programs := notPaths(name, args)
+	for i, a := range args {
+		if programs[i] {
+			continue
+		}
 		for _, c := range pathCandidates(a) {
 			d := g.Admit(c)
 			if d.Protected {
@@ -451,36 +455,9 @@ func goForm(args []string) string {
 // human any script file (-f) and any script that can run a command, read or
 // write a file (e, w, W, r, R commands; the e and w flags of s).
 func sedForm(args []string) string {
-	var scripts []string
-	explicit := false
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "-f" || strings.HasPrefix(a, "--file") || strings.HasPrefix(a, "-f") && len(a) > 2:
-			return "sed -f runs a script file"
-		case a == "-e" || a == "--expression":
-			if i+1 < len(args) {
-				scripts = append(scripts, args[i+1])
-			}
-			explicit = true
-			i++
-		case strings.HasPrefix(a, "--expression="):
-			scripts, explicit = append(scripts, strings.TrimPrefix(a, "--expression=")), true
-		case strings.HasPrefix(a, "-e") && len(a) > 2:
-			scripts, explicit = append(scripts, a[2:]), true
-		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "e"):
-			// -ne SCRIPT
-			if i+1 < len(args) {
-				scripts = append(scripts, args[i+1])
-			}
-			explicit = true
-			i++
-		case strings.HasPrefix(a, "-"):
-		default:
-			if !explicit {
-				scripts, explicit = append(scripts, a), true
-			}
-		}
+	scripts, _, fromFile := sedScripts(args)
+	if fromFile {
+		return "sed -f runs a script file"
 	}
 	for _, s := range scripts {
 		if !sedScriptSafe(s) {
@@ -488,6 +465,64 @@ func sedForm(args []string) string {
 		}
 	}
 	return ""
+}
+
+// sedScripts finds sed's scripts: -e/--expression values, or else the first
+// operand. at holds the indexes of the arguments that carry them.
+func sedScripts(args []string) (scripts []string, at map[int]bool, fromFile bool) {
+	at = map[int]bool{}
+	explicit := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-f" || strings.HasPrefix(a, "--file") || strings.HasPrefix(a, "-f") && len(a) > 2:
+			return nil, nil, true
+		case a == "-e" || a == "--expression":
+			if i+1 < len(args) {
+				scripts, at[i+1] = append(scripts, args[i+1]), true
+			}
+			explicit = true
+			i++
+		case strings.HasPrefix(a, "--expression="):
+			scripts, at[i], explicit = append(scripts, strings.TrimPrefix(a, "--expression=")), true, true
+		case strings.HasPrefix(a, "-e") && len(a) > 2:
+			scripts, at[i], explicit = append(scripts, a[2:]), true, true
+		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "e"):
+			// -ne SCRIPT
+			if i+1 < len(args) {
+				scripts, at[i+1] = append(scripts, args[i+1]), true
+			}
+			explicit = true
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			if !explicit {
+				scripts, at[i], explicit = append(scripts, a), true, true
+			}
+		}
+	}
+	return scripts, at, false
+}
+
+// notPaths returns the indexes of arguments that are programs, not paths:
+// sed scripts (checked whole by sedScriptSafe, so a /regex/ address is not
+// mistaken for an absolute path) and an awk program (checked for awkDanger).
+func notPaths(name string, args []string) map[int]bool {
+	switch name {
+	case "sed", "gsed":
+		_, at, _ := sedScripts(args)
+		return at
+	case "awk", "gawk", "mawk", "nawk":
+		for i, a := range args {
+			if !strings.HasPrefix(a, "-") {
+				return map[int]bool{i: true}
+			}
+			if a == "-F" || a == "-v" || a == "--field-separator" || a == "--assign" {
+				return nil // an option value could be taken for the program: check everything
+			}
+		}
+	}
+	return nil
 }
 
 // sedScriptSafe accepts one sed command (separators are refused earlier) made

@@ -78,7 +78,14 @@ func TestClassifyCommand(t *testing.T) {
 		{"mkdir -p build/out", Allow, ""},
 		{"cp main.go main.go.bak", Allow, ""},
 		{"awk 'NR==1' main.go", Allow, ""},
-		{"awk '/x/' main.go", Ask, "outside the workspace"}, // a regex that looks like a path: fail closed
+		{"awk '/x/' main.go", Allow, ""},                         // the program is not a path
+		{"awk -F : '/x/' main.go", Ask, "outside the workspace"}, // unsure which is the program: check all
+		{"awk '/x/' /etc/passwd", Ask, "outside the workspace"},
+		{"sed -n '/start/,/end/p' main.go", Allow, ""},
+		{"sed -n -e '/x/p' main.go", Allow, ""},
+		{"sed -n '/x/p' /etc/passwd", Ask, "outside the workspace"},
+		{"sed -e '/x/p' -e '/y/d' ../x", Ask, "outside the workspace"},
+		{"sed -n '/x/w /tmp/out' main.go", Ask, "sed script"},
 		{"  git   status  ", Allow, ""},
 		// Case- and extension-insensitive program names.
 		{"NODE.EXE x.mjs", Allow, ""},
