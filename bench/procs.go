@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
@@ -45,7 +44,7 @@ func startProc(name, bin string, args, env []string, dir string, onLine func(str
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -97,17 +96,16 @@ func (p *proc) lastLines() string {
 // for the process and its output reader.
 func (p *proc) stop() {
 	p.once.Do(func() {
-		pgid := p.cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		signalGroup(p.cmd, false)
 		t := time.NewTimer(stopGrace)
 		defer t.Stop()
 		select {
 		case <-p.reaped:
 		case <-t.C:
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			signalGroup(p.cmd, true)
 			<-p.reaped
 		}
-		_ = syscall.Kill(-pgid, syscall.SIGKILL) // anything left in the group
+		signalGroup(p.cmd, true) // anything left in the group
 		<-p.read
 	})
 }
