@@ -260,17 +260,21 @@ func TestApprovalDenyReachesTheModel(t *testing.T) {
 // it timed out, and the request can no longer be approved.
 func TestApprovalTimeoutDenies(t *testing.T) {
 	t.Parallel()
-	g := startGuardedBridge(t, map[string]string{"BRIDGE_APPROVAL_TIMEOUT_MS": "1500"})
+	g := startGuardedBridge(t, map[string]string{"BRIDGE_APPROVAL_TIMEOUT_MS": "3000"})
 	ws := g.workspace(t, nil)
 	g.d.ScriptAnthropic(
 		dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "mkdir -p out; touch out/x", "description": "prepare"})),
 		dt.Func(func(r dt.Request) dt.Turn { return dt.Text("not done: " + strings.Join(r.ToolResultTexts(), " | ")) }),
 	)
 	cs := goSDKClient(t, g.URL())
-	id := startJob(t, cs, "Prepare out/.", ws).P.JobID
-	req := waitWaiting(t, cs, id).P.Approval
-	c := waitSettled(t, cs, id, jobLimit)
-	if c.P.Status != "done" || !strings.Contains(c.P.Result, "Do not try to work around this denial") {
+	c := startJob(t, cs, "Prepare out/.", ws)
+	id := c.P.JobID
+	if c.P.Status != string(jobs.StatusWaitingApproval) {
+		c = waitWaiting(t, cs, id)
+	}
+	req := c.P.Approval
+	c = waitSettled(t, cs, id, jobLimit)
+	if c.P.Status != "done" || !strings.Contains(c.P.Result, "no answer from the owner within 3s") || !strings.Contains(c.P.Result, "Do not try to work around this denial") {
 		t.Fatalf("%s: %q", c.P.Status, c.P.Result)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "out")); err == nil {
