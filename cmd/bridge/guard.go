@@ -155,6 +155,9 @@ func (g *guard) admit(dir string) (string, error) {
 // live in the job's harness dir inside the state dir, which the job can
 // neither read nor write; the approval child learns its job from them alone.
 func (g *guard) prepare(_ context.Context, spec *harness.Spec) error {
+	if g.exe == "" || !filepath.IsAbs(g.exe) {
+		return fmt.Errorf("cannot locate this bridge's own executable (%q) to run as the approval child", g.exe)
+	}
 	hd := g.dir.HarnessDir(spec.JobID)
 	if err := os.MkdirAll(hd, 0o700); err != nil {
 		return fmt.Errorf("harness dir: %w", err)

@@ -297,6 +297,20 @@ func TestGuardAdmitRefusesWhatAJobMustNotReach(t *testing.T) {
 	}
 }
 
+// Without its own executable the daemon cannot launch the approval child:
+// the job fails to prepare instead of running without one.
+func TestGuardPrepareNeedsTheBridgeExecutable(t *testing.T) {
+	f := newGuardFixture(t, nil, nil)
+	f.g.exe = ""
+	spec := harness.Spec{JobID: "0123456789abcdef0123456789abcdef", Workspace: f.workspace(t)}
+	if err := f.g.prepare(t.Context(), &spec); err == nil || !strings.Contains(err.Error(), "approval child") {
+		t.Fatalf("prepare = %v", err)
+	}
+	if spec.PermissionPromptTool != "" || spec.SettingsFile != "" {
+		t.Errorf("spec changed: %+v", spec)
+	}
+}
+
 // The daemon clears the approval-off flag at every boot, and says so.
 func TestGuardClearsTheApprovalOffFlagAtBoot(t *testing.T) {
 	f := newGuardFixture(t, nil, nil)
