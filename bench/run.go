@@ -118,6 +118,7 @@ type Report struct {
 	Held Held
 
 	BridgeExit string // how `bridge serve` ended on SIGTERM
+	SandboxOff bool   // no bubblewrap here: the run had BRIDGE_SANDBOX=off
 	Elapsed    time.Duration
 	Profiles   []string
 }
@@ -177,6 +178,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		"BRIDGE_SYNC_WINDOW_MS=500",
 		"BRIDGE_MAX_QUEUE=64",
 	)
+	// Agent jobs are refused while the OS sandbox cannot run; the stand-in
+	// never uses it, so without bubblewrap the bench turns it off (and says so).
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		env = append(env, "BRIDGE_SANDBOX=off")
+		rep.SandboxOff = true
+	}
 	b, err := startBridge(ctx, o.BridgeBin, env, tmp)
 	if err != nil {
 		return nil, err

@@ -158,6 +158,9 @@ func (r *Report) Text(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nwhole run: %s; bridge serve on SIGTERM: %s\n", r.Elapsed.Round(100*time.Millisecond), r.BridgeExit)
+	if r.SandboxOff {
+		fmt.Fprintln(w, "bubblewrap is not installed: agent jobs ran with BRIDGE_SANDBOX=off")
+	}
 	if miss := r.Misses(); len(miss) > 0 {
 		fmt.Fprintf(w, "missed targets: %s\n", strings.Join(miss, "; "))
 	}
@@ -168,6 +171,9 @@ func (r *Report) Markdown(w io.Writer) {
 	m := r.Machine
 	fmt.Fprintf(w, "Machine: %d CPUs (`nproc`), %s, %s, Linux %s, load average %s at the start; %s. Whole run %s.\n\n",
 		m.CPUs, m.CPUModel, m.GoVersion, m.Kernel, m.LoadAvg, m.Date, r.Elapsed.Round(100*time.Millisecond))
+	if r.SandboxOff {
+		fmt.Fprint(w, "bubblewrap is not installed here: agent jobs ran with BRIDGE_SANDBOX=off.\n\n")
+	}
 	fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", header.Metric, header.Bridge, header.Floor, header.Added, header.Target, header.Verdict)
 	fmt.Fprintln(w, "|---|---:|---:|---:|---|---|")
 	for _, row := range r.Rows() {
