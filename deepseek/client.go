@@ -91,7 +91,12 @@ func NewClient(o Options) *Client {
 	}
 	c := &Client{o: o, url: o.BaseURL + "/chat/completions", hc: o.HTTPClient, log: zerolog.Nop()}
 	if c.hc == nil {
-		c.hc = &http.Client{}
+		// Keep enough idle connections for concurrent flash calls: the default
+		// transport keeps 2 per host, so a burst re-dialled (and re-handshook)
+		// DeepSeek on almost every call (measured by make bench).
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		c.hc = &http.Client{Transport: tr}
 	}
 	if o.Logger != nil {
 		c.log = o.Logger.With().Str("component", "deepseek").Logger()
@@ -445,7 +450,7 @@ func truncate(s string, n int) string {
 // readStream parses the SSE stream: comment lines are keep-alives, data lines
 // carry chunks, a blank line ends an event, "data: [DONE]" ends the stream.
 func (t *turn) readStream(r io.Reader, p *progress) error {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReader(r) // readLine joins long lines; a 64 KiB buffer per call only fed the GC
 	var data []string
 	dispatch := func() error {
 		if len(data) == 0 {
