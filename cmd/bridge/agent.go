@@ -71,8 +71,8 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*jobs.Registry, *model
 	case lerr != nil:
 		info.Error = lerr.Error()
 		log.Warn().Err(lerr).Msg("agent jobs cannot run: no Claude Code binary")
-	case g.sandboxOK != nil:
-		info.Available, info.Error = false, g.sandboxOK.Error()
+	case g.sandboxErr != nil:
+		info.Available, info.Error = false, g.sandboxErr.Error()
 	case len(cfg.AllowedRoots) == 0:
 		log.Warn().Str("claude", bin).Msg("agent jobs can run, but DEEPSEEK_ALLOWED_ROOTS is empty: every workspace is refused until you set it")
 	default:

@@ -58,7 +58,7 @@ type guard struct {
 	timeout   time.Duration
 	approval  bool  // BRIDGE_CC_APPROVAL
 	sandbox   bool  // BRIDGE_SANDBOX
-	sandboxOK error // why the sandbox cannot run (nil: it can)
+	sandboxErr error // why the sandbox cannot run (nil: it can)
 	queue     *approvals.Queue
 	log       zerolog.Logger
 }
@@ -93,7 +93,7 @@ func newGuard(cfg config.Config, dir statedir.Dir, exe, home string, available f
 		g.log.Warn().Msg("OS SANDBOX IS OFF (BRIDGE_SANDBOX=off): agent jobs' commands run without bubblewrap and can read and write anything this user can once approved")
 	default:
 		if err := available(); err != nil {
-			g.sandboxOK = err
+			g.sandboxErr = err
 			g.log.Error().Err(err).Msg("agent jobs are refused: the OS sandbox cannot run")
 		}
 	}
@@ -113,7 +113,7 @@ func (g *guard) sandboxMode() string {
 	switch {
 	case !g.sandbox:
 		return modeOff
-	case g.sandboxOK != nil:
+	case g.sandboxErr != nil:
 		return modeUnavailable
 	}
 	return modeOn
@@ -141,8 +141,8 @@ func (g *guard) protected() []string {
 // but cannot run, else sandbox.AdmitWorkspace against the allowed roots and
 // the protected paths.
 func (g *guard) admit(dir string) (string, error) {
-	if g.sandboxOK != nil {
-		return "", fmt.Errorf("agent jobs are refused because the OS sandbox cannot run: %w", g.sandboxOK)
+	if g.sandboxErr != nil {
+		return "", fmt.Errorf("agent jobs are refused because the OS sandbox cannot run: %w", g.sandboxErr)
 	}
 	ws, err := sandbox.AdmitWorkspace(g.roots, dir, g.protected()...)
 	if err != nil {
