@@ -49,18 +49,18 @@ const (
 // MCP config that launches it, Claude Code's settings) so the job learns
 // nothing it can change, and shows a job waiting for a human.
 type guard struct {
-	dir       statedir.Dir
-	exe       string // this bridge binary: the approval child
-	roots     []string
-	envFile   string // the daemon's .env ("" when none)
-	home      string // the daemon's home, for the credential stores to deny
-	allow     []string
-	timeout   time.Duration
-	approval  bool  // BRIDGE_CC_APPROVAL
-	sandbox   bool  // BRIDGE_SANDBOX
+	dir        statedir.Dir
+	exe        string // this bridge binary: the approval child
+	roots      []string
+	envFile    string // the daemon's .env ("" when none)
+	home       string // the daemon's home, for the credential stores to deny
+	allow      []string
+	timeout    time.Duration
+	approval   bool  // BRIDGE_CC_APPROVAL
+	sandbox    bool  // BRIDGE_SANDBOX
 	sandboxErr error // why the sandbox cannot run (nil: it can)
-	queue     *approvals.Queue
-	log       zerolog.Logger
+	queue      *approvals.Queue
+	log        zerolog.Logger
 }
 
 // newGuard builds the guard of `bridge serve`. available checks the OS
