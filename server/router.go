@@ -67,7 +67,26 @@ func (s *Server) mcpEntry(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "forbidden: requests from a browser page on another site are refused", http.StatusForbidden)
 		return
 	}
-	if !s.admit(w, r) {
+	msg := inspectBody(bodyFrom(r.Context()))
+	if !msg.batch && msg.method == methodCancelled {
+		// Not forwarded: in stateless mode mcp-go keys in-flight calls by
+		// request id alone (no session), so one client's cancel of id 7
+		// would cancel another client's call 7. Over HTTP a client cancels
+		// its own call by closing the connection, which ends that call's
+		// context. The spec lets a server ignore a cancel; 202 is what it
+		// answers for any accepted notification.
+		s.log.Debug().Msg("notifications/cancelled ignored (close the connection to cancel a call)")
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if !s.admit(w, msg) {
+		return
+	}
+	if msg.batch {
+		// Counted (and refused with 429 over the limit) above, as the issue
+		// asks; mcp-go itself would answer a misleading "not valid json".
+		writeRPCError(w, http.StatusBadRequest, nil, -32600,
+			"JSON-RPC batches are not supported (MCP 2025-06-18 removed them); send one message per request")
 		return
 	}
 	sw := newSSEWriter(w)
@@ -214,8 +233,8 @@ func (r *statusRecorder) status() int {
 }
 
 // admit applies the tools/call rate limit; on refusal it has written the 429.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
-	n, id := countToolCalls(bodyFrom(r.Context()))
+func (s *Server) admit(w http.ResponseWriter, msg rpcBody) bool {
+	n := msg.toolCalls
 	if n == 0 {
 		return true
 	}
@@ -227,52 +246,79 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 	if secs < 1 {
 		secs = 1
 	}
-	msg := fmt.Sprintf("rate limit exceeded: at most %d tools/call per minute (RATE_LIMIT_PER_MINUTE); retry after %d s", s.limiter.perMinute, secs)
+	text := fmt.Sprintf("rate limit exceeded: at most %d tools/call per minute (RATE_LIMIT_PER_MINUTE); retry after %d s", s.limiter.perMinute, secs)
 	if n > s.limiter.perMinute {
-		msg = fmt.Sprintf("rate limit exceeded: this batch holds %d tools/call, more than the %d per minute allowed (RATE_LIMIT_PER_MINUTE); send fewer at once and retry after %d s", n, s.limiter.perMinute, secs)
+		text = fmt.Sprintf("rate limit exceeded: this batch holds %d tools/call, more than the %d per minute allowed (RATE_LIMIT_PER_MINUTE); send fewer at once and retry after %d s", n, s.limiter.perMinute, secs)
 	}
 	s.log.Warn().Int("tools_calls", n).Int("retry_after_s", secs).Msg("rate limited")
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	writeRPCError(w, http.StatusTooManyRequests, msg.id, -32000, text)
+	return false
+}
+
+// writeRPCError answers with a JSON-RPC error object (id null when nil).
+func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, text string) {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
 	body, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0",
 		"id":      id,
-		"error":   map[string]any{"code": -32000, "message": msg},
+		"error":   map[string]any{"code": code, "message": text},
 	})
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	w.WriteHeader(http.StatusTooManyRequests)
+	w.WriteHeader(status)
 	w.Write(append(body, '\n'))
-	return false
 }
 
-// countToolCalls counts the tools/call requests in a JSON-RPC message or
-// batch; id is the request id of a single message (nil for a batch).
-func countToolCalls(body []byte) (n int, id json.RawMessage) {
+const methodCancelled = "notifications/cancelled"
+
+// rpcBody is what the router needs to know of a POST body.
+type rpcBody struct {
+	batch     bool            // a JSON array of messages
+	toolCalls int             // tools/call requests in it
+	method    string          // of a single message
+	id        json.RawMessage // of a single tools/call (nil otherwise)
+}
+
+// inspectBody reads the method(s) of a JSON-RPC message or batch; a body
+// that is not JSON tells nothing (mcp-go answers it).
+func inspectBody(body []byte) rpcBody {
 	type msg struct {
 		Method string          `json:"method"`
 		ID     json.RawMessage `json:"id"`
 	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 {
-		return 0, nil
+		return rpcBody{}
 	}
 	if trimmed[0] == '[' {
 		var batch []msg
 		if json.Unmarshal(trimmed, &batch) != nil {
-			return 0, nil
+			return rpcBody{}
 		}
+		out := rpcBody{batch: true}
 		for _, m := range batch {
 			if m.Method == "tools/call" {
-				n++
+				out.toolCalls++
 			}
 		}
-		return n, nil
+		return out
 	}
 	var m msg
-	if json.Unmarshal(trimmed, &m) != nil || m.Method != "tools/call" {
-		return 0, nil
+	if json.Unmarshal(trimmed, &m) != nil {
+		return rpcBody{}
 	}
-	return 1, m.ID
+	out := rpcBody{method: m.Method}
+	if m.Method == "tools/call" {
+		out.toolCalls, out.id = 1, m.ID
+	}
+	return out
+}
+
+// countToolCalls counts the tools/call requests in a JSON-RPC message or
+// batch; id is the request id of a single message (nil for a batch).
+func countToolCalls(body []byte) (n int, id json.RawMessage) {
+	m := inspectBody(body)
+	return m.toolCalls, m.id
 }
