@@ -98,7 +98,7 @@ func classifyCommand(cmd string, p Policy) Verdict {
 		for _, c := range pathCandidates(a) {
 			d := g.Admit(c)
 			if d.Protected {
-				return Verdict{Decision: Deny, Reason: d.Reason + " (its state dir or .env): no job may touch it"}
+				return Verdict{Decision: Deny, Reason: d.Reason + " (its state dir, its .env or a credential store): no job may touch it"}
 			}
 			if !d.Inside {
 				return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q: %s: a human decides", a, d.Reason)}

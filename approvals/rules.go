@@ -171,7 +171,7 @@ func classifyFile(req Request, args []pathArg, p Policy) Verdict {
 		d := g.Admit(path)
 		switch {
 		case d.Protected:
-			return Verdict{Decision: Deny, Reason: d.Reason + " (its state dir or .env): no job may touch it", Summary: clip(req.Tool + " " + strings.Join(shown, " "))}
+			return Verdict{Decision: Deny, Reason: d.Reason + " (its state dir, its .env or a credential store): no job may touch it", Summary: clip(req.Tool + " " + strings.Join(shown, " "))}
 		case !d.Inside:
 			ask = append(ask, d.Reason)
 		case namesDotEnv(s, p.Workspace) || namesDotEnv(d.Resolved, p.Workspace):
