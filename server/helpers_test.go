@@ -106,7 +106,7 @@ type response struct {
 	body   []byte
 }
 
-func do(t *testing.T, method, url string, body io.Reader, header map[string]string) response {
+func do(t testing.TB, method, url string, body io.Reader, header map[string]string) response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, url, body)
 	if err != nil {
@@ -133,7 +133,7 @@ func do(t *testing.T, method, url string, body io.Reader, header map[string]stri
 	return response{resp.StatusCode, resp.Header, b}
 }
 
-func post(t *testing.T, url, body string, header map[string]string) response {
+func post(t testing.TB, url, body string, header map[string]string) response {
 	t.Helper()
 	return do(t, http.MethodPost, url, strings.NewReader(body), header)
 }
@@ -151,7 +151,7 @@ type rpcMessage struct {
 }
 
 // messages parses a JSON or SSE body into its JSON-RPC messages.
-func messages(t *testing.T, r response) []rpcMessage {
+func messages(t testing.TB, r response) []rpcMessage {
 	t.Helper()
 	if !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
 		var m rpcMessage

@@ -36,7 +36,6 @@ type sseWriter struct {
 	w           http.ResponseWriter
 	wroteHeader bool
 	lastWrite   time.Time
-	events      int // SSE events we wrote (notifications)
 }
 
 func newSSEWriter(w http.ResponseWriter) *sseWriter {
@@ -116,7 +115,6 @@ func (s *sseWriter) event(data []byte) error {
 	if _, err := fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", data); err != nil {
 		return err
 	}
-	s.events++
 	s.flushLocked()
 	return nil
 }
@@ -159,6 +157,12 @@ func sseFrom(ctx context.Context) *sseWriter {
 type callStream struct {
 	token mcp.ProgressToken // nil: the client asked for no progress
 	sse   *sseWriter        // nil on stdio
+
+	// sendMu is held from picking a progress value to handing the
+	// notification to the session, so the values leave in the order they
+	// were picked (the handler and the keepalive both report). The session
+	// channel is FIFO with one reader, so that order is the wire order.
+	sendMu sync.Mutex
 
 	mu       sync.Mutex
 	last     float64 // last progress value sent for token
@@ -246,6 +250,8 @@ func (p *progressReporter) Report(progress, total float64, message string) {
 	if srv == nil {
 		return
 	}
+	p.cs.sendMu.Lock()
+	defer p.cs.sendMu.Unlock()
 	params := map[string]any{"progressToken": p.cs.token, "progress": p.cs.nextProgress(progress)}
 	if total > 0 {
 		params["total"] = total
@@ -253,6 +259,7 @@ func (p *progressReporter) Report(progress, total float64, message string) {
 	if message != "" {
 		params["message"] = message
 	}
+	// Never blocks: mcp-go drops a notification when the channel is full.
 	_ = srv.SendNotificationToClient(p.ctx, "notifications/progress", params)
 }
 
@@ -287,13 +294,14 @@ func (s *Server) toolMiddleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHa
 			ctx = s.mcp.WithContext(ctx, pump)
 		}
 		ctx = context.WithValue(ctx, callStreamKey{}, cs)
-		stop := s.startKeepalive(ctx, cs)
-		res, err := next(ctx, req)
-		stop()
+		// Deferred, so a panicking handler (recovered by mcp-go further out)
+		// leaves no goroutine behind; the keepalive stops before the pump
+		// writes its last notifications.
 		if pump != nil {
-			pump.close()
+			defer pump.close()
 		}
-		return res, err
+		defer s.startKeepalive(ctx, cs)()
+		return next(ctx, req)
 	}
 }
 
