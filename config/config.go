@@ -69,6 +69,8 @@ type Config struct {
 	DailyMaxCostUSD float64 // BRIDGE_DAILY_MAX_COST_USD (0 = off)
 
 	CloudflaredBin string // BRIDGE_CLOUDFLARED_BIN
+
+	DebugAddr string // BRIDGE_DEBUG_ADDR (loopback pprof listener; "" = off)
 }
 
 // Var documents one environment variable; .env.example and `bridgectl doctor`
@@ -109,6 +111,7 @@ var Vars = []Var{
 	{"BRIDGE_DAILY_MAX_COST_USD", "0", "spend ceiling across all jobs per UTC day (0 = off)"},
 	{"BRIDGE_CLOUDFLARED_BIN", "cloudflared on PATH", "the cloudflared binary for bridgectl tunnel"},
 	{"BRIDGE_ENV_FILE", "./.env", "which .env bridgectl and bridge read"},
+	{"BRIDGE_DEBUG_ADDR", "", "loopback HOST:PORT for pprof and the goroutine count (make bench); empty = off"},
 }
 
 // Lookup reads one variable. Tests pass a map-backed Lookup instead of the process env.
@@ -138,7 +141,9 @@ func LoadFrom(envFile string, env Lookup) (Config, error) {
 	if b, err := os.ReadFile(path); err == nil {
 		vals, perr := godotenv.UnmarshalBytes(b)
 		if perr != nil {
-			return Config{}, fmt.Errorf("read %s: %w", path, perr)
+			// godotenv's error quotes the file's content (a secret or a key
+			// near the mistake): say only where the mistake is.
+			return Config{}, fmt.Errorf("read %s: not valid .env syntax near line %d (check quotes and variable names)", path, badLine(b))
 		}
 		fileVals = vals
 		if abs, err := filepath.Abs(path); err == nil {
@@ -146,6 +151,8 @@ func LoadFrom(envFile string, env Lookup) (Config, error) {
 		}
 	} else if !errors.Is(err, os.ErrNotExist) || envFile != "" {
 		return Config{}, fmt.Errorf("read env file %s: %w", path, err)
+	} else if err := envFileDirExists(path, env); err != nil {
+		return Config{}, err
 	} else {
 		path = ""
 	}
@@ -184,9 +191,10 @@ func LoadFrom(envFile string, env Lookup) (Config, error) {
 		CCApproval:         p.onOff("BRIDGE_CC_APPROVAL"),
 		Sandbox:            p.onOff("BRIDGE_SANDBOX"),
 		JobMaxCostUSD:      p.float("BRIDGE_JOB_MAX_COST_USD", 1.00),
-		JobMaxTokens:       int64(p.intv("BRIDGE_JOB_MAX_TOKENS", 0, 0, 1<<62)),
+		JobMaxTokens:       p.int64v("BRIDGE_JOB_MAX_TOKENS", 0, 0, 1<<62),
 		DailyMaxCostUSD:    p.float("BRIDGE_DAILY_MAX_COST_USD", 0),
 		CloudflaredBin:     get("BRIDGE_CLOUDFLARED_BIN"),
+		DebugAddr:          get("BRIDGE_DEBUG_ADDR"),
 	}
 	if p.err != nil {
 		return Config{}, p.err
@@ -282,12 +290,18 @@ func (p *parser) str(name, def string) string {
 	return def
 }
 
+// intv parses an int within [lo, hi]; every bound used fits 32 bits.
 func (p *parser) intv(name string, def, lo, hi int) int {
+	return int(p.int64v(name, int64(def), int64(lo), int64(hi)))
+}
+
+// int64v parses an int64 within [lo, hi] (64-bit on every GOARCH).
+func (p *parser) int64v(name string, def, lo, hi int64) int64 {
 	v := p.get(name)
 	if v == "" {
 		return def
 	}
-	n, err := strconv.Atoi(v)
+	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < lo || n > hi {
 		p.fail(name, v, fmt.Sprintf("an integer from %d to %d", lo, hi))
 		return def
@@ -295,8 +309,11 @@ func (p *parser) intv(name string, def, lo, hi int) int {
 	return n
 }
 
-func (p *parser) ms(name string, def int) time.Duration {
-	return time.Duration(p.intv(name, def, 1, 1<<40)) * time.Millisecond
+// maxMS bounds every *_MS value: about 35 years, far inside time.Duration.
+const maxMS = 1 << 40
+
+func (p *parser) ms(name string, def int64) time.Duration {
+	return time.Duration(p.int64v(name, def, 1, maxMS)) * time.Millisecond
 }
 
 func (p *parser) float(name string, def float64) float64 {
@@ -332,4 +349,32 @@ func splitList(s, sep string) []string {
 		}
 	}
 	return out
+}
+
+// badLine finds the line of a .env file godotenv rejects: the line after the
+// longest prefix of lines that still parses. It never returns content.
+func badLine(b []byte) int {
+	lines := strings.SplitAfter(string(b), "\n")
+	const maxLines = 2000 // a longer file is parsed prefix by prefix only this far back
+	lo := max(len(lines)-maxLines, 0)
+	for n := len(lines) - 1; n >= lo; n-- {
+		if _, err := godotenv.UnmarshalBytes([]byte(strings.Join(lines[:n], ""))); err == nil {
+			return n + 1
+		}
+	}
+	return lo + 1
+}
+
+// envFileDirExists: BRIDGE_ENV_FILE may name a file that does not exist yet
+// (bridgectl secret creates it, tests point it at one to read none), but a
+// file in a directory that does not exist is a mistyped path.
+func envFileDirExists(path string, env Lookup) error {
+	if v, ok := env("BRIDGE_ENV_FILE"); !ok || v == "" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("BRIDGE_ENV_FILE=%s: its directory %s does not exist (fix the path, or unset BRIDGE_ENV_FILE to read ./.env)", path, dir)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,5 +142,77 @@ func TestAllowedRootsSplitAndAbsolute(t *testing.T) {
 	}
 	if len(c.AllowedRoots) != 2 || c.AllowedRoots[0] != a || c.AllowedRoots[1] != b {
 		t.Fatalf("AllowedRoots = %q, want [%s %s]", c.AllowedRoots, a, b)
+	}
+}
+
+// TestMalformedEnvFileQuotesNothing: godotenv's own error quotes the file
+// near the mistake; ours names only the line.
+func TestMalformedEnvFileQuotesNothing(t *testing.T) {
+	const secret = "test-secret-0123456789abcdef"
+	tests := []struct {
+		name, body string
+		line       int
+	}{
+		{"unterminated quote", "# settings\nPORT=9000\nMCP_PATH_SECRET=\"" + secret + "\nHOST=127.0.0.1\n", 3},
+		{"no equals sign", "PORT=9000\nMCP_PATH_SECRET " + secret + "\n", 2},
+		{"bad character before a secret", "DEEPSEEK_API_KEY=sk-test-double-key\n@MCP_PATH_SECRET=" + secret + "\nPORT=1\n", 2},
+		{"first line", "MCP_PATH_SECRET='" + secret + "\n", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "bad.env")
+			if err := os.WriteFile(path, []byte(tt.body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadFrom(path, mapEnv(map[string]string{"BRIDGE_STATE_DIR": dir}))
+			want := fmt.Sprintf("read %s: not valid .env syntax near line %d (check quotes and variable names)", path, tt.line)
+			if err == nil || err.Error() != want {
+				t.Fatalf("err = %v\nwant %s", err, want)
+			}
+			for _, s := range []string{secret, "sk-test-double-key", "MCP_PATH_SECRET"} {
+				if strings.Contains(err.Error(), s) {
+					t.Fatalf("the error quotes the file (%q): %v", s, err)
+				}
+			}
+		})
+	}
+}
+
+func TestEnvFileVariable(t *testing.T) {
+	dir := t.TempDir()
+	t.Run("file in a missing directory is an error naming the variable", func(t *testing.T) {
+		path := filepath.Join(dir, "no-such-dir", ".env")
+		_, err := LoadFrom("", mapEnv(map[string]string{"BRIDGE_ENV_FILE": path, "BRIDGE_STATE_DIR": dir}))
+		if err == nil || !strings.Contains(err.Error(), "BRIDGE_ENV_FILE="+path) || !strings.Contains(err.Error(), "does not exist") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("a file not created yet reads nothing", func(t *testing.T) {
+		c, err := LoadFrom("", mapEnv(map[string]string{"BRIDGE_ENV_FILE": filepath.Join(dir, "later.env"), "BRIDGE_STATE_DIR": dir}))
+		if err != nil || c.EnvFile != "" {
+			t.Fatalf("err = %v, EnvFile = %q", err, c.EnvFile)
+		}
+	})
+}
+
+// TestWideIntegers: values above 32 bits parse the same on every GOARCH.
+func TestWideIntegers(t *testing.T) {
+	t.Chdir(t.TempDir())
+	c, err := LoadFrom("", mapEnv(map[string]string{
+		"BRIDGE_JOB_MAX_TOKENS": "5000000000",
+		"BRIDGE_JOB_TIMEOUT_MS": "86400000000", // 1000 days
+		"BRIDGE_DEBUG_ADDR":     "127.0.0.1:0",
+		"BRIDGE_STATE_DIR":      t.TempDir(),
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.JobMaxTokens != 5_000_000_000 || c.JobTimeout != 1000*24*time.Hour || c.DebugAddr != "127.0.0.1:0" {
+		t.Fatalf("JobMaxTokens %d JobTimeout %v DebugAddr %q", c.JobMaxTokens, c.JobTimeout, c.DebugAddr)
+	}
+	_, err = LoadFrom("", mapEnv(map[string]string{"BRIDGE_JOB_TIMEOUT_MS": "1099511627777", "BRIDGE_STATE_DIR": t.TempDir()}))
+	if err == nil || !strings.Contains(err.Error(), "from 1 to 1099511627776") {
+		t.Fatalf("over the *_MS bound: %v", err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/rs/zerolog"
 
@@ -145,7 +144,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "bridge serve: %v\n", err)
 		return exitFail
 	}
-	defer server.ServeDebug(ctx, os.Getenv(server.DebugAddrVar), st.log)() // loopback-only pprof and goroutine count for `make bench`; off unless set
+	defer server.ServeDebug(ctx, st.cfg.DebugAddr, st.log)() // loopback-only pprof and goroutine count for `make bench`; off unless set
 	if err := srv.ListenAndServe(ctx); err != nil {
 		st.log.Error().Err(err).Msg("serve")
 		if st.cfg.LogFile != "" {
