@@ -29,10 +29,6 @@ const (
 	fixtureWAV = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA="
 )
 
-func conformanceServerOptions() []mcpserver.ServerOption {
-	return []mcpserver.ServerOption{mcpserver.WithLogging()}
-}
-
 func fixture(name, desc string, h mcpserver.ToolHandlerFunc, opts ...mcp.ToolOption) mcpserver.ServerTool {
 	opts = append([]mcp.ToolOption{
 		mcp.WithDescription(desc),

@@ -6,5 +6,4 @@ import mcpserver "github.com/mark3labs/mcp-go/server"
 
 // The fixture tools of the MCP conformance suite exist only in a build with
 // -tags conformance (conformance_fixtures.go).
-func conformanceTools() []mcpserver.ServerTool           { return nil }
-func conformanceServerOptions() []mcpserver.ServerOption { return nil }
+func conformanceTools() []mcpserver.ServerTool { return nil }

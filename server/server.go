@@ -1,7 +1,8 @@
 // Package server is the bridge's MCP endpoint: the chi router with its limits
 // (body size, capability path, Origin, rate limit), the mcp-go Streamable HTTP
 // handler and the tools it serves, and the daemon's life (listen, daemon.json,
-// graceful shutdown). The same tools are available over stdio through MCP().
+// graceful shutdown). `bridge stdio` serves the same MCPServer (built without
+// agent jobs, so deepseek_flash alone) through MCP().
 package server
 
 import (
@@ -108,11 +109,13 @@ func New(o Options) (*Server, error) {
 	}
 	opts := []mcpserver.ServerOption{
 		mcpserver.WithToolCapabilities(false),
+		// logging/setLevel is answered (a host may send it); the test build
+		// differs from this one only by the conformance fixture tools.
+		mcpserver.WithLogging(),
 		mcpserver.WithRecovery(),
 		mcpserver.WithToolHandlerMiddleware(s.toolMiddleware),
-		mcpserver.WithInstructions("deepseek_flash hands a self-contained task (plus pasted material) to DeepSeek and returns its answer with token usage and cost."),
+		mcpserver.WithInstructions(instructions(o.Jobs != nil)),
 	}
-	opts = append(opts, conformanceServerOptions()...)
 	s.mcp = mcpserver.NewMCPServer("deepseek-mcp-bridge", o.Version, opts...)
 	s.mcp.AddTools(s.tools()...)
 	s.stream = mcpserver.NewStreamableHTTPServer(s.mcp,
@@ -133,10 +136,20 @@ func New(o Options) (*Server, error) {
 	return s, nil
 }
 
+// instructions tell the host's model which tool to reach for.
+func instructions(agent bool) string {
+	s := "deepseek_flash hands a self-contained task (plus pasted material) to DeepSeek and returns its answer with token usage and cost."
+	if agent {
+		s += " For work that needs to read, run or change files in a workspace, deepseek_agent_start runs a DeepSeek agent job there" +
+			" (commands may wait for a human's approval); follow it with deepseek_agent_poll until it finishes, or stop it with deepseek_agent_cancel."
+	}
+	return s
+}
+
 // Handler is the full router: body limit, /health, /mcp/{secret}.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// MCP is the MCP server with every tool registered (for `bridge stdio`).
+// MCP is the MCP server with the tools of these Options registered (for `bridge stdio`).
 func (s *Server) MCP() *mcpserver.MCPServer { return s.mcp }
 
 // ListenAndServe listens on Config.Addr() and serves until ctx ends.

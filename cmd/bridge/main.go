@@ -1,5 +1,5 @@
 // Command bridge is the deepseek-mcp-bridge daemon: `bridge serve` runs the
-// MCP endpoint over HTTP, `bridge stdio` serves the same tools over stdio.
+// MCP endpoint over HTTP, `bridge stdio` serves deepseek_flash over stdio.
 package main
 
 import (
@@ -32,7 +32,8 @@ const usage = `bridge — lets MCP hosts hand work to DeepSeek.
 
 Usage:
   bridge serve [--env FILE]       run the HTTP daemon: POST http://HOST:PORT/mcp/<MCP_PATH_SECRET>
-  bridge stdio [--env FILE]       serve the same tools over stdin/stdout (for hosts that launch a command)
+  bridge stdio [--env FILE]       serve deepseek_flash only over stdin/stdout (for hosts that launch a
+                                  command); the agent tools need the daemon (bridge serve)
   bridge approval-prompt --config FILE
                                   the permission-prompt child Claude Code starts for agent jobs
   bridge version                  print the version
@@ -78,7 +79,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 var commandHelp = map[string]string{
 	"serve":           serveHelp,
-	"stdio":           stdioHelp,
+	"stdio":           stdioUsage,
 	"approval-prompt": approvalHelp,
 	"version":         "Usage: bridge version\n\nPrints the bridge's version.\n",
 }

@@ -12,8 +12,23 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
 )
 
+const stdioUsage = `Usage: bridge stdio [--env FILE]
+
+Serves deepseek_flash over stdin/stdout (newline-delimited JSON-RPC), for MCP
+hosts that launch a server as a command, e.g.
+
+  claude mcp add deepseek -- bridge stdio --env /path/to/.env
+
+Only deepseek_flash: the agent tools (deepseek_agent_start, _poll, _cancel)
+need the daemon, which owns the one job registry of a state dir — register
+bridge serve's URL for those. No path secret is needed. Logs go to
+BRIDGE_LOG_FILE or stderr, never stdout.
+`
+
+// runStdio serves deepseek_flash alone: a second job registry on the same
+// state dir next to a running daemon would race it over the job files.
 func runStdio(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	st, code := newSetup("stdio", args, stderr, stdioHelp)
+	st, code := newSetup("stdio", args, stderr, stdioUsage)
 	if st == nil {
 		return code
 	}
