@@ -36,6 +36,22 @@ type harnessInfo struct {
 	guard *guard
 }
 
+// lockStateDir takes the state dir's daemon lock for the life of `bridge
+// serve`. A second daemon on the same state dir is refused before it reloads
+// jobs (which would mark the live daemon's jobs interrupted and kill their
+// processes) or resets the approval switch.
+func lockStateDir(cfg config.Config) (unlock func(), err error) {
+	dir, err := statedir.Open(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	l, err := dir.Lock()
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = l.Unlock() }, nil
+}
+
 // newAgentJobs builds the job registry of `bridge serve`: the Claude Code
 // harness (binary: BRIDGE_CLAUDE_BIN, the pinned install, PATH) and the
 // model proxy, which holds the key and gives each job its own token; stop the

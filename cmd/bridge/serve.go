@@ -123,6 +123,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		st.log.Error().Err(err).Msg("refusing to start")
 		return exitConfig
 	}
+	unlock, err := lockStateDir(st.cfg) // before anything touches the state: jobs, approvals, the guard's flag
+	if err != nil {
+		st.log.Error().Err(err).Msg("refusing to start")
+		fmt.Fprintf(stderr, "bridge serve: %v\n", err)
+		return exitFail
+	}
+	defer unlock()
 	reg, mp, hinfo, err := newAgentJobs(st.cfg, st.log)
 	if err != nil {
 		st.log.Error().Err(err).Msg("agent jobs")

@@ -1,0 +1,11 @@
+//go:build !unix && !windows
+
+package statedir
+
+import "os"
+
+// tryLock: this platform has no advisory lock the bridge uses; the daemon
+// runs unguarded there (it is not a supported daemon platform).
+func tryLock(*os.File) (bool, error) { return true, nil }
+
+func unlock(*os.File) {}
