@@ -9,11 +9,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/backoff"
 )
 
 // Defaults of Options fields left zero.
@@ -148,8 +149,7 @@ func (c *Client) Flash(ctx context.Context, req FlashRequest) (FlashResult, erro
 	defer cancel()
 	deadline, _ := callCtx.Deadline()
 	p := &progress{fn: req.Progress}
-	backoff := c.o.RetryBackoff
-	blanks := 0
+	retries, blanks := 0, 0
 	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt
 		t, err := c.attempt(callCtx, body, attempt, p)
@@ -165,7 +165,7 @@ func (c *Client) Flash(ctx context.Context, req FlashRequest) (FlashResult, erro
 				c.log.Warn().Int("attempt", attempt).Err(err).Msg("deepseek call failed")
 				return finish(err)
 			}
-			wait := backoff
+			wait := backoff.Exponential(c.o.RetryBackoff, maxRetryBackoff, retries+1)
 			var apiErr *APIError
 			if errors.As(err, &apiErr) && apiErr.RetryAfterSeconds > 0 {
 				wait = time.Duration(apiErr.RetryAfterSeconds) * time.Second
@@ -179,10 +179,10 @@ func (c *Client) Flash(ctx context.Context, req FlashRequest) (FlashResult, erro
 			}
 			c.log.Info().Int("attempt", attempt).Dur("wait", wait).Err(err).Msg("deepseek call failed, retrying")
 			p.emit(PhaseRetrying, fmt.Sprintf("attempt %d failed (%v); retrying in %s", attempt, err, wait.Round(time.Millisecond)))
-			if !sleep(callCtx, wait) {
+			if !backoff.Sleep(callCtx, wait) {
 				return finish(c.contextError(ctx, callCtx, start, attempt))
 			}
-			backoff = min(backoff*2, maxRetryBackoff)
+			retries++
 			continue
 		}
 		if t.blank() {
@@ -257,17 +257,6 @@ func cost(model string, u Usage) float64 {
 		miss = u.PromptTokens
 	}
 	return PriceFor(model).Cost(hit, miss, u.CompletionTokens)
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // progress turns stream events into ProgressEvents.
@@ -430,12 +419,8 @@ func readAPIError(resp *http.Response) error {
 	} else if s := strings.TrimSpace(string(raw)); s != "" {
 		e.Message = truncate(s, 300)
 	}
-	if ra := strings.TrimSpace(resp.Header.Get("Retry-After")); ra != "" {
-		if secs, err := strconv.Atoi(ra); err == nil && secs > 0 {
-			e.RetryAfterSeconds = secs
-		} else if at, err := http.ParseTime(ra); err == nil {
-			e.RetryAfterSeconds = max(1, int(time.Until(at).Seconds()+0.5))
-		}
+	if d, ok := backoff.RetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok && d > 0 {
+		e.RetryAfterSeconds = max(1, int((d+time.Second/2)/time.Second))
 	}
 	return e
 }

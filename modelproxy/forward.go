@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/backoff"
 )
 
 // result is what one admitted request did upstream.
@@ -64,7 +66,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, j *job, body []b
 					"DeepSeek could not be reached after " + strconv.Itoa(attempt) + " attempts: " + p.scrub(err.Error())})
 				return res
 			}
-			if !sleep(ctx, wait) {
+			if !backoff.Sleep(ctx, wait) {
 				return p.ended(w, j, res)
 			}
 			waited += wait
@@ -78,7 +80,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, j *job, body []b
 				Bool("retry", ok).Dur("wait", wait).Msg("upstream busy")
 			if ok {
 				drain(resp)
-				if !sleep(ctx, wait) {
+				if !backoff.Sleep(ctx, wait) {
 					return p.ended(w, j, res)
 				}
 				waited += wait
@@ -268,12 +270,9 @@ func (p *Proxy) retryWait(attempt int, waited time.Duration, h http.Header) (tim
 	if attempt >= p.opts.MaxAttempts {
 		return 0, false
 	}
-	wait, ok := p.retryAfter(h)
+	wait, ok := backoff.RetryAfter(h.Get("Retry-After"), p.clock())
 	if !ok {
-		wait = p.opts.BaseBackoff << (attempt - 1)
-		if wait > DefaultMaxBackoff || wait <= 0 {
-			wait = DefaultMaxBackoff
-		}
+		wait = backoff.Exponential(p.opts.BaseBackoff, DefaultMaxBackoff, attempt)
 	}
 	if waited+wait > p.opts.MaxRetryWait {
 		return wait, false
@@ -281,40 +280,10 @@ func (p *Proxy) retryWait(attempt int, waited time.Duration, h http.Header) (tim
 	return wait, true
 }
 
-// retryAfter reads Retry-After as seconds or an HTTP date.
-func (p *Proxy) retryAfter(h http.Header) (time.Duration, bool) {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second)), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(p.clock()), 0), true
-	}
-	return 0, false
-}
-
 // drain discards a small rest of a body so the connection can be reused.
 func drain(resp *http.Response) {
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-}
-
-// sleep waits d unless ctx ends first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // scrub removes the real key from text that may reach a log or the harness.
