@@ -110,7 +110,12 @@ func TestGracefulShutdown(t *testing.T) {
 	if code := b.Stop(); code != 0 {
 		t.Errorf("exit status %d after SIGTERM, want 0; output:\n%s", code, b.LogBytes())
 	}
-	o := <-done
+	var o outcome
+	select {
+	case o = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the in-flight call never returned after the bridge stopped")
+	}
 	if o.err != nil || o.res.IsError || !strings.Contains(textOf(o.res), "answered during shutdown") {
 		t.Errorf("in-flight call: err %v, result %+v: want its answer", o.err, o.res)
 	}
