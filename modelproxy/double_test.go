@@ -1,6 +1,7 @@
 package modelproxy
 
 import (
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -99,7 +100,7 @@ func TestWithDoubleUsageMatchesScriptedUsage(t *testing.T) {
 		t.Fatalf("requests %d, want 5 (4 messages + count_tokens)", got.Requests)
 	}
 	wantCost := deepseek.PriceFor(testModel).Cost(got.CacheReadTokens, got.InputTokens, got.OutputTokens)
-	if got.CostUSD != wantCost {
+	if math.Abs(got.CostUSD-wantCost) > 1e-12 {
 		t.Fatalf("cost %v, want %v", got.CostUSD, wantCost)
 	}
 	for _, r := range d.AnthropicRequests() {

@@ -20,6 +20,8 @@ type result struct {
 	retries     int
 	upstreamErr bool
 	usage       counts
+	model       string   // the model the answer names ("" if it names none)
+	cost        float64  // usage priced at that model (handler sets it)
 	fault       *refusal // the job cannot go on (401, 402 upstream)
 }
 
@@ -207,7 +209,7 @@ func (p *Proxy) relay(w http.ResponseWriter, resp *http.Response, j *job, res *r
 	}
 	if len(b) <= maxBufferedResponse {
 		if billable {
-			res.usage = messageUsage(b)
+			res.usage, res.model = messageUsage(b)
 		}
 		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 		w.WriteHeader(resp.StatusCode)
@@ -251,7 +253,7 @@ func (p *Proxy) stream(w http.ResponseWriter, resp *http.Response, j *job, res *
 		}
 	}
 	acct.Close()
-	res.usage = acct.total
+	res.usage, res.model = acct.total, acct.model
 	if acct.errType != "" {
 		res.upstreamErr = true
 		p.log.Warn().Str("job", j.id).Str("type", acct.errType).Msg("upstream sent an error event in the stream")

@@ -100,10 +100,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
 	res := p.forward(sw, r, j, body, billable)
+	res.cost = res.usage.cost(priceOf(res.model, requestModel(body), p.opts.Model))
 	fault := p.release(j, &res)
 	p.log.Debug().Str("job", j.id).Str("path", r.URL.Path).Int("status", sw.status).
 		Int("retries", res.retries).Int64("input_tokens", res.usage.Input+res.usage.CacheCreation).
 		Int64("cache_read_tokens", res.usage.CacheRead).Int64("output_tokens", res.usage.Output).
+		Str("model", res.model).Float64("cost_usd", res.cost).
 		Dur("took", time.Since(start)).Msg("model call")
 	if fault != "" {
 		p.notify(w, j, fault)
@@ -259,9 +261,10 @@ func (p *Proxy) release(j *job, res *result) string {
 		}
 		if !res.usage.zero() {
 			j.usage.addTokens(res.usage)
+			j.usage.CostUSD += res.cost
 			day := p.ledgerLocked()
 			day.Usage.addTokens(res.usage)
-			day.Usage.CostUSD += res.usage.cost(p.price)
+			day.Usage.CostUSD += res.cost
 			persist = true
 		}
 		if res.sent {

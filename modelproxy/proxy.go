@@ -10,7 +10,9 @@
 //
 // Accounting: every response's usage (message_start and the cumulative
 // message_delta when streamed, the usage block when not) is priced at
-// deepseek.PriceFor(Options.Model). A job that has crossed its cost or token
+// deepseek.PriceFor of the model that answer names (message_start's or the
+// body's "model"), else the model the request named, else Options.Model —
+// so a pro request is never priced as flash. A job that has crossed its cost or token
 // ceiling, or a day that has crossed the daily ceiling, gets its next request
 // refused, and Options.OnJobFault is called once for that job. Upstream 429
 // and 5xx are retried here (bounded, honouring Retry-After) before any byte
@@ -34,7 +36,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -69,7 +70,7 @@ var (
 type Options struct {
 	Upstream string // Anthropic base URL; the proxy appends /v1/messages…
 	APIKey   string // the real key; sent upstream only
-	Model    string // prices every response (deepseek.PriceFor)
+	Model    string // prices a response that names no model, in neither answer nor request
 
 	JobMaxCostUSD   float64 // BRIDGE_JOB_MAX_COST_USD; 0 = no ceiling
 	JobMaxTokens    int64   // BRIDGE_JOB_MAX_TOKENS; 0 = no ceiling
@@ -110,7 +111,6 @@ type Stats struct {
 type Proxy struct {
 	opts     Options
 	upstream string // without trailing slash
-	price    deepseek.Price
 	log      zerolog.Logger
 	client   *http.Client
 	clock    func() time.Time
@@ -176,7 +176,6 @@ func New(o Options) (*Proxy, error) {
 	p := &Proxy{
 		opts:     o,
 		upstream: strings.TrimRight(o.Upstream, "/"),
-		price:    deepseek.PriceFor(o.Model),
 		log:      zerolog.Nop(),
 		client:   o.HTTPClient,
 		clock:    o.Clock,
@@ -403,11 +402,9 @@ func (p *Proxy) Stats() Stats {
 	return p.stats
 }
 
-func (p *Proxy) usageLocked(j *job) Usage {
-	u := j.usage
-	u.CostUSD = p.price.Cost(u.CacheReadTokens, u.InputTokens, u.OutputTokens)
-	return u
-}
+// usageLocked is j's total; its cost is the sum of each answer priced at its
+// own model.
+func (p *Proxy) usageLocked(j *job) Usage { return j.usage }
 
 // ledgerLocked returns today's ledger, switching to a new day when the clock
 // has crossed midnight UTC.

@@ -91,15 +91,39 @@ func (w *wireUsage) counts() counts {
 	}
 }
 
-// messageUsage reads the usage of a non-streamed Messages response.
-func messageUsage(body []byte) counts {
+// messageUsage reads the usage and the answering model of a non-streamed
+// Messages response.
+func messageUsage(body []byte) (counts, string) {
 	var m struct {
+		Model string     `json:"model"`
 		Usage *wireUsage `json:"usage"`
 	}
 	if json.Unmarshal(body, &m) != nil {
-		return counts{}
+		return counts{}, ""
 	}
-	return m.Usage.counts()
+	return m.Usage.counts(), m.Model
+}
+
+// requestModel is the model a Messages request names ("" if none).
+func requestModel(body []byte) string {
+	var m struct {
+		Model string `json:"model"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return ""
+	}
+	return m.Model
+}
+
+// priceOf is the price of one answer: the model the answer names (what
+// DeepSeek billed), else the one the request named, else the configured one.
+func priceOf(answer, request, configured string) deepseek.Price {
+	for _, m := range []string{answer, request} {
+		if m != "" {
+			return deepseek.PriceFor(m)
+		}
+	}
+	return deepseek.PriceFor(configured)
 }
 
 // Limits of the SSE reader used for accounting. Usage events are small; a
@@ -116,6 +140,7 @@ type sseUsage struct {
 	event    string
 	data     []byte
 	total    counts
+	model    string // the model message_start names
 	errType  string // type of an in-stream `error` event, if one came
 }
 
@@ -193,6 +218,7 @@ func (s *sseUsage) dispatch() {
 	var ev struct {
 		Type    string `json:"type"`
 		Message struct {
+			Model string     `json:"model"`
 			Usage *wireUsage `json:"usage"`
 		} `json:"message"`
 		Usage *wireUsage `json:"usage"`
@@ -206,6 +232,9 @@ func (s *sseUsage) dispatch() {
 	switch ev.Type {
 	case "message_start":
 		s.total.merge(ev.Message.Usage.counts())
+		if ev.Message.Model != "" {
+			s.model = ev.Message.Model
+		}
 	case "message_delta":
 		s.total.merge(ev.Usage.counts())
 	case "error":

@@ -71,11 +71,11 @@ func TestSSEUsageEdges(t *testing.T) {
 }
 
 func TestMessageUsage(t *testing.T) {
-	got := messageUsage([]byte(`{"type":"message","usage":{"input_tokens":3,"cache_read_input_tokens":4,"output_tokens":5,"output_tokens_details":{"thinking_tokens":2}}}`))
-	if want := (counts{Input: 3, CacheRead: 4, Output: 5, Thinking: 2}); got != want {
-		t.Fatalf("%+v, want %+v", got, want)
+	got, model := messageUsage([]byte(`{"type":"message","model":"deepseek-v4-pro","usage":{"input_tokens":3,"cache_read_input_tokens":4,"output_tokens":5,"output_tokens_details":{"thinking_tokens":2}}}`))
+	if want := (counts{Input: 3, CacheRead: 4, Output: 5, Thinking: 2}); got != want || model != "deepseek-v4-pro" {
+		t.Fatalf("%+v %q, want %+v and the answer's model", got, model, want)
 	}
-	if got := messageUsage([]byte("not json")); !got.zero() {
+	if got, model := messageUsage([]byte("not json")); !got.zero() || model != "" {
 		t.Fatalf("garbage gave %+v", got)
 	}
 }
