@@ -17,6 +17,7 @@ import (
 type fakeHarness struct {
 	runs     chan *fakeRun
 	startErr error
+	linger   bool // a stopped run ends only when the test ends it (a slow harness)
 }
 
 var _ harness.Harness = (*fakeHarness)(nil)
@@ -27,7 +28,7 @@ func (h *fakeHarness) Start(ctx context.Context, spec harness.Spec) (harness.Run
 	if h.startErr != nil {
 		return nil, h.startErr
 	}
-	r := &fakeRun{spec: spec, events: make(chan harness.Event, 256), stopped: make(chan struct{}), ended: make(chan struct{})}
+	r := &fakeRun{spec: spec, events: make(chan harness.Event, 256), stopped: make(chan struct{}), ended: make(chan struct{}), linger: h.linger}
 	h.runs <- r
 	return r, nil
 }
@@ -38,6 +39,7 @@ type fakeRun struct {
 	events  chan harness.Event
 	stopped chan struct{}
 	ended   chan struct{}
+	linger  bool
 
 	mu       sync.Mutex
 	closed   bool
@@ -51,7 +53,9 @@ func (r *fakeRun) PID() int                     { return 4242 }
 func (r *fakeRun) Stop() {
 	r.stopOnce.Do(func() {
 		close(r.stopped)
-		r.end(harness.Exit{Code: -1, Signal: "terminated", Stopped: true})
+		if !r.linger {
+			r.end(harness.Exit{Code: -1, Signal: "terminated", Stopped: true})
+		}
 	})
 }
 

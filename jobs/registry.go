@@ -45,9 +45,23 @@ var (
 // ModelGateway hands each job its model endpoint and credentials. The built-in
 // DirectGateway gives every job the configured endpoint and key; a per-job
 // proxy gives each job its own revocable token and reports usage on Close.
+//
+// Revoke must not block: the registry calls it the moment a job is stopped
+// (cancel, ceiling, shutdown), before the harness has been reaped, so the
+// job's credentials die at once; Close follows once the harness is gone and
+// returns the final usage (calls in flight at Revoke still count).
 type ModelGateway interface {
 	Open(jobID string) (baseURL, token string, err error)
-	Close(jobID string) (Usage, error)
+	Revoke(jobID string)
+	Close(jobID string) (Metered, error)
+}
+
+// Metered is what a gateway counted for one job: its tokens and their cost,
+// each answer priced at the model that gave it. A zero Metered means the
+// gateway does not count (the harness's own numbers are used).
+type Metered struct {
+	Usage   Usage
+	CostUSD float64
 }
 
 // DirectGateway points every harness straight at BaseURL with Key.
@@ -63,8 +77,11 @@ func (g DirectGateway) Open(string) (string, string, error) {
 	return g.BaseURL, g.Key, nil
 }
 
+// Revoke cannot revoke a shared key; the harness is stopped instead.
+func (g DirectGateway) Revoke(string) {}
+
 // Close knows no usage; the harness's own result line supplies it.
-func (g DirectGateway) Close(string) (Usage, error) { return Usage{}, nil }
+func (g DirectGateway) Close(string) (Metered, error) { return Metered{}, nil }
 
 // Options configure a Registry. Zero limits take the config defaults.
 type Options struct {
@@ -330,7 +347,7 @@ type outcome struct {
 	status Status
 	reason string
 	result string
-	usage  *Usage
+	usage  *Metered
 }
 
 func (r *Registry) runJob(j *job) {
@@ -506,13 +523,16 @@ func (r *Registry) apply(j *job, ev harness.Event) {
 	r.mu.Unlock()
 }
 
-// setUsageLocked recomputes the job's usage: the gateway's count if it has
-// one, else the harness's result line, else the sum of its messages so far.
-func (r *Registry) setUsageLocked(j *job, gw *Usage) {
+// setUsageLocked recomputes the job's usage: the gateway's count (and cost)
+// if it has one, else the harness's result line, else the sum of its
+// messages so far, priced at the configured model.
+func (r *Registry) setUsageLocked(j *job, gw *Metered) {
+	if gw != nil && !gw.Usage.IsZero() {
+		j.snap.Usage, j.snap.CostUSD = gw.Usage, gw.CostUSD
+		return
+	}
 	var u Usage
 	switch {
-	case gw != nil && !gw.IsZero():
-		u = *gw
 	case j.result != nil:
 		u = fromHarness(j.result.Usage)
 	default:
@@ -574,6 +594,7 @@ func (r *Registry) stopLocked(j *job, status Status, reason string) {
 	}
 	j.stopStatus, j.stopReason = status, reason
 	j.snap.Trace = appendTrace(j.snap.Trace, &j.snap.TraceDropped, TraceEntry{Time: time.Now(), Kind: "state", Detail: "stopping: " + reason})
+	r.opts.Gateway.Revoke(j.id) // the token dies now, not once the harness is reaped
 	if j.run != nil {
 		j.run.Stop()
 	}

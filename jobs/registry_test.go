@@ -568,9 +568,11 @@ func (g *countingGateway) Open(id string) (string, string, error) {
 	return "http://127.0.0.1:2", "per-job-token-" + id[:4], g.err
 }
 
-func (g *countingGateway) Close(id string) (Usage, error) {
+func (g *countingGateway) Revoke(id string) {}
+
+func (g *countingGateway) Close(id string) (Metered, error) {
 	g.closed = append(g.closed, id)
-	return g.usage, nil
+	return Metered{Usage: g.usage, CostUSD: 0.5}, nil
 }
 
 func TestGatewayTokenAndUsage(t *testing.T) {
@@ -584,7 +586,7 @@ func TestGatewayTokenAndUsage(t *testing.T) {
 	run.send(evResult("success", false, "ok"))
 	run.end(harness.Exit{})
 	got := e.settle(s.ID)
-	if got.Usage != g.usage || len(g.closed) != 1 {
+	if got.Usage != g.usage || got.CostUSD != 0.5 || len(g.closed) != 1 {
 		t.Fatalf("usage %+v closed %v", got.Usage, g.closed)
 	}
 }

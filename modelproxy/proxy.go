@@ -308,6 +308,7 @@ func (p *Proxy) Handler() http.Handler { return p }
 // gateway is the shape the job registry consumes (jobs.ModelGateway).
 type gateway interface {
 	Open(jobID string) (baseURL, token string, err error)
+	Revoke(jobID string)
 	Close(jobID string) (Usage, error)
 }
 
@@ -340,6 +341,24 @@ func (p *Proxy) Open(jobID string) (baseURL, token string, err error) {
 	p.jobs[jobID] = j
 	p.byHash[j.hash] = j
 	return p.url, token, nil
+}
+
+// Revoke makes jobID's token invalid at once — any later request gets 401 —
+// and cancels its in-flight model calls, without waiting: the registry calls
+// it the moment a job is stopped. What those calls had used still counts;
+// Close, later, returns the final usage and forgets the job. Unknown ids are
+// ignored.
+func (p *Proxy) Revoke(jobID string) {
+	p.mu.Lock()
+	j, ok := p.jobs[jobID]
+	if ok {
+		delete(p.byHash, j.hash)
+		j.closed = true
+	}
+	p.mu.Unlock()
+	if ok {
+		j.cancel()
+	}
 }
 
 // Close revokes jobID's token at once (any later request gets 401), cancels

@@ -36,22 +36,26 @@ func (g proxyGateway) Open(jobID string) (baseURL, token string, err error) {
 	return g.p.Open(jobID)
 }
 
+// Revoke kills the job's token at once (the job is being stopped).
+func (g proxyGateway) Revoke(jobID string) { g.p.Revoke(jobID) }
+
 // Close revokes the job's token and returns what its model calls used.
-func (g proxyGateway) Close(jobID string) (jobs.Usage, error) {
+func (g proxyGateway) Close(jobID string) (jobs.Metered, error) {
 	u, err := g.p.Close(jobID)
 	return jobsUsage(u), err
 }
 
 // jobsUsage converts the proxy's count (same field meanings: input is
-// cache-miss input, thinking is inside output). Cost is recomputed by the
-// registry at the same prices; requests and retries stay in the proxy's log.
-func jobsUsage(u modelproxy.Usage) jobs.Usage {
-	return jobs.Usage{
+// cache-miss input, thinking is inside output) and keeps its cost, which
+// priced every answer at the model that gave it; requests and retries stay
+// in the proxy's log.
+func jobsUsage(u modelproxy.Usage) jobs.Metered {
+	return jobs.Metered{Usage: jobs.Usage{
 		InputTokens:     u.InputTokens,
 		OutputTokens:    u.OutputTokens,
 		CacheReadTokens: u.CacheReadTokens,
 		ThinkingTokens:  u.ThinkingTokens,
-	}
+	}, CostUSD: u.CostUSD}
 }
 
 // startModelProxy builds the model proxy from cfg and serves it on loopback
@@ -101,4 +105,5 @@ type refusingGateway struct{ err error }
 var _ jobs.ModelGateway = refusingGateway{}
 
 func (g refusingGateway) Open(string) (string, string, error) { return "", "", g.err }
-func (g refusingGateway) Close(string) (jobs.Usage, error)    { return jobs.Usage{}, nil }
+func (g refusingGateway) Revoke(string)                       {}
+func (g refusingGateway) Close(string) (jobs.Metered, error)  { return jobs.Metered{}, nil }

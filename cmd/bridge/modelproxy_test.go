@@ -113,7 +113,7 @@ func TestAgentJobsBehindModelProxy(t *testing.T) {
 	}
 	got, err := gw.Close("job-1")
 	want := jobs.Usage{InputTokens: u.InputTokens - u.CacheHitTokens, CacheReadTokens: u.CacheHitTokens, OutputTokens: u.OutputTokens}
-	if err != nil || got != want {
+	if err != nil || got.Usage != want || got.CostUSD <= 0 {
 		t.Errorf("Close = %+v %v, want %+v", got, err, want)
 	}
 	if _, err := gw.Close("job-1"); !errors.Is(err, modelproxy.ErrUnknownJob) {
@@ -131,7 +131,7 @@ func TestAgentJobsBehindModelProxy(t *testing.T) {
 
 func TestJobsUsageKeepsFieldMeanings(t *testing.T) {
 	got := jobsUsage(modelproxy.Usage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, ThinkingTokens: 4, CostUSD: 5, Requests: 6, Retries: 7})
-	if want := (jobs.Usage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, ThinkingTokens: 4}); got != want {
+	if want := (jobs.Metered{Usage: jobs.Usage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, ThinkingTokens: 4}, CostUSD: 5}); got != want {
 		t.Errorf("jobsUsage = %+v, want %+v", got, want)
 	}
 }
