@@ -473,6 +473,11 @@ func TestApprovalOnOff(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "The running daemon (pid "+pid+") applies it from the next tool call on") || strings.Contains(errs, "not running") {
 		t.Fatalf("approval off with a daemon: exit %d\n%s%s", code, out, errs)
 	}
+	// The daemon's daemon.json records the mode it booted with; status must
+	// not let that hide a flag set since.
+	if out := w.must("status"); !strings.Contains(out, "OFF (approval-off flag") {
+		t.Fatalf("status with a running daemon hides the approval-off flag:\n%s", out)
+	}
 	w.must("approval", "on")
 	if _, errs, code := w.run("approval", "maybe"); code != 2 || !strings.Contains(errs, "approval [on|off]") {
 		t.Fatalf("approval maybe: %d %q", code, errs)

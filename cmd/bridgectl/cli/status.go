@@ -202,14 +202,16 @@ func rawString(m json.RawMessage) string {
 }
 
 func (c *ctl) approvalMode(d daemonStatus) string {
+	// The flag first: the approval child reads it at every request, while the
+	// daemon's daemon.json only records the mode it booted with.
+	if _, err := os.Stat(c.dir.ApprovalOffFlag()); err == nil {
+		return "OFF (approval-off flag in the state dir, cleared at the daemon's next boot)"
+	}
 	if d.Info != nil && len(d.Info.Approval) > 0 {
 		return rawString(d.Info.Approval) + " (reported by the daemon)"
 	}
 	if !c.cfg.CCApproval {
 		return "OFF (BRIDGE_CC_APPROVAL=off): commands outside the rules run without a human"
-	}
-	if _, err := os.Stat(c.dir.ApprovalOffFlag()); err == nil {
-		return "OFF (approval-off flag in the state dir, cleared at the daemon's next boot)"
 	}
 	return "on: commands outside the rules wait for `bridgectl approve`"
 }
