@@ -371,7 +371,7 @@ func TestProxyUpstreamFaults(t *testing.T) {
 		cs := goSDKClient(t, a.URL())
 		c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Say something.", "workspace": ws}, nil)
 		assertNotDone(t, c, jobs.StatusError)
-		if !strings.Contains(c.P.Error, "insufficient DeepSeek balance") || !strings.Contains(c.P.Error, "top up") {
+		if !strings.Contains(c.P.Error, "insufficient balance") || !strings.Contains(c.P.Error, "top up") {
 			t.Errorf("error = %q", c.P.Error)
 		}
 		if n := len(a.d.AnthropicRequests()); n != 1 {

@@ -139,7 +139,7 @@ func parseAssistant(l line, now time.Time) []Event {
 		switch b.Type {
 		case "text":
 			if t := strings.TrimSpace(b.Text); t != "" {
-				evs = append(evs, Event{Kind: KindText, Time: now, MessageID: m.ID, Text: clip(t, maxNote)})
+				evs = append(evs, Event{Kind: KindText, Time: now, MessageID: m.ID, Text: Clip(t, maxNote)})
 			}
 		case "tool_use":
 			evs = append(evs, Event{Kind: KindToolUse, Time: now, MessageID: m.ID, ToolUse: toolUse(b)})
@@ -179,7 +179,7 @@ func toolUse(b block) *ToolUse {
 	default:
 		tu.Detail = string(b.Input)
 	}
-	tu.Detail = clip(strings.Join(strings.Fields(tu.Detail), " "), maxDetail)
+	tu.Detail = Clip(strings.Join(strings.Fields(tu.Detail), " "), maxDetail)
 	return tu
 }
 
@@ -204,7 +204,7 @@ func parseUser(l line, now time.Time) []Event {
 			continue
 		}
 		text := resultText(b.Content)
-		tr := &ToolResult{ToolUseID: b.ToolUseID, IsError: b.IsError, Denied: denied[b.ToolUseID], Text: clip(text, maxResultText)}
+		tr := &ToolResult{ToolUseID: b.ToolUseID, IsError: b.IsError, Denied: denied[b.ToolUseID], Text: Clip(text, maxResultText)}
 		tr.ExitCode = exitCode(b.IsError, text, l.ToolUseResult)
 		evs = append(evs, Event{Kind: KindToolResult, Time: now, ToolResult: tr})
 	}
@@ -251,8 +251,10 @@ func resultText(raw json.RawMessage) string {
 	return ""
 }
 
-// clip shortens s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
+// Clip shortens s to at most n bytes on a rune boundary, marking the cut
+// with "…". The harness clips what it reads from Claude Code; the registry
+// clips what it keeps.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -142,6 +142,7 @@ type job struct {
 	stopReason string
 	result     *harness.Result
 	tools      map[string]harness.ToolUse // tool_use id → call, for matching results
+	cmdAt      map[string]int             // Bash tool_use id → its index in snap.Commands
 	msgUsage   map[string]harness.Usage   // per model message, until the result line
 	notes      []string
 	tally      map[string]int
@@ -256,6 +257,7 @@ func newJob(id string) *job {
 		changed:  make(chan struct{}),
 		done:     make(chan struct{}),
 		tools:    map[string]harness.ToolUse{},
+		cmdAt:    map[string]int{},
 		msgUsage: map[string]harness.Usage{},
 		tally:    map[string]int{},
 	}
@@ -326,11 +328,15 @@ func (r *Registry) Start(ctx context.Context, req StartRequest) (Snapshot, error
 	if err := r.write(j, snap, seq); err != nil {
 		r.log.Error().Err(err).Str("job", id).Msg("snapshot write failed")
 	}
+	if snap.Status == StatusRunning {
+		go r.runJob(j) // owner: the registry (r.wg, joined by Close)
+	}
 	r.log.Info().Str("job", id).Str("workspace", ws).Str("status", string(snap.Status)).Msg("job accepted")
 	return snap, nil
 }
 
-// launchLocked moves j to running and starts its runner.
+// launchLocked moves j to running and accounts for its runner; the caller
+// starts the runner (go r.runJob(j)) once the running snapshot is on disk.
 func (r *Registry) launchLocked(j *job) {
 	now := time.Now()
 	r.running++
@@ -339,7 +345,6 @@ func (r *Registry) launchLocked(j *job) {
 	j.snap.StartedAt = &now
 	j.snap.Trace = appendTrace(j.snap.Trace, &j.snap.TraceDropped, TraceEntry{Time: now, Kind: "state", Detail: "running"})
 	r.wg.Add(1)
-	go r.runJob(j)
 }
 
 // outcome is how a run ended, before it is written into the snapshot.
@@ -471,7 +476,7 @@ func (r *Registry) apply(j *job, ev harness.Event) {
 		if len(j.notes) > maxNotes {
 			j.notes = j.notes[len(j.notes)-maxNotes:]
 		}
-		s.Trace = appendTrace(s.Trace, &s.TraceDropped, TraceEntry{Time: ev.Time, Kind: "text", Detail: clip(ev.Text, 300)})
+		s.Trace = appendTrace(s.Trace, &s.TraceDropped, TraceEntry{Time: ev.Time, Kind: "text", Detail: harness.Clip(ev.Text, 300)})
 	case harness.KindToolUse:
 		tu := *ev.ToolUse
 		s.Steps++
@@ -481,10 +486,11 @@ func (r *Registry) apply(j *job, ev harness.Event) {
 		}
 		j.tools[tu.ID] = tu
 		j.tally[tu.Name]++
-		if p := tu.Path; p != "" && !slices.Contains(j.touched, p) && len(j.touched) < MaxFiles {
-			j.touched = append(j.touched, p)
-		} else if tu.Name == "Read" && tu.Detail != "" && !slices.Contains(j.touched, tu.Detail) && len(j.touched) < MaxFiles {
-			j.touched = append(j.touched, tu.Detail)
+		// A command is listed as soon as it starts, so a job stopped while
+		// it runs still reports it (exit status unknown until its result).
+		if tu.Name == "Bash" && len(s.Commands) < MaxCommands {
+			j.cmdAt[tu.ID] = len(s.Commands)
+			s.Commands = append(s.Commands, Command{Command: tu.Command})
 		}
 		s.Trace = appendTrace(s.Trace, &s.TraceDropped, TraceEntry{Time: ev.Time, Kind: "tool_use", Tool: tu.Name, Detail: tu.Detail})
 		if s.Steps > s.MaxSteps {
@@ -494,15 +500,21 @@ func (r *Registry) apply(j *job, ev harness.Event) {
 		tr := ev.ToolResult
 		tu, known := j.tools[tr.ToolUseID]
 		delete(j.tools, tr.ToolUseID)
-		entry := TraceEntry{Time: ev.Time, Kind: "tool_result", Tool: tu.Name, Detail: clip(tr.Text, 200), IsError: tr.IsError, Denied: tr.Denied}
+		entry := TraceEntry{Time: ev.Time, Kind: "tool_result", Tool: tu.Name, Detail: harness.Clip(tr.Text, 200), IsError: tr.IsError, Denied: tr.Denied}
 		if known && tu.Name == "Bash" {
 			entry.ExitCode = tr.ExitCode
-			if len(s.Commands) < MaxCommands {
-				s.Commands = append(s.Commands, Command{Command: tu.Command, ExitCode: tr.ExitCode, Denied: tr.Denied})
+			if i, ok := j.cmdAt[tr.ToolUseID]; ok {
+				delete(j.cmdAt, tr.ToolUseID)
+				s.Commands[i].ExitCode, s.Commands[i].Denied = tr.ExitCode, tr.Denied
 			}
 		}
-		if known && tu.Path != "" && !tr.IsError && !slices.Contains(s.FilesWritten, tu.Path) && len(s.FilesWritten) < MaxFiles {
-			s.FilesWritten = append(s.FilesWritten, tu.Path)
+		// A file counts as written, or touched, only once its tool succeeded:
+		// a refused or failed Write/Edit changed nothing.
+		if ok := known && !tr.IsError && !tr.Denied; ok && tu.Path != "" {
+			s.FilesWritten = addFile(s.FilesWritten, tu.Path)
+			j.touched = addFile(j.touched, tu.Path)
+		} else if ok && tu.Name == "Read" && tu.Detail != "" {
+			j.touched = addFile(j.touched, tu.Detail)
 		}
 		s.Trace = appendTrace(s.Trace, &s.TraceDropped, entry)
 	case harness.KindResult:
@@ -617,8 +629,12 @@ func (r *Registry) finish(j *job, out outcome) {
 	}
 	started := r.startQueuedLocked()
 	r.mu.Unlock()
-	for _, q := range started {
+	for _, q := range started { // running on disk first, then its pollers are told
 		r.persist(q)
+		r.mu.Lock()
+		r.notifyLocked(q)
+		r.mu.Unlock()
+		go r.runJob(q) // owner: the registry (r.wg, joined by Close)
 	}
 	r.log.Info().Str("job", j.id).Str("status", string(snap.Status)).Int("steps", snap.Steps).Str("reason", snap.Error).Msg("job ended")
 }
@@ -644,7 +660,7 @@ func (r *Registry) endLocked(j *job, out outcome) {
 	}
 	if s.Status != StatusDone {
 		s.Nonce, s.Result = "", ""
-		s.Error = clip(out.reason, maxErrorText)
+		s.Error = harness.Clip(out.reason, maxErrorText)
 		s.Partial = &Partial{
 			Label:        PartialLabel,
 			Notes:        append([]string(nil), j.notes...),
@@ -668,6 +684,14 @@ func (r *Registry) settleLocked(j *job) {
 		close(j.done)
 	}
 	r.notifyLocked(j)
+}
+
+// addFile appends path unless it is listed already or the list is full.
+func addFile(list []string, path string) []string {
+	if slices.Contains(list, path) || len(list) >= MaxFiles {
+		return list
+	}
+	return append(list, path)
 }
 
 func maps(m map[string]int) map[string]int {
@@ -697,15 +721,14 @@ func partialFromSnapshot(s *Snapshot) *Partial {
 	return p
 }
 
-// startQueuedLocked starts queued jobs while slots are free and returns them.
+// startQueuedLocked starts queued jobs while slots are free and returns them;
+// the caller writes each one's snapshot and then notifies its waiters.
 func (r *Registry) startQueuedLocked() []*job {
 	var started []*job
 	for !r.closed && r.running < r.opts.MaxConcurrent && len(r.queue) > 0 {
 		j := r.queue[0]
 		r.queue = r.queue[1:]
 		r.launchLocked(j)
-		j.seq++
-		r.notifyLocked(j)
 		started = append(started, j)
 	}
 	for _, q := range r.queue {
@@ -809,11 +832,25 @@ func (r *Registry) List() []Snapshot {
 }
 
 // Wait returns the job's snapshot once it is final, or when d has passed, or
-// ctx ended (then with the state of that moment). onChange, if set, sees every
-// intermediate snapshot (for progress).
+// ctx ended (then with the state of that moment). onChange, if set, sees the
+// job's state at the start of the wait (unless it is final) and then every
+// intermediate snapshot (for progress), so a caller that stops waiting on a
+// state — waiting_approval — sees it even when the job is in it already.
 func (r *Registry) Wait(ctx context.Context, id string, d time.Duration, onChange func(Snapshot)) (Snapshot, error) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
+	if onChange != nil {
+		r.mu.Lock()
+		j, ok := r.jobs[id]
+		var s Snapshot
+		if ok {
+			s = r.snapshotLocked(j)
+		}
+		r.mu.Unlock()
+		if ok && !s.Status.Final() {
+			onChange(s)
+		}
+	}
 	for {
 		r.mu.Lock()
 		j, ok := r.jobs[id]
@@ -906,7 +943,7 @@ func (r *Registry) SetWaiting(id string, a *ApprovalInfo) {
 	if a != nil {
 		c := *a
 		j.snap.Status, j.snap.Approval = StatusWaitingApproval, &c
-		j.snap.Trace = appendTrace(j.snap.Trace, &j.snap.TraceDropped, TraceEntry{Time: time.Now(), Kind: "state", Detail: "waiting_approval: " + clip(a.Summary, 200)})
+		j.snap.Trace = appendTrace(j.snap.Trace, &j.snap.TraceDropped, TraceEntry{Time: time.Now(), Kind: "state", Detail: "waiting_approval: " + harness.Clip(a.Summary, 200)})
 	} else {
 		if j.snap.Status != StatusWaitingApproval {
 			r.mu.Unlock()
@@ -915,10 +952,14 @@ func (r *Registry) SetWaiting(id string, a *ApprovalInfo) {
 		j.snap.Status, j.snap.Approval = StatusRunning, nil
 		j.snap.Trace = appendTrace(j.snap.Trace, &j.snap.TraceDropped, TraceEntry{Time: time.Now(), Kind: "state", Detail: "running"})
 	}
-	r.notifyLocked(j)
 	snap, seq := r.captureLocked(j)
 	r.mu.Unlock()
-	_ = r.write(j, snap, seq)
+	if err := r.write(j, snap, seq); err != nil { // on disk before any poller is told
+		r.log.Error().Err(err).Str("job", id).Msg("snapshot write failed")
+	}
+	r.mu.Lock()
+	r.notifyLocked(j)
+	r.mu.Unlock()
 }
 
 // Close stops accepting jobs, stops every harness, marks those jobs (and the
@@ -1033,14 +1074,4 @@ func randomHex(n int) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b), nil
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -64,13 +64,27 @@ type Command struct {
 	Denied bool `json:"denied,omitempty"`
 }
 
+// Status is how the command ended, in words: "denied", "exit N", or "exit
+// status unknown" (its result never came: still running, or the job stopped
+// first).
+func (c Command) Status() string {
+	switch {
+	case c.Denied:
+		return "denied"
+	case c.ExitCode != nil:
+		return fmt.Sprintf("exit %d", *c.ExitCode)
+	default:
+		return "exit status unknown"
+	}
+}
+
 // Partial is what a job that did not finish had done. It is never a result.
 type Partial struct {
 	// Label says, in words, that this is not a result.
 	Label        string         `json:"label"`
 	Notes        []string       `json:"notes,omitempty"`      // the model's last notes
 	ToolCalls    map[string]int `json:"tool_calls,omitempty"` // tally per tool
-	FilesTouched []string       `json:"files_touched,omitempty"`
+	FilesTouched []string       `json:"files_touched,omitempty"` // files read, or written by a Write/Edit that succeeded
 }
 
 // PartialLabel heads every Partial.

@@ -162,7 +162,7 @@ func TestWithDoubleFaults(t *testing.T) {
 		if typ, msg := anthropicError(t, a.body); typ != "billing_error" || msg != MsgInsufficientBalance {
 			t.Fatalf("error %s %q", typ, msg)
 		}
-		if got := <-f.ch; got != "job-1: "+MsgInsufficientBalance || !strings.Contains(got, "insufficient DeepSeek balance: top up") {
+		if got := <-f.ch; got != "job-1: "+MsgInsufficientBalance || !strings.Contains(got, "insufficient balance") {
 			t.Fatalf("fault %q", got)
 		}
 	})

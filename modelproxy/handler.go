@@ -33,8 +33,8 @@ const (
 
 // Messages the job's error carries; the registry shows them to the caller.
 const (
-	MsgKeyRejected         = "DeepSeek rejected the API key: check DEEPSEEK_API_KEY"
-	MsgInsufficientBalance = "insufficient DeepSeek balance: top up at https://platform.deepseek.com"
+	MsgKeyRejected         = "key rejected: DeepSeek refused the API key (401) — check DEEPSEEK_API_KEY"
+	MsgInsufficientBalance = "insufficient balance: DeepSeek says the account is out of credit (402) — top up at https://platform.deepseek.com"
 	msgBadToken            = "invalid, expired or revoked job token: model calls are allowed only while the job runs"
 	msgMissingToken        = "missing job token: send it as x-api-key or Authorization: Bearer"
 )
@@ -212,6 +212,11 @@ func (p *Proxy) ceilingLocked(j *job) (refusal, bool) {
 			u.TotalTokens(), o.JobMaxTokens)), true
 	}
 	if o.DailyMaxCostUSD > 0 {
+		if why := p.ledgerLocked().unknown; why != "" {
+			return budgetRefusal(fmt.Sprintf(
+				"daily spend unknown: %s, so the $%s daily limit (BRIDGE_DAILY_MAX_COST_USD) cannot be enforced; model calls are refused until 00:00 UTC, or fix or delete the file and restart the bridge",
+				why, usd(o.DailyMaxCostUSD))), true
+		}
 		if d := p.ledgerLocked().Usage.CostUSD; d >= o.DailyMaxCostUSD {
 			return budgetRefusal(fmt.Sprintf(
 				"budget exceeded: all jobs together spent $%s today (UTC) of the $%s daily limit (BRIDGE_DAILY_MAX_COST_USD); model calls resume after 00:00 UTC",

@@ -193,9 +193,7 @@ func New(o Options) (*Proxy, error) {
 	if p.clock == nil {
 		p.clock = time.Now
 	}
-	if p.ledger, err = loadLedger(o.StateDir, dayOf(p.clock())); err != nil {
-		return nil, fmt.Errorf("modelproxy: %w", err)
-	}
+	p.ledger = p.openDay(dayOf(p.clock()))
 	return p, nil
 }
 
@@ -430,11 +428,7 @@ func (p *Proxy) usageLocked(j *job) Usage { return j.usage }
 func (p *Proxy) ledgerLocked() *dayLedger {
 	day := dayOf(p.clock())
 	if p.ledger.Day != day {
-		l, err := loadLedger(p.opts.StateDir, day)
-		if err != nil {
-			p.log.Error().Err(err).Msg("daily spend unreadable; starting the day from zero")
-		}
-		p.ledger = l
+		p.ledger = p.openDay(day)
 	}
 	return &p.ledger
 }

@@ -300,14 +300,7 @@ func writeWork(b *strings.Builder, p AgentJobPayload) {
 	if len(p.Commands) > 0 {
 		b.WriteString("\nCommands:")
 		for _, c := range p.Commands {
-			status := "exit status unknown"
-			switch {
-			case c.Denied:
-				status = "denied"
-			case c.ExitCode != nil:
-				status = fmt.Sprintf("exit %d", *c.ExitCode)
-			}
-			fmt.Fprintf(b, "\n- %s (%s)", c.Command, status)
+			fmt.Fprintf(b, "\n- %s (%s)", c.Command, c.Status())
 		}
 	}
 }

@@ -119,14 +119,7 @@ func printJob(w io.Writer, s jobs.Snapshot, now time.Time) {
 		fmt.Fprintf(w, "wrote:      %s\n", fw)
 	}
 	for _, cmd := range s.Commands {
-		st := "exit ?"
-		switch {
-		case cmd.Denied:
-			st = "denied"
-		case cmd.ExitCode != nil:
-			st = fmt.Sprintf("exit %d", *cmd.ExitCode)
-		}
-		fmt.Fprintf(w, "ran:        %-8s %s\n", st, truncate(cmd.Command, 120))
+		fmt.Fprintf(w, "ran:        %-8s %s\n", cmd.Status(), truncate(cmd.Command, 120))
 	}
 	if s.Error != "" {
 		fmt.Fprintf(w, "error:      %s\n", s.Error)

@@ -1,0 +1,201 @@
+package jobs
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+)
+
+// What a stopped job reports: a command it started is listed even when its
+// result never came (exit status unknown), and a file is listed as written or
+// touched only when its Write/Edit succeeded.
+func TestStoppedJobReportsWhatItReallyDid(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.start("x")
+	run := e.nextRun()
+	ok, failed, denied, inFlight := filepath.Join(e.ws, "ok"), filepath.Join(e.ws, "failed"), filepath.Join(e.ws, "denied"), filepath.Join(e.ws, "inflight")
+	deniedResult := evToolResult("w3", true, nil)
+	deniedResult.ToolResult.Denied = true
+	run.send(
+		evToolUse("b1", "Bash", "make test"), evToolResult("b1", false, intp(2)),
+		evToolUse("w1", "Write", ok), evToolResult("w1", false, nil),
+		evToolUse("w2", "Edit", failed), evToolResult("w2", true, nil),
+		evToolUse("w3", "Write", denied), deniedResult,
+		evToolUse("w4", "Write", inFlight),
+		evToolUse("b2", "Bash", "sleep 300"), // still running when cancelled
+	)
+	// The running snapshot already lists the command that has not finished.
+	waitFor(t, e, s.ID, func(s Snapshot) bool { return len(s.Commands) == 2 })
+	got, err := e.r.Cancel(t.Context(), s.ID)
+	if err != nil || got.Status != StatusCancelled {
+		t.Fatalf("cancel = %s, %v", got.Status, err)
+	}
+	want := []struct{ cmd, status string }{{"make test", "exit 2"}, {"sleep 300", "exit status unknown"}}
+	if len(got.Commands) != len(want) {
+		t.Fatalf("commands = %+v", got.Commands)
+	}
+	for i, w := range want {
+		if c := got.Commands[i]; c.Command != w.cmd || c.Status() != w.status {
+			t.Errorf("command %d = %q (%s), want %q (%s)", i, c.Command, c.Status(), w.cmd, w.status)
+		}
+	}
+	if !slices.Equal(got.FilesWritten, []string{ok}) {
+		t.Errorf("files_written = %v, want only %s", got.FilesWritten, ok)
+	}
+	if got.Partial == nil || !slices.Equal(got.Partial.FilesTouched, []string{ok}) {
+		t.Errorf("partial files_touched = %+v, want only %s", got.Partial, ok)
+	}
+	if d := e.onDisk(s.ID); len(d.Commands) != 2 || d.Commands[1].Status() != "exit status unknown" {
+		t.Errorf("on disk commands = %+v", d.Commands)
+	}
+	run.end(harness.Exit{})
+}
+
+func TestCommandStatus(t *testing.T) {
+	for _, c := range []struct {
+		c    Command
+		want string
+	}{
+		{Command{Command: "ls", ExitCode: intp(0)}, "exit 0"},
+		{Command{Command: "false", ExitCode: intp(1)}, "exit 1"},
+		{Command{Command: "rm -rf /", Denied: true}, "denied"},
+		{Command{Command: "sleep 9"}, "exit status unknown"},
+	} {
+		if got := c.c.Status(); got != c.want {
+			t.Errorf("%q: %s, want %s", c.c.Command, got, c.want)
+		}
+	}
+}
+
+// waitFor waits on the registry's change notifications until ok holds.
+func waitFor(t *testing.T, e *env, id string, ok func(Snapshot) bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	e.r.Wait(ctx, id, 10*time.Second, func(s Snapshot) {
+		if ok(s) {
+			cancel()
+		}
+	})
+	if s, _ := e.r.Get(id); !ok(s) {
+		t.Fatalf("job %s never reached the state: %+v", id, s)
+	}
+}
+
+// A wait on a job that is already waiting for approval hands that state to
+// onChange at once, so a caller that stops waiting on it (the agent tools)
+// returns now, not at the end of its wait.
+func TestWaitSeesAnApprovalAlreadyPending(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.start("x")
+	run := e.nextRun()
+	e.r.SetWaiting(s.ID, &ApprovalInfo{ID: "req-1", Summary: "rm -rf build"})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var seen []Status
+	got, err := e.r.Wait(ctx, s.ID, time.Hour, func(s Snapshot) {
+		seen = append(seen, s.Status)
+		if s.Status == StatusWaitingApproval {
+			cancel()
+		}
+	})
+	if err != nil || got.Status != StatusWaitingApproval || got.Approval == nil || got.Approval.ID != "req-1" {
+		t.Fatalf("Wait = %s %+v, %v", got.Status, got.Approval, err)
+	}
+	if !slices.Equal(seen, []Status{StatusWaitingApproval}) {
+		t.Errorf("onChange saw %v", seen)
+	}
+	// A final job is returned without an onChange call.
+	run.send(evResult("success", false, "ok"))
+	run.end(harness.Exit{})
+	e.settle(s.ID)
+	seen = nil
+	if got, _ := e.r.Wait(t.Context(), s.ID, time.Hour, func(s Snapshot) { seen = append(seen, s.Status) }); got.Status != StatusDone || len(seen) != 0 {
+		t.Errorf("final: %s, onChange saw %v", got.Status, seen)
+	}
+}
+
+// Every status change is on disk before a waiter is told of it: whoever
+// polls the daemon and then reads jobs/<id>.json (bridgectl) sees the same
+// status, for a queued job starting and for waiting_approval and back.
+func TestStatusOnDiskBeforeWaitersAreTold(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.MaxConcurrent = 1 })
+	a := e.start("a")
+	runA := e.nextRun()
+	b := e.start("b")
+	if b.Status != StatusQueued {
+		t.Fatalf("b is %s", b.Status)
+	}
+	watch := func(id string, until Status) <-chan []seen {
+		out := make(chan []seen, 1)
+		ready := make(chan struct{})
+		go func() { // owner: this test; joined through out
+			var log []seen
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			first := true
+			e.r.Wait(ctx, id, 10*time.Second, func(s Snapshot) {
+				if first { // the state at the start of the wait: the watcher is listening
+					first = false
+					close(ready)
+					return
+				}
+				d, err := Load(e.dir, id)
+				if err != nil {
+					t.Error(err)
+				}
+				log = append(log, seen{s.Status, d.Status})
+				if s.Status == until {
+					cancel()
+				}
+			})
+			out <- log
+		}()
+		<-ready
+		return out
+	}
+
+	// queued → running, told once a's end frees the slot.
+	bWatch := watch(b.ID, StatusRunning)
+	runA.send(evResult("success", false, "ok"))
+	runA.end(harness.Exit{})
+	e.settle(a.ID)
+	runB := e.nextRun()
+	// running → waiting_approval → running.
+	for _, step := range []struct {
+		until Status
+		do    func()
+	}{
+		{StatusWaitingApproval, func() { e.r.SetWaiting(b.ID, &ApprovalInfo{ID: "r", Summary: "s"}) }},
+		{StatusRunning, func() { e.r.SetWaiting(b.ID, nil) }},
+	} {
+		if step.until == StatusWaitingApproval {
+			checkTold(t, <-bWatch, StatusRunning)
+		}
+		w := watch(b.ID, step.until)
+		step.do()
+		checkTold(t, <-w, step.until)
+	}
+	runB.send(evResult("success", false, "ok"))
+	runB.end(harness.Exit{})
+	e.settle(b.ID)
+}
+
+// seen is one notification: the status told and the status on disk then.
+type seen struct{ told, disk Status }
+
+func checkTold(t *testing.T, log []seen, until Status) {
+	t.Helper()
+	if len(log) == 0 || log[len(log)-1].told != until {
+		t.Fatalf("waiter never told %s: %+v", until, log)
+	}
+	for _, s := range log {
+		if s.told != s.disk {
+			t.Errorf("told %s while the disk said %s", s.told, s.disk)
+		}
+	}
+}
