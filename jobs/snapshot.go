@@ -82,8 +82,8 @@ func (c Command) Status() string {
 type Partial struct {
 	// Label says, in words, that this is not a result.
 	Label        string         `json:"label"`
-	Notes        []string       `json:"notes,omitempty"`      // the model's last notes
-	ToolCalls    map[string]int `json:"tool_calls,omitempty"` // tally per tool
+	Notes        []string       `json:"notes,omitempty"`         // the model's last notes
+	ToolCalls    map[string]int `json:"tool_calls,omitempty"`    // tally per tool
 	FilesTouched []string       `json:"files_touched,omitempty"` // files read, or written by a Write/Edit that succeeded
 }
 
