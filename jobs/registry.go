@@ -214,7 +214,14 @@ func New(opts Options) (*Registry, error) {
 func (r *Registry) reload() error {
 	snaps, errs := LoadAll(r.opts.Dir)
 	for _, err := range errs {
-		r.log.Warn().Err(err).Msg("skipping unreadable job snapshot")
+		var fe *ForeignVersionError
+		if errors.As(err, &fe) {
+			if s, ok := r.adoptForeign(fe); ok {
+				snaps = append(snaps, s)
+			}
+			continue
+		}
+		r.log.Warn().Err(err).Msg("skipping unreadable job snapshot; its harness dir is kept")
 	}
 	now := time.Now()
 	for _, s := range snaps {
@@ -249,6 +256,37 @@ func (r *Registry) reload() error {
 		r.jobs[s.ID] = j
 	}
 	return nil
+}
+
+// adoptForeign reads the little every snapshot version shares (id, status,
+// task, workspace, created_at) from a snapshot of a foreign format version.
+// A job it says was unfinished is handed to reload, which marks it
+// interrupted, kills its leftover processes and rewrites the file in this
+// build's format (no daemon runs it: the state dir's lock is held by this
+// one). A finished one, or one that does not parse that far, is left as it is
+// and logged; its harness dir is kept.
+func (r *Registry) adoptForeign(fe *ForeignVersionError) (Snapshot, bool) {
+	var old struct {
+		ID        string    `json:"id"`
+		Status    Status    `json:"status"`
+		Task      string    `json:"task"`
+		Workspace string    `json:"workspace"`
+		CreatedAt time.Time `json:"created_at"`
+	}
+	log := r.log.Warn().Str("file", fe.Path).Int("version", fe.Version)
+	if err := statedir.ReadJSON(fe.Path, &old); err != nil || old.ID != fe.ID || old.Status == "" {
+		log.Msg("job snapshot of a foreign format version left as it is (it does not parse as a job); its harness dir is kept")
+		return Snapshot{}, false
+	}
+	if old.Status.Final() {
+		log.Str("status", string(old.Status)).Msg("finished job snapshot of a foreign format version left as it is; its harness dir is kept")
+		return Snapshot{}, false
+	}
+	log.Str("status", string(old.Status)).Msg("unfinished job snapshot of a foreign format version: marking it interrupted in this build's format")
+	return Snapshot{
+		Version: SnapshotVersion, ID: old.ID, Status: old.Status, Task: old.Task, Workspace: old.Workspace,
+		CreatedAt: old.CreatedAt, FilesWritten: []string{}, Commands: []Command{},
+	}, true
 }
 
 func newJob(id string) *job {
@@ -1044,9 +1082,14 @@ func (r *Registry) removeOrphanHarnessDirs() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, e := range entries {
-		if _, ok := r.jobs[e.Name()]; !ok && ValidID(e.Name()) {
-			_ = os.RemoveAll(r.opts.Dir.HarnessDir(e.Name()))
+		id := e.Name()
+		if _, ok := r.jobs[id]; ok || !ValidID(id) {
+			continue
 		}
+		if _, err := os.Lstat(r.opts.Dir.JobFile(id)); err == nil {
+			continue // a snapshot this build could not read: not an orphan
+		}
+		_ = os.RemoveAll(r.opts.Dir.HarnessDir(id))
 	}
 }
 

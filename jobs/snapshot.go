@@ -213,9 +213,21 @@ func Load(dir statedir.Dir, id string) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	if s.Version != SnapshotVersion {
-		return Snapshot{}, fmt.Errorf("%s: snapshot format version %d, this build reads %d: use the bridgectl of the same release as the daemon", dir.JobFile(id), s.Version, SnapshotVersion)
+		return Snapshot{}, &ForeignVersionError{Path: dir.JobFile(id), ID: id, Version: s.Version}
 	}
 	return s, nil
+}
+
+// ForeignVersionError: a snapshot written in a format version this build
+// does not read.
+type ForeignVersionError struct {
+	Path    string
+	ID      string
+	Version int
+}
+
+func (e *ForeignVersionError) Error() string {
+	return fmt.Sprintf("%s: snapshot format version %d, this build reads %d: use the bridgectl of the same release as the daemon", e.Path, e.Version, SnapshotVersion)
 }
 
 // LoadAll reads every snapshot in the state dir, oldest first. Files that are
