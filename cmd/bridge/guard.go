@@ -188,9 +188,23 @@ func (g *guard) prepare(_ context.Context, spec *harness.Spec) error {
 		Timeout:      g.timeout,
 		ApprovalMode: mode,
 	}
-	if err := approvals.WritePromptConfig(approvalPath, pc); err != nil {
-		return fmt.Errorf("approval config: %w", err)
+	// approvals.WritePromptConfig fsyncs; it runs alongside the other two
+	// files, which are written without (they are rewritten for every job), so
+	// the spawn waits for one fsync, not three.
+	approvalErr := make(chan error, 1)
+	go func() { approvalErr <- approvals.WritePromptConfig(approvalPath, pc) }() // owner: prepare; joined below
+	joined := false
+	join := func() error {
+		if joined {
+			return nil
+		}
+		joined = true
+		if err := <-approvalErr; err != nil {
+			return fmt.Errorf("approval config: %w", err)
+		}
+		return nil
 	}
+	defer join()
 
 	mcp := map[string]any{"mcpServers": map[string]any{
 		"bridge": map[string]any{
@@ -217,6 +231,9 @@ func (g *guard) prepare(_ context.Context, spec *harness.Spec) error {
 	if err := writeJSON(settingsPath, settings); err != nil {
 		return fmt.Errorf("settings: %w", err)
 	}
+	if err := join(); err != nil {
+		return err
+	}
 
 	spec.SettingsFile = settingsPath
 	spec.MCPConfigFile = mcpPath
@@ -231,7 +248,7 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return statedir.WriteFileAtomic(path, append(b, '\n'))
+	return statedir.WriteFileAtomicNoSync(path, append(b, '\n'))
 }
 
 // waitingSetter is what the approval watcher needs of the job registry.

@@ -32,7 +32,7 @@ type guardFixture struct {
 	probe int // calls of the sandbox probe
 }
 
-func newGuardFixture(t *testing.T, env map[string]string, probeErr error) *guardFixture {
+func newGuardFixture(t testing.TB, env map[string]string, probeErr error) *guardFixture {
 	t.Helper()
 	base := t.TempDir()
 	f := &guardFixture{root: filepath.Join(base, "root"), home: filepath.Join(base, "home"), env: filepath.Join(base, "daemon", ".env"), log: &bytes.Buffer{}}

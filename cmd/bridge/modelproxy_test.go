@@ -21,7 +21,7 @@ import (
 )
 
 // agentConfig is a Config for newAgentJobs from an injected environment.
-func agentConfig(t *testing.T, env map[string]string) config.Config {
+func agentConfig(t testing.TB, env map[string]string) config.Config {
 	t.Helper()
 	dir := t.TempDir()
 	vals := map[string]string{
