@@ -261,7 +261,12 @@ func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
 	if r.resultGrace <= 0 {
 		r.resultGrace = DefaultResultGrace
 	}
-	err = cmd.Start()
+	err = startTracked(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -379,10 +384,14 @@ loop:
 			signalGroup(r.pid, true)
 		}
 	}
+	untrack(r.pid) // reaped by cmd.Wait
 	signalGroup(r.pid, true)
 	// Anything of the job that left the group (setsid, a daemonised child)
 	// still carries the job's marker.
 	KillJobProcesses(r.jobID)
+	// What also dropped the marker (env -i) was re-parented to this process
+	// once its parent died, if it is a subreaper (bridge serve on Linux).
+	ReapOrphans()
 	r.closeStdin()
 	r.wg.Wait()
 	r.exit = exitOf(r.cmd, err)

@@ -64,6 +64,12 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*jobs.Registry, *model
 	if err != nil {
 		return nil, nil, harnessInfo{}, err
 	}
+	// A process a job orphans after leaving its group and marker (possible
+	// with BRIDGE_SANDBOX=off) is re-parented to the daemon, which kills it
+	// when a job ends (harness.ReapOrphans).
+	if err := harness.BecomeSubreaper(); err != nil {
+		log.Debug().Err(err).Msg("not a child subreaper: orphans that leave a job's process group and marker are not found")
+	}
 	var reg *jobs.Registry // assigned below; the callback runs only once jobs do
 	mp, perr := startModelProxy(cfg, dir, &log, func(id, reason string) { reg.Abort(id, reason) })
 	noKey := errors.Is(perr, modelproxy.ErrNoAPIKey)
