@@ -65,6 +65,7 @@ func startAgentBridge(t *testing.T, noRoots bool, env map[string]string) *agentB
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { assertNoJobProcesses(t, state) }) // runs after the bridge's own cleanup
+	registerAgentState(state)                            // and TestMain checks the whole run at its end
 	d := startDouble(t)
 	e := mergeEnv(doubleEnv(d), map[string]string{
 		"BRIDGE_STATE_DIR":  state,

@@ -58,6 +58,9 @@ func TestMain(m *testing.M) {
 	}
 	binDir = dir
 	code := m.Run()
+	if !checkNoLeftoverJobProcesses() && code == 0 { // suite-wide: no job process outlives the run
+		code = 1
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

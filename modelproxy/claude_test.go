@@ -1,3 +1,5 @@
+//go:build unix
+
 package modelproxy
 
 import (
@@ -10,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,7 +64,16 @@ func runClaude(t *testing.T, bin, baseURL, token, prompt string) (stdout string,
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
+	// Its own process group, killed whole on timeout and at cleanup: nothing
+	// Claude Code started (a Bash command, a node child) outlives the test.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start claude: %v", err)
+	}
+	pgid := cmd.Process.Pid
+	t.Cleanup(func() { syscall.Kill(-pgid, syscall.SIGKILL) })
+	err := cmd.Wait()
 	t.Logf("claude exited: %v", err)
 	return out.String(), configDir
 }
