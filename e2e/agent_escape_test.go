@@ -21,20 +21,10 @@ func TestAgentSandboxOffEscapeeDiesWithTheJob(t *testing.T) {
 	t.Parallel()
 	a := startAgentBridge(t, false, map[string]string{"BRIDGE_SANDBOX": "off"})
 	a.approveEverything(t)
-	ws := a.workspace(t, map[string]string{"wait.log": ""})
-	pidFile := filepath.Join(ws, "escapee.pid")
 	escape := `setsid env -i /bin/sh -c 'echo $$ > escapee.tmp && mv escapee.tmp escapee.pid && exec /bin/sleep 300' </dev/null >/dev/null 2>&1 &`
-	a.d.ScriptAnthropic(
-		dt.ToolCalls(dt.Call("Bash", map[string]any{"command": escape, "description": "escape"})),
-		dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "tail -f wait.log", "description": "wait"})),
-	)
 	cs := goSDKClient(t, a.URL())
-	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Escape.", "workspace": ws}, nil)
-	if c.IsError || c.P.JobID == "" {
-		t.Fatalf("start = %+v: %s", c.P, c.Text)
-	}
-	id := c.P.JobID
-	waitJobCommand(t, id, "tail", 60*time.Second)
+	id, ws := a.startTailJob(t, cs, dt.ToolCalls(dt.Call("Bash", map[string]any{"command": escape, "description": "escape"})))
+	pidFile := filepath.Join(ws, "escapee.pid")
 	b, err := os.ReadFile(pidFile)
 	if err != nil {
 		t.Fatalf("the escapee did not start: %v", err)
@@ -58,7 +48,7 @@ func TestAgentSandboxOffEscapeeDiesWithTheJob(t *testing.T) {
 	if pgid, _ := syscall.Getpgid(pid); pgid == snap.HarnessPID {
 		t.Fatalf("the escapee stayed in the harness's group")
 	}
-	c = callAgent(t, t.Context(), cs, "deepseek_agent_cancel", map[string]any{"job_id": id}, nil)
+	c := callAgent(t, t.Context(), cs, "deepseek_agent_cancel", map[string]any{"job_id": id}, nil)
 	if c.P.Status != string(jobs.StatusCancelled) {
 		t.Fatalf("cancel = %s: %s", c.P.Status, c.Text)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
@@ -45,7 +45,7 @@ func claudeBin(t testing.TB) string {
 // agentBridge is a bridge that can run agent jobs, with one allowed root.
 type agentBridge struct {
 	*bridgeProc
-	d    *deepseektest.Server
+	d    *dt.Server
 	root string // DEEPSEEK_ALLOWED_ROOTS ("" when none)
 }
 
@@ -121,6 +121,26 @@ func (a *agentBridge) approveEverything(t *testing.T) {
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
+}
+
+// tailTurn is a model turn that runs `tail -f wait.log`: the job stays
+// running until it is stopped (workspaces made with a wait.log file).
+func tailTurn() dt.Turn {
+	return dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "tail -f wait.log", "description": "wait"}))
+}
+
+// startTailJob scripts turns then tailTurn, starts a job in a fresh
+// workspace (with wait.log) and returns its id once its tail runs.
+func (a *agentBridge) startTailJob(t *testing.T, cs *mcp.ClientSession, turns ...dt.Turn) (id, ws string) {
+	t.Helper()
+	ws = a.workspace(t, map[string]string{"wait.log": ""})
+	a.d.ScriptAnthropic(append(turns, tailTurn())...)
+	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Wait.", "workspace": ws}, nil)
+	if c.IsError || c.P.JobID == "" {
+		t.Fatalf("start = %+v: %s", c.P, c.Text)
+	}
+	waitJobCommand(t, c.P.JobID, "tail", 60*time.Second)
+	return c.P.JobID, ws
 }
 
 // agentCall is one decoded answer of an agent tool.

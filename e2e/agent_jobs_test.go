@@ -228,7 +228,7 @@ func TestAgentE_Timeout(t *testing.T) {
 	t.Parallel()
 	a := startAgentBridge(t, false, nil)
 	ws := a.workspace(t, map[string]string{"wait.log": ""})
-	a.d.ScriptAnthropic(dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "tail -f wait.log", "description": "wait"})))
+	a.d.ScriptAnthropic(tailTurn())
 	cs := goSDKClient(t, a.URL())
 	begin := time.Now()
 	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Wait.", "workspace": ws, "timeout_seconds": 6}, nil)
@@ -247,7 +247,7 @@ func TestAgentF_Cancel(t *testing.T) {
 	t.Parallel()
 	a := startAgentBridge(t, false, map[string]string{"BRIDGE_SYNC_WINDOW_MS": "1000"})
 	ws := a.workspace(t, map[string]string{"wait.log": ""})
-	a.d.ScriptAnthropic(dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "tail -f wait.log", "description": "wait"})))
+	a.d.ScriptAnthropic(tailTurn())
 	cs := goSDKClient(t, a.URL())
 	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Wait.", "workspace": ws}, nil)
 	if c.IsError || c.P.JobID == "" || c.P.Nonce != "" || !strings.Contains(c.Text, "Nothing to report yet") {
@@ -349,7 +349,7 @@ func TestAgentH_Kill9AndRestart(t *testing.T) {
 	ws := a.workspace(t, map[string]string{"wait.log": ""})
 	a.d.ScriptAnthropic(
 		dt.ToolCalls(dt.Call("Write", map[string]any{"file_path": filepath.Join(ws, "half.txt"), "content": "half"})),
-		dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "tail -f wait.log", "description": "wait"})),
+		tailTurn(),
 	)
 	cs := goSDKClient(t, a.URL())
 	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Write half.txt, then wait.", "workspace": ws}, nil)
@@ -438,7 +438,7 @@ func TestAgentShutdownInterruptsAndQueue(t *testing.T) {
 		"BRIDGE_SYNC_WINDOW_MS": "1000", "BRIDGE_MAX_CONCURRENT": "1", "BRIDGE_MAX_QUEUE": "1",
 	})
 	ws := a.workspace(t, map[string]string{"wait.log": ""})
-	a.d.ScriptAnthropic(dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "tail -f wait.log", "description": "wait"})))
+	a.d.ScriptAnthropic(tailTurn())
 	cs := goSDKClient(t, a.URL())
 	start := func() agentCall {
 		return callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Wait.", "workspace": ws}, nil)

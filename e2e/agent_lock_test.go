@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 )
@@ -23,15 +22,8 @@ import (
 func TestAgentSecondServeRefused(t *testing.T) {
 	t.Parallel()
 	a := startAgentBridge(t, false, nil)
-	ws := a.workspace(t, map[string]string{"wait.log": ""})
-	a.d.ScriptAnthropic(dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "tail -f wait.log", "description": "wait"})))
 	cs := goSDKClient(t, a.URL())
-	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Wait.", "workspace": ws}, nil)
-	if c.IsError || c.P.JobID == "" {
-		t.Fatalf("start = %+v: %s", c.P, c.Text)
-	}
-	id := c.P.JobID
-	waitJobCommand(t, id, "tail", 30*time.Second)
+	id, _ := a.startTailJob(t, cs)
 	before := harness.JobProcesses(id)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -56,7 +48,7 @@ func TestAgentSecondServeRefused(t *testing.T) {
 	}
 
 	// The first daemon's job is still running, with the same processes.
-	c = callAgent(t, t.Context(), cs, "deepseek_agent_poll", map[string]any{"job_id": id, "wait_seconds": 0}, nil)
+	c := callAgent(t, t.Context(), cs, "deepseek_agent_poll", map[string]any{"job_id": id, "wait_seconds": 0}, nil)
 	if c.IsError || c.P.Status != string(jobs.StatusRunning) {
 		t.Fatalf("after the second serve the job is %s: %s", c.P.Status, c.Text)
 	}

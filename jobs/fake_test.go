@@ -208,6 +208,14 @@ func (e *env) settle(id string) Snapshot {
 	return s
 }
 
+// succeed ends run with a successful result and waits for job id to settle.
+func (e *env) succeed(run *fakeRun, id string) Snapshot {
+	e.t.Helper()
+	run.send(evResult("success", false, "ok"))
+	run.end(harness.Exit{})
+	return e.settle(id)
+}
+
 func (e *env) onDisk(id string) Snapshot {
 	e.t.Helper()
 	s, err := Load(e.dir, id)

@@ -110,9 +110,7 @@ func TestWaitSeesAnApprovalAlreadyPending(t *testing.T) {
 		t.Errorf("onChange saw %v", seen)
 	}
 	// A final job is returned without an onChange call.
-	run.send(evResult("success", false, "ok"))
-	run.end(harness.Exit{})
-	e.settle(s.ID)
+	e.succeed(run, s.ID)
 	seen = nil
 	if got, _ := e.r.Wait(t.Context(), s.ID, time.Hour, func(s Snapshot) { seen = append(seen, s.Status) }); got.Status != StatusDone || len(seen) != 0 {
 		t.Errorf("final: %s, onChange saw %v", got.Status, seen)
@@ -161,9 +159,7 @@ func TestStatusOnDiskBeforeWaitersAreTold(t *testing.T) {
 
 	// queued → running, told once a's end frees the slot.
 	bWatch := watch(b.ID, StatusRunning)
-	runA.send(evResult("success", false, "ok"))
-	runA.end(harness.Exit{})
-	e.settle(a.ID)
+	e.succeed(runA, a.ID)
 	runB := e.nextRun()
 	// running → waiting_approval → running.
 	for _, step := range []struct {
@@ -180,9 +176,7 @@ func TestStatusOnDiskBeforeWaitersAreTold(t *testing.T) {
 		step.do()
 		checkTold(t, <-w, step.until)
 	}
-	runB.send(evResult("success", false, "ok"))
-	runB.end(harness.Exit{})
-	e.settle(b.ID)
+	e.succeed(runB, b.ID)
 }
 
 // seen is one notification: the status told and the status on disk then.

@@ -225,9 +225,7 @@ func TestCancel(t *testing.T) {
 		if err != nil || got.Status != StatusCancelled {
 			t.Fatalf("cancel queued = %s %v", got.Status, err)
 		}
-		runA.send(evResult("success", false, "ok"))
-		runA.end(harness.Exit{})
-		e.settle(a.ID)
+		e.succeed(runA, a.ID)
 		select {
 		case r := <-e.h.runs:
 			t.Fatalf("cancelled job started: %s", r.spec.JobID)

@@ -1,6 +1,7 @@
 package modelproxy
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -263,4 +264,32 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// stalledStream is an upstream turn that sends message_start with input
+// tokens and then never finishes on its own.
+func stalledStream(input int64) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sseHeaders(w)
+		writeEvent(w, turnEvents(usageBlock{Input: input, Output: 1}, 0, "")[0])
+		<-r.Context().Done()
+	}
+}
+
+// openStream posts a streamed call with token and returns its body once the
+// first event line has arrived (the call is in flight).
+func openStream(t *testing.T, p *Proxy, token string) *bufio.Reader {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, p.URL()+"/v1/messages", strings.NewReader(msgBody))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	br := bufio.NewReader(resp.Body)
+	if line, err := br.ReadString('\n'); err != nil || line != "event: message_start\n" {
+		t.Fatalf("first line %q %v", line, err)
+	}
+	return br
 }

@@ -667,25 +667,10 @@ func TestRetry(t *testing.T) {
 }
 
 func TestCloseCancelsInFlight(t *testing.T) {
-	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-		sseHeaders(w)
-		writeEvent(w, turnEvents(usageBlock{Input: 777, Output: 1}, 0, "")[0])
-		<-r.Context().Done() // never finishes on its own
-	})
+	up := newUpstream(t, stalledStream(777))
 	p := startProxy(t, up, Options{})
 	token := open(t, p, "job-1")
-
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, p.URL()+"/v1/messages", strings.NewReader(msgBody))
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	if line, err := br.ReadString('\n'); err != nil || line != "event: message_start\n" {
-		t.Fatalf("first line %q %v", line, err)
-	}
+	br := openStream(t, p, token)
 
 	u, err := p.Close("job-1")
 	if err != nil {

@@ -1,7 +1,6 @@
 package modelproxy
 
 import (
-	"bufio"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,25 +10,10 @@ import (
 // in flight at that moment is cut and still counted; Close later returns
 // that usage.
 func TestRevokeIsImmediateAndKeepsInFlightUsage(t *testing.T) {
-	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-		sseHeaders(w)
-		writeEvent(w, turnEvents(usageBlock{Input: 555, Output: 1}, 0, "")[0])
-		<-r.Context().Done() // never finishes on its own
-	})
+	up := newUpstream(t, stalledStream(555))
 	p := startProxy(t, up, Options{})
 	token := open(t, p, "job-1")
-
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, p.URL()+"/v1/messages", strings.NewReader(msgBody))
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	if line, err := br.ReadString('\n'); err != nil || line != "event: message_start\n" {
-		t.Fatalf("first line %q %v", line, err)
-	}
+	br := openStream(t, p, token)
 
 	p.Revoke("job-1")
 	p.Revoke("job-unknown") // ignored
