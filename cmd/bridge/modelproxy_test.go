@@ -111,6 +111,15 @@ func TestAgentJobsBehindModelProxy(t *testing.T) {
 	if reqs := d.AnthropicRequests(); len(reqs) != 1 || reqs[0].Header.Get("X-Api-Key") != key {
 		t.Fatalf("upstream saw %d requests", len(reqs))
 	}
+	// A stopped job's token dies at Revoke, before Close; its usage stays.
+	gw.Revoke("job-1")
+	req, _ = http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/v1/messages", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("after Revoke: %v %v, want 401", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	got, err := gw.Close("job-1")
 	want := jobs.Usage{InputTokens: u.InputTokens - u.CacheHitTokens, CacheReadTokens: u.CacheHitTokens, OutputTokens: u.OutputTokens}
 	if err != nil || got.Usage != want || got.CostUSD <= 0 {
