@@ -195,6 +195,16 @@ func pollUntil(t *testing.T, cs *mcp.ClientSession, id string, limit time.Durati
 		if time.Now().After(deadline) {
 			t.Fatalf("job %s still %s after %v: %s", id, c.P.Status, limit, c.Text)
 		}
+		if c.P.Status == string(jobs.StatusWaitingApproval) {
+			// A poll returns at once while a human is asked (the caller
+			// should tell the user); pace the next one like a caller would,
+			// under the bridge's RATE_LIMIT_PER_MINUTE.
+			select {
+			case <-t.Context().Done():
+				t.Fatalf("job %s: %v", id, t.Context().Err())
+			case <-time.After(time.Second):
+			}
+		}
 	}
 }
 
