@@ -1,7 +1,8 @@
 # deepseek-mcp-bridge — `make demo` and `make test` are the two commands a newcomer needs.
 #
 #   make build   bin/bridge, bin/bridgectl, bin/deepseek-double, bin/bridge-demo
-#   make demo    the whole path on loopback with the DeepSeek double (no key needed)
+#   make demo    the whole path on loopback with the DeepSeek double (no key needed):
+#                a deepseek_flash call, then an agent job through the real Claude Code
 #   make test    install test deps, gofmt, vet, cross-builds, unit tests (-race),
 #                end-to-end tests (Go SDK, TypeScript SDK, conformance, Claude Code), short fuzz runs
 #   make vet     gofmt check, go vet (default and conformance tags), darwin/windows builds
@@ -33,7 +34,12 @@ build:
 	  if [ -f cmd/$$c/main.go ]; then echo "go build -o $(BIN)/$$c ./cmd/$$c"; $(GO) build -o $(BIN)/$$c ./cmd/$$c; fi; \
 	done
 
+# The agent step runs the real, pinned Claude Code (installed into .cache/ by
+# the script, no root needed); bubblewrap comes from `scripts/install.sh apt`
+# when root or sudo is there, and without it the demo says it runs unsandboxed.
 demo: build
+	scripts/install.sh claude
+	scripts/install.sh apt || echo "demo: bubblewrap could not be installed; the agent step runs with BRIDGE_SANDBOX=off"
 	$(BIN)/bridge-demo --bin-dir $(BIN)
 
 deps:

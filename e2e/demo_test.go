@@ -24,7 +24,7 @@ func TestDemo(t *testing.T) {
 	binary(t, "deepseek-double")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t, "bridge-demo"), "--bin-dir", binDir)
+	cmd := exec.CommandContext(ctx, binary(t, "bridge-demo"), "--bin-dir", binDir, "--claude-bin", claudeBin(t))
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()} // no key, no secret: a fresh machine
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -38,6 +38,8 @@ func TestDemo(t *testing.T) {
 		"ok: the answer came from the DeepSeek double through the bridge's MCP endpoint",
 		"usage: 1200 prompt tokens (1024 cache hit, 176 miss), 90 completion tokens (41 reasoning)",
 		"no process of the demo is left",
+		"answer.txt holds the witness reversed, byte for byte",
+		`"status": "done"`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("demo output lacks %q", want)

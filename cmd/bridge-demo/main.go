@@ -19,10 +19,11 @@ import (
 func main() {
 	binDir := flag.String("bin-dir", "bin", "directory holding the bridge and deepseek-double binaries")
 	timeout := flag.Duration("timeout", 2*time.Minute, "give up after this long")
+	claude := flag.String("claude-bin", "", "Claude Code binary for the agent step (default: the pinned install, .cache/bin/claude next to the bin dir, from scripts/install.sh claude)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := demo.Run(ctx, demo.Options{BinDir: *binDir, Timeout: *timeout, Out: os.Stdout})
+	err := demo.Run(ctx, demo.Options{BinDir: *binDir, ClaudeBin: *claude, Timeout: *timeout, Out: os.Stdout})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bridge-demo:", err)
 		os.Exit(1)

@@ -30,9 +30,12 @@ import (
 
 // Options configure one demo run.
 type Options struct {
-	BinDir  string        // holds bridge and deepseek-double (as `make build` leaves them)
-	Timeout time.Duration // the whole run, start to shutdown
-	Out     io.Writer     // where the demo narrates
+	BinDir string // holds bridge and deepseek-double (as `make build` leaves them)
+	// ClaudeBin is the harness of the agent step; "" means the pinned install
+	// (<BinDir>/../.cache/bin/claude, which scripts/install.sh claude makes).
+	ClaudeBin string
+	Timeout   time.Duration // the whole run, start to shutdown
+	Out       io.Writer     // where the demo narrates
 }
 
 // demoKey is the fake API key the double accepts; nothing real is involved.
@@ -105,15 +108,17 @@ type Step struct {
 	// "anthropic" for the agent harness).
 	Script []deepseektest.ScriptTurn
 	// Setup, if set, runs before the bridge starts with a private directory and
-	// returns extra environment for the bridge (e.g. DEEPSEEK_ALLOWED_ROOTS).
-	Setup func(dir string) (map[string]string, error)
+	// returns extra environment for the bridge (e.g. DEEPSEEK_ALLOWED_ROOTS) and
+	// script turns that need that directory (absolute paths in tool calls);
+	// they follow the step's Script.
+	Setup func(dir string) (env map[string]string, script []deepseektest.ScriptTurn, err error)
 	// Run calls the bridge and prints the outcome; an error fails the demo.
 	Run func(ctx context.Context, e *Env) error
 }
 
 // Steps is the demo, in order.
 func Steps() []Step {
-	return []Step{flashStep()}
+	return []Step{flashStep(), agentStep()}
 }
 
 // Run executes the demo. It returns an error if a step fails or anything it
@@ -186,10 +191,11 @@ func Run(ctx context.Context, o Options) (err error) {
 		if err := os.MkdirAll(sdir, 0o700); err != nil {
 			return err
 		}
-		extra, err := s.Setup(sdir)
+		extra, turns, err := s.Setup(sdir)
 		if err != nil {
 			return fmt.Errorf("step %s: setup: %w", s.Name, err)
 		}
+		script = append(script, turns...)
 		for k, v := range extra {
 			bridgeEnv[k] = v
 		}
@@ -228,6 +234,14 @@ func Run(ctx context.Context, o Options) (err error) {
 	for k, v := range bridgeEnv {
 		env[k] = v
 	}
+	claude := o.ClaudeBin
+	if claude == "" {
+		claude = filepath.Join(binDir, "..", ".cache", "bin", "claude")
+	}
+	if _, err := os.Stat(claude); err != nil {
+		return fmt.Errorf("the agent step needs the pinned Claude Code: run `scripts/install.sh claude` (%w)", err)
+	}
+	env["BRIDGE_CLAUDE_BIN"] = claude
 	bridge, addr, err := startBridge(ctx, bins["bridge"], env, dir)
 	if bridge != nil {
 		children = append(children, bridge)
