@@ -151,7 +151,8 @@ func TestHTTPEdges(t *testing.T) {
 func TestRateLimit(t *testing.T) {
 	t.Parallel()
 	d := startDouble(t)
-	b := startBridge(t, doubleEnv(d)) // RATE_LIMIT_PER_MINUTE defaults to 60
+	// "" leaves RATE_LIMIT_PER_MINUTE to the bridge's own default, 60.
+	b := startBridge(t, mergeEnv(doubleEnv(d), map[string]string{"RATE_LIMIT_PER_MINUTE": ""}))
 	url := b.URL()
 
 	// 60 calls as fast as the bridge answers (8 at a time), so the bucket

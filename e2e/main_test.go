@@ -199,7 +199,9 @@ type bridgeProc struct {
 
 // startBridge starts `bridge serve` with: HOST=127.0.0.1, PORT=0, a temp
 // BRIDGE_STATE_DIR, BRIDGE_LOG_FILE=<state>/bridge.log, BRIDGE_LOG_LEVEL=debug,
-// MCP_PATH_SECRET=testSecret, then env on top. It returns once daemon.json names
+// MCP_PATH_SECRET=testSecret, RATE_LIMIT_PER_MINUTE=6000 (so polling tests
+// never trip the limit; the rate-limit tests set their own, and "" means the
+// built-in default of 60), then env on top. It returns once daemon.json names
 // the address and GET /health answered 200.
 func startBridge(t testing.TB, env map[string]string) *bridgeProc {
 	t.Helper()
@@ -232,12 +234,13 @@ func startBridgeBin(t testing.TB, bin string, env map[string]string) *bridgeProc
 		p.stateDir = env["BRIDGE_STATE_DIR"]
 	}
 	p.env = mergeEnv(inherited, map[string]string{
-		"HOST":             "127.0.0.1",
-		"PORT":             "0",
-		"MCP_PATH_SECRET":  testSecret,
-		"BRIDGE_STATE_DIR": p.stateDir,
-		"BRIDGE_LOG_FILE":  filepath.Join(p.stateDir, "bridge.log"),
-		"BRIDGE_LOG_LEVEL": "debug",
+		"HOST":                  "127.0.0.1",
+		"PORT":                  "0",
+		"MCP_PATH_SECRET":       testSecret,
+		"BRIDGE_STATE_DIR":      p.stateDir,
+		"BRIDGE_LOG_FILE":       filepath.Join(p.stateDir, "bridge.log"),
+		"BRIDGE_LOG_LEVEL":      "debug",
+		"RATE_LIMIT_PER_MINUTE": "6000",
 	}, env)
 	t.Cleanup(func() {
 		p.mu.Lock()
