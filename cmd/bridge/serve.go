@@ -47,16 +47,6 @@ Flags:
   --env FILE   read this .env file (default: BRIDGE_ENV_FILE, then ./.env)
 `
 
-const stdioHelp = `Usage: bridge stdio [--env FILE]
-
-Serves the bridge's tools over stdin/stdout (newline-delimited JSON-RPC), for
-MCP hosts that launch a server as a command, e.g.
-
-  claude mcp add deepseek -- bridge stdio --env /path/to/.env
-
-No path secret is needed. Logs go to BRIDGE_LOG_FILE or stderr, never stdout.
-`
-
 const approvalHelp = `Usage: bridge approval-prompt --config FILE
 
 The permission-prompt MCP server Claude Code starts for each agent job. It is
