@@ -13,42 +13,13 @@ func (s *Server) anthropicModelOK(m string) bool {
 
 // handleAnthropic serves POST /anthropic/v1/messages.
 func (s *Server) handleAnthropic(w http.ResponseWriter, r *http.Request) {
-	req, idx, err := s.record(SideAnthropic, r)
-	if ok, msg := s.authorized(r, SideAnthropic); !ok {
-		writeJSON(w, http.StatusUnauthorized, deepseekError(msg, "authentication_error"))
+	req, idx, ok := s.admit(w, r, SideAnthropic, s.anthropicModelOK)
+	if !ok {
 		return
 	}
-	if err != nil {
-		writeJSON(w, http.StatusRequestEntityTooLarge, deepseekError(err.Error(), "invalid_request_error"))
+	t, model, ok := s.play(w, r, s.take(SideAnthropic, idx, s.isSide(req)), req)
+	if !ok {
 		return
-	}
-	if req.JSON == nil {
-		writeJSON(w, http.StatusBadRequest, deepseekError("Failed to deserialize the JSON body into the target type", "invalid_request_error"))
-		return
-	}
-	if !s.anthropicModelOK(req.Model()) {
-		writeJSON(w, http.StatusBadRequest, deepseekError("Model Not Exist", "invalid_request_error"))
-		return
-	}
-	if len(req.Messages()) == 0 {
-		writeJSON(w, http.StatusBadRequest, deepseekError("messages: must not be empty", "invalid_request_error"))
-		return
-	}
-	t := resolve(s.take(SideAnthropic, idx, s.isSide(req)), req)
-	if !s.wait(r.Context(), s.delay+t.Delay) {
-		return
-	}
-	if t.Break == BreakReset {
-		reset(w)
-		return
-	}
-	if t.isError() {
-		writeErrorTurn(w, t)
-		return
-	}
-	model := t.Model
-	if model == "" {
-		model = req.Model()
 	}
 	a := s.anthropicAnswer(t, req, model)
 	if req.Stream() {

@@ -8,46 +8,17 @@ import (
 
 // handleOpenAI serves POST /chat/completions.
 func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request) {
-	req, idx, err := s.record(SideOpenAI, r)
-	if ok, msg := s.authorized(r, SideOpenAI); !ok {
-		writeJSON(w, http.StatusUnauthorized, deepseekError(msg, "authentication_error"))
-		return
-	}
-	if err != nil {
-		writeJSON(w, http.StatusRequestEntityTooLarge, deepseekError(err.Error(), "invalid_request_error"))
-		return
-	}
-	if req.JSON == nil {
-		writeJSON(w, http.StatusBadRequest, deepseekError("Failed to deserialize the JSON body into the target type", "invalid_request_error"))
-		return
-	}
-	if m := req.Model(); !s.models[m] {
-		writeJSON(w, http.StatusBadRequest, deepseekError("Model Not Exist", "invalid_request_error"))
-		return
-	}
-	if len(req.Messages()) == 0 {
-		writeJSON(w, http.StatusBadRequest, deepseekError("messages: must not be empty", "invalid_request_error"))
+	req, idx, ok := s.admit(w, r, SideOpenAI, func(m string) bool { return s.models[m] })
+	if !ok {
 		return
 	}
 	if s.missingReasoning(req) {
 		writeRaw(w, http.StatusBadRequest, MissingReasoningBody)
 		return
 	}
-	t := resolve(s.take(SideOpenAI, idx, false), req)
-	if !s.wait(r.Context(), s.delay+t.Delay) {
+	t, model, ok := s.play(w, r, s.take(SideOpenAI, idx, false), req)
+	if !ok {
 		return
-	}
-	if t.Break == BreakReset {
-		reset(w)
-		return
-	}
-	if t.isError() {
-		writeErrorTurn(w, t)
-		return
-	}
-	model := t.Model
-	if model == "" {
-		model = req.Model()
 	}
 	a := s.openaiAnswer(t, req, model)
 	if req.Stream() {

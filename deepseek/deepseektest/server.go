@@ -293,6 +293,59 @@ func resolve(t Turn, r Request) Turn {
 	return t
 }
 
+// admit records a messages request of a side and makes the checks both
+// endpoints make, in DeepSeek's order: the key (401), the body size (413), the
+// JSON (400), the model (400, modelOK decides) and a non-empty messages list
+// (400). ok is false when it has answered the request.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, side Side, modelOK func(string) bool) (req Request, idx int, ok bool) {
+	req, idx, err := s.record(side, r)
+	if ok, msg := s.authorized(r, side); !ok {
+		writeJSON(w, http.StatusUnauthorized, deepseekError(msg, "authentication_error"))
+		return req, idx, false
+	}
+	if err != nil {
+		writeJSON(w, http.StatusRequestEntityTooLarge, deepseekError(err.Error(), "invalid_request_error"))
+		return req, idx, false
+	}
+	if req.JSON == nil {
+		writeJSON(w, http.StatusBadRequest, deepseekError("Failed to deserialize the JSON body into the target type", "invalid_request_error"))
+		return req, idx, false
+	}
+	if !modelOK(req.Model()) {
+		writeJSON(w, http.StatusBadRequest, deepseekError("Model Not Exist", "invalid_request_error"))
+		return req, idx, false
+	}
+	if len(req.Messages()) == 0 {
+		writeJSON(w, http.StatusBadRequest, deepseekError("messages: must not be empty", "invalid_request_error"))
+		return req, idx, false
+	}
+	return req, idx, true
+}
+
+// play resolves a taken turn, waits out its delay and answers its break or
+// error. Otherwise it returns the turn and the model to answer with (the
+// turn's, else the requested one); ok is false when it has answered the
+// request or the request or the server ended during the delay.
+func (s *Server) play(w http.ResponseWriter, r *http.Request, taken Turn, req Request) (t Turn, model string, ok bool) {
+	t = resolve(taken, req)
+	if !s.wait(r.Context(), s.delay+t.Delay) {
+		return t, "", false
+	}
+	if t.Break == BreakReset {
+		reset(w)
+		return t, "", false
+	}
+	if t.isError() {
+		writeErrorTurn(w, t)
+		return t, "", false
+	}
+	model = t.Model
+	if model == "" {
+		model = req.Model()
+	}
+	return t, model, true
+}
+
 func (s *Server) newID(prefix string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
