@@ -55,15 +55,7 @@ func (s *Server) anthropicAnswer(t Turn, req Request, model string) anthropicAns
 	a := anthropicAnswer{
 		id: s.newID("msg_double_"), model: model,
 		text: t.Text, thinking: t.Reasoning, usage: usageFor(t, req.Body),
-	}
-	for _, c := range t.ToolCalls {
-		if c.ID == "" {
-			c.ID = s.newID("toolu_double_")
-		}
-		if len(c.Arguments) == 0 {
-			c.Arguments = []byte(`{}`)
-		}
-		a.calls = append(a.calls, c)
+		calls: s.toolCalls(t.ToolCalls, "toolu_double_"),
 	}
 	switch {
 	case t.FinishReason == "length":
@@ -125,17 +117,6 @@ func event(name string, v any) string {
 // and tool_use (start, deltas, stop), message_delta with the stop_reason and
 // usage, and message_stop.
 func (s *Server) streamAnthropic(w http.ResponseWriter, r *http.Request, t Turn, a anthropicAnswer) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	sse(w, "")
-	for range t.KeepAlives {
-		sse(w, event("ping", map[string]any{"type": "ping"}))
-		if !s.wait(r.Context(), t.ChunkDelay) {
-			return
-		}
-	}
 	start := map[string]any{
 		"id": a.id, "type": "message", "role": "assistant", "model": a.model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil, "usage": a.startUsage(),
@@ -186,20 +167,5 @@ func (s *Server) streamAnthropic(w http.ResponseWriter, r *http.Request, t Turn,
 		}),
 		event("message_stop", map[string]any{"type": "message_stop"}),
 	)
-	for i, b := range blocks {
-		if i > 0 && !s.wait(r.Context(), t.ChunkDelay) {
-			return
-		}
-		sse(w, b)
-		if i == 0 {
-			switch t.Break {
-			case BreakMalformed:
-				sse(w, "event: content_block_delta\ndata: {\"type\":\x00\xff not json\n\n")
-				return
-			case BreakCut:
-				cut(w)
-				return
-			}
-		}
-	}
+	s.stream(w, r, t, event("ping", map[string]any{"type": "ping"}), blocks, "event: content_block_delta\ndata: {\"type\":\x00\xff not json\n\n")
 }

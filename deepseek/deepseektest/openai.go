@@ -80,15 +80,7 @@ func (s *Server) openaiAnswer(t Turn, req Request, model string) openaiAnswer {
 	a := openaiAnswer{
 		id: s.newID("chatcmpl-double-"), model: model, created: time.Now().Unix(),
 		text: t.Text, reasoning: t.Reasoning, usage: usageFor(t, req.Body),
-	}
-	for _, c := range t.ToolCalls {
-		if c.ID == "" {
-			c.ID = s.newID("call_double_")
-		}
-		if len(c.Arguments) == 0 {
-			c.Arguments = []byte(`{}`)
-		}
-		a.calls = append(a.calls, c)
+		calls: s.toolCalls(t.ToolCalls, "call_double_"),
 	}
 	if a.reasoning != "" && len(a.calls) > 0 {
 		s.mu.Lock()
@@ -173,17 +165,6 @@ func (a openaiAnswer) chunk(delta map[string]any, finish any, usage any) string 
 // deltas, content deltas, tool call deltas, the final chunk with
 // finish_reason and usage, then [DONE].
 func (s *Server) streamOpenAI(w http.ResponseWriter, r *http.Request, t Turn, a openaiAnswer) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	sse(w, "")
-	for range t.KeepAlives {
-		sse(w, ": keep-alive\n\n")
-		if !s.wait(r.Context(), t.ChunkDelay) {
-			return
-		}
-	}
 	var blocks []string
 	blocks = append(blocks, a.chunk(map[string]any{"role": "assistant", "content": nil, "reasoning_content": ""}, nil, nil))
 	for _, p := range chunks(a.reasoning) {
@@ -208,20 +189,5 @@ func (s *Server) streamOpenAI(w http.ResponseWriter, r *http.Request, t Turn, a 
 	}
 	blocks = append(blocks, a.chunk(map[string]any{"content": ""}, a.finish, a.usageJSON()))
 	blocks = append(blocks, "data: [DONE]\n\n")
-	for i, b := range blocks {
-		if i > 0 && !s.wait(r.Context(), t.ChunkDelay) {
-			return
-		}
-		sse(w, b)
-		if i == 0 {
-			switch t.Break {
-			case BreakMalformed:
-				sse(w, "data: {\"id\":\"broken\",\"choices\":[{\x00\xff not json\n\n")
-				return
-			case BreakCut:
-				cut(w)
-				return
-			}
-		}
-	}
+	s.stream(w, r, t, ": keep-alive\n\n", blocks, "data: {\"id\":\"broken\",\"choices\":[{\x00\xff not json\n\n")
 }

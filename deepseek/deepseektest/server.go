@@ -573,3 +573,53 @@ func (s *Server) logRequestLocked(r Request) {
 	})
 	_, _ = io.WriteString(s.reqLog, line+"\n")
 }
+
+// toolCalls copies a turn's tool calls for an answer: a call without an id
+// gets a fresh one with prefix, a call without arguments gets {}.
+func (s *Server) toolCalls(calls []ToolCall, prefix string) []ToolCall {
+	var out []ToolCall
+	for _, c := range calls {
+		if c.ID == "" {
+			c.ID = s.newID(prefix)
+		}
+		if len(c.Arguments) == 0 {
+			c.Arguments = []byte(`{}`)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// stream sends a streamed answer: the SSE headers, an empty first write,
+// t.KeepAlives keepAlive blocks, then blocks, each after t.ChunkDelay. After
+// the first block, t.Break sends malformed and ends, or cuts the connection.
+// It returns early when the request or the server ends.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, t Turn, keepAlive string, blocks []string, malformed string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	sse(w, "")
+	for range t.KeepAlives {
+		sse(w, keepAlive)
+		if !s.wait(r.Context(), t.ChunkDelay) {
+			return
+		}
+	}
+	for i, b := range blocks {
+		if i > 0 && !s.wait(r.Context(), t.ChunkDelay) {
+			return
+		}
+		sse(w, b)
+		if i == 0 {
+			switch t.Break {
+			case BreakMalformed:
+				sse(w, malformed)
+				return
+			case BreakCut:
+				cut(w)
+				return
+			}
+		}
+	}
+}
