@@ -320,6 +320,16 @@ func (f *flags) load() (*ctl, error) {
 	return &ctl{e: e, cfg: cfg, dir: dir, envPath: envPath}, nil
 }
 
+// loadEnvOnly starts a command whose only flag is --env: it parses args
+// (positional arguments are ignored) and loads the config.
+func loadEnvOnly(e *Env, args []string) (*ctl, error) {
+	f := newFlags(e, false)
+	if _, err := f.parse(args); err != nil {
+		return nil, err
+	}
+	return f.load()
+}
+
 // masker replaces secrets with a short, recognisable stub.
 type masker struct {
 	mu      sync.Mutex

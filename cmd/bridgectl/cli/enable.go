@@ -16,11 +16,7 @@ var enableCmd = &Command{
 }
 
 func runEnable(ctx context.Context, e *Env, args []string) error {
-	f := newFlags(e, false)
-	if _, err := f.parse(args); err != nil {
-		return err
-	}
-	c, err := f.load()
+	c, err := loadEnvOnly(e, args)
 	if err != nil {
 		return err
 	}

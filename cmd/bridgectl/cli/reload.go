@@ -18,11 +18,7 @@ so the tunnel's origin keeps working. Running agent jobs end as interrupted.`,
 }
 
 func runReload(ctx context.Context, e *Env, args []string) error {
-	f := newFlags(e, false)
-	if _, err := f.parse(args); err != nil {
-		return err
-	}
-	c, err := f.load()
+	c, err := loadEnvOnly(e, args)
 	if err != nil {
 		return err
 	}

@@ -18,11 +18,7 @@ trycloudflare URL. To keep the tunnel and its URL, use ` + "`bridgectl reload`" 
 }
 
 func runRestart(ctx context.Context, e *Env, args []string) error {
-	f := newFlags(e, false)
-	if _, err := f.parse(args); err != nil {
-		return err
-	}
-	c, err := f.load()
+	c, err := loadEnvOnly(e, args)
 	if err != nil {
 		return err
 	}
