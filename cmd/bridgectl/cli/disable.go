@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -30,4 +31,10 @@ func runDisable(ctx context.Context, e *Env, args []string) error {
 	}
 	fmt.Fprintln(e.Stdout, "disabled: `bridgectl enable` to allow starts again")
 	return nil
+}
+
+// disabled reports whether `bridgectl disable` has set the flag file.
+func (c *ctl) disabled() bool {
+	_, err := os.Stat(c.dir.DisabledFlag())
+	return err == nil
 }

@@ -2,9 +2,7 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 )
 
 var restartCmd = &Command{
@@ -22,8 +20,8 @@ func runRestart(ctx context.Context, e *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(c.dir.DisabledFlag()); err == nil {
-		return errors.New("the bridge is disabled (`bridgectl disable`): run `bridgectl enable` first")
+	if c.disabled() {
+		return errDisabled
 	}
 	var prev *tunnelInfo
 	if t := c.tunnel(); t.PID != 0 && t.Info != nil {

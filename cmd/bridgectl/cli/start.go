@@ -26,6 +26,9 @@ The bridge binary is BRIDGE_BIN, else ` + "`bridge`" + ` next to bridgectl, else
 	Run: runStart,
 }
 
+// errDisabled is how start and restart refuse while the bridge is disabled.
+var errDisabled = errors.New("the bridge is disabled (`bridgectl disable`): run `bridgectl enable` first")
+
 func runStart(ctx context.Context, e *Env, args []string) error {
 	f := newFlags(e, false)
 	fg := f.Bool("foreground", false, "run the daemon in this terminal instead of the background")
@@ -36,8 +39,8 @@ func runStart(ctx context.Context, e *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(c.dir.DisabledFlag()); err == nil {
-		return errors.New("the bridge is disabled (`bridgectl disable`): run `bridgectl enable` first")
+	if c.disabled() {
+		return errDisabled
 	}
 	s := c.daemon(ctx)
 	switch {

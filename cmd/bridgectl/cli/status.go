@@ -129,8 +129,7 @@ func (c *ctl) status(ctx context.Context) statusReport {
 	if r.AllowedRoots == nil {
 		r.AllowedRoots = []string{}
 	}
-	_, err := os.Stat(c.dir.DisabledFlag())
-	r.Enabled = err != nil
+	r.Enabled = !c.disabled()
 	d := c.daemon(ctx)
 	r.Addr = d.Addr
 	switch {
