@@ -320,10 +320,11 @@ func (f *flags) load() (*ctl, error) {
 	return &ctl{e: e, cfg: cfg, dir: dir, envPath: envPath}, nil
 }
 
-// loadEnvOnly starts a command whose only flag is --env: it parses args
-// (positional arguments are ignored) and loads the config.
-func loadEnvOnly(e *Env, args []string) (*ctl, error) {
-	f := newFlags(e, false)
+// parseAndLoad starts a command with no flags of its own, only the shared
+// --env (and --show when withShow): it parses args (positional arguments are
+// ignored) and loads the config.
+func parseAndLoad(e *Env, args []string, withShow bool) (*ctl, error) {
+	f := newFlags(e, withShow)
 	if _, err := f.parse(args); err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ exists, ` + "`bridgectl start`" + `, ` + "`restart`" + ` and the systemd unit's 
 }
 
 func runDisable(ctx context.Context, e *Env, args []string) error {
-	c, err := loadEnvOnly(e, args)
+	c, err := parseAndLoad(e, args, false)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ var enableCmd = &Command{
 }
 
 func runEnable(ctx context.Context, e *Env, args []string) error {
-	c, err := loadEnvOnly(e, args)
+	c, err := parseAndLoad(e, args, false)
 	if err != nil {
 		return err
 	}

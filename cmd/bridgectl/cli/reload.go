@@ -18,7 +18,7 @@ so the tunnel's origin keeps working. Running agent jobs end as interrupted.`,
 }
 
 func runReload(ctx context.Context, e *Env, args []string) error {
-	c, err := loadEnvOnly(e, args)
+	c, err := parseAndLoad(e, args, false)
 	if err != nil {
 		return err
 	}

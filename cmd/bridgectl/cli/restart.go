@@ -16,7 +16,7 @@ trycloudflare URL. To keep the tunnel and its URL, use ` + "`bridgectl reload`" 
 }
 
 func runRestart(ctx context.Context, e *Env, args []string) error {
-	c, err := loadEnvOnly(e, args)
+	c, err := parseAndLoad(e, args, false)
 	if err != nil {
 		return err
 	}

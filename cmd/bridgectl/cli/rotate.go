@@ -21,11 +21,7 @@ tool is available (wl-copy, xclip, pbcopy, clip.exe) and printed masked
 }
 
 func runRotate(ctx context.Context, e *Env, args []string) error {
-	f := newFlags(e, true)
-	if _, err := f.parse(args); err != nil {
-		return err
-	}
-	c, err := f.load()
+	c, err := parseAndLoad(e, args, true)
 	if err != nil {
 		return err
 	}

@@ -23,11 +23,7 @@ every other line and comment of the file as it was. Prints the secret masked;
 }
 
 func runSecret(ctx context.Context, e *Env, args []string) error {
-	f := newFlags(e, true)
-	if _, err := f.parse(args); err != nil {
-		return err
-	}
-	c, err := f.load()
+	c, err := parseAndLoad(e, args, true)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ agent jobs end as interrupted (the daemon stops them on SIGTERM).`,
 }
 
 func runStop(ctx context.Context, e *Env, args []string) error {
-	c, err := loadEnvOnly(e, args)
+	c, err := parseAndLoad(e, args, false)
 	if err != nil {
 		return err
 	}

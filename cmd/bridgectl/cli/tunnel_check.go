@@ -10,11 +10,7 @@ import (
 )
 
 func runTunnelCheck(ctx context.Context, e *Env, args []string) error {
-	f := newFlags(e, true)
-	if _, err := f.parse(args); err != nil {
-		return err
-	}
-	c, err := f.load()
+	c, err := parseAndLoad(e, args, true)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ var untunnelCmd = &Command{
 }
 
 func runUntunnel(ctx context.Context, e *Env, args []string) error {
-	c, err := loadEnvOnly(e, args)
+	c, err := parseAndLoad(e, args, false)
 	if err != nil {
 		return err
 	}
