@@ -217,21 +217,6 @@ func initialize(t *testing.T, endpoint string) error {
 	return err
 }
 
-// initializeThroughEdge is initialize through the fake cloudflared edge just
-// after the daemon behind it was restarted (reload, rotate). KNOWN ISSUE, not
-// yet explained: under load the tools/list after initialize there sometimes
-// loses its response body — the fake edge's ReverseProxy logs "read error
-// during body copy: use of closed network connection" on its backend
-// connection — while the same calls straight to the daemon never fail. Until
-// the cause is found this is logged loudly instead of failing the lifecycle
-// test; the edge path before any restart is still asserted.
-func initializeThroughEdge(t *testing.T, endpoint string) error {
-	if err := initialize(t, endpoint); err != nil {
-		t.Logf("KNOWN ISSUE: MCP through the fake edge after a daemon restart failed: %v", err)
-	}
-	return nil
-}
-
 func TestLifecycle(t *testing.T) {
 	w := newWorld(t)
 
@@ -303,8 +288,8 @@ func TestLifecycle(t *testing.T) {
 	if alive(pid1) {
 		t.Fatalf("the old daemon %d is still alive", pid1)
 	}
-	if err := initializeThroughEdge(t, "http://"+string(edge)+"/mcp/"+testSecret); err != nil {
-		t.Fatalf("MCP through the tunnel after reload: %v", err)
+	if err := initialize(t, "http://"+string(edge)+"/mcp/"+testSecret); err != nil {
+		t.Fatalf("MCP through the tunnel after reload: %v\n--- tunnel.log:\n%s", err, w.file("tunnel.log"))
 	}
 	t.Logf("reload: daemon pid %d → %d on the same %s; tunnel pid %d untouched", pid1, pid2, addr, tpid)
 
@@ -328,12 +313,8 @@ func TestLifecycle(t *testing.T) {
 		if c := status(t, http.MethodPost, base+"/mcp/"+testSecret); c != 404 {
 			t.Errorf("old URL via %s: %d, want 404", base, c)
 		}
-		check := initialize
-		if base != "http://"+addr3 {
-			check = initializeThroughEdge
-		}
-		if err := check(t, base+"/mcp/"+newSecret); err != nil {
-			t.Errorf("new URL via %s: %v", base, err)
+		if err := initialize(t, base+"/mcp/"+newSecret); err != nil {
+			t.Errorf("new URL via %s: %v\n--- tunnel.log:\n%s", base, err, w.file("tunnel.log"))
 		}
 	}
 	if w.tunnelPID() != tpid || !alive(tpid) {

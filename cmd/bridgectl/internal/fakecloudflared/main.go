@@ -17,10 +17,12 @@
 package main
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -175,8 +177,44 @@ func serveProxy(addrFile, origin, host string) error {
 		}
 	}
 	rp.FlushInterval = -1
-	go http.Serve(ln, rp)
+	go http.Serve(ln, bufferBody(rp))
 	return os.WriteFile(addrFile, []byte(ln.Addr().String()), 0o600)
+}
+
+// maxEdgeBody is the largest request body the fake edge forwards (Cloudflare's
+// upload limit on the free plan).
+const maxEdgeBody = 100 << 20
+
+// bufferBody reads the whole request body before next forwards it. Streaming
+// the server's own request body into the proxy's Transport races (Go
+// net/http, HTTP/1.1): when the origin answers quickly, ReverseProxy writes
+// the response header, on which the server consumes and closes the request
+// body — while the Transport's write loop may not yet have made its final
+// end-of-body read on it. That read fails with "http: invalid Read on closed
+// Body", the write loop closes the origin connection, and the response body
+// being copied is cut ("read error during body copy: use of closed network
+// connection"; the client sees unexpected EOF). Under CPU load this hit
+// MCP calls through the fake edge; a body held in memory has no such race.
+// (golang/go#40747: the HTTP/1 server does not support reading the inbound
+// body once the response has begun.)
+func bufferBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			body, err := io.ReadAll(io.LimitReader(r.Body, maxEdgeBody+1))
+			if err != nil {
+				http.Error(w, "fake edge: reading the request body: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			if len(body) > maxEdgeBody {
+				http.Error(w, "fake edge: request body too large", http.StatusRequestEntityTooLarge)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.ContentLength = int64(len(body))
+			r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 var words = []string{"quiet", "river", "amber", "falcon", "gentle", "harbor", "maple", "orbit", "cedar", "lunar", "meadow", "signal"}
