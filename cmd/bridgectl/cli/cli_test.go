@@ -488,3 +488,32 @@ func TestStartRejoinsALiveTunnel(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// With a fixed PORT the tunnel's origin (a URL) matches the daemon's port, so
+// reload, rotate and start must not warn that the tunnel forwards elsewhere.
+func TestFixedPortTunnelNoFalsePortWarning(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	te := newTestEnv(t, "PORT="+strconv.Itoa(port))
+	te.must("start")
+	te.must("tunnel")
+	for _, args := range [][]string{{"reload"}, {"rotate"}} {
+		out, errs, code := te.run(args...)
+		if code != 0 || strings.Contains(errs, "warning") || !strings.Contains(out, "tunnel untouched") {
+			t.Errorf("%s: exit %d\nstdout:\n%s\nstderr:\n%s", args[0], code, out, errs)
+		}
+	}
+	var info daemonInfo
+	json.Unmarshal([]byte(te.readFile("daemon.json")), &info)
+	if err := stopPID(t.Context(), info.PID, 0); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := te.run("start")
+	if code != 0 || strings.Contains(errs, "warning") || !strings.Contains(out, "listening on http://127.0.0.1:"+strconv.Itoa(port)) {
+		t.Errorf("start beside a live tunnel: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}

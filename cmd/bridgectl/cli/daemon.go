@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -88,6 +89,16 @@ func portOf(addr string) int {
 		return 0
 	}
 	n, _ := strconv.Atoi(p)
+	return n
+}
+
+// originPort is the port of a tunnel's origin URL ("http://HOST:PORT"), 0 if it has none.
+func originPort(origin string) int {
+	u, err := url.Parse(origin)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(u.Port())
 	return n
 }
 

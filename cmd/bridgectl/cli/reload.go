@@ -48,7 +48,7 @@ func (c *ctl) reloadDaemon(ctx context.Context) (daemonStatus, error) {
 	if c.cfg.Port == 0 {
 		pin = prevPort
 	}
-	if t := c.tunnel(); t.PID != 0 && t.Info != nil && c.cfg.Port != 0 && portOf(t.Info.Origin) != c.cfg.Port {
+	if t := c.tunnel(); t.PID != 0 && t.Info != nil && c.cfg.Port != 0 && originPort(t.Info.Origin) != c.cfg.Port {
 		fmt.Fprintf(c.e.Stderr, "warning: the tunnel forwards to %s but PORT is now %d: run `bridgectl untunnel && bridgectl tunnel` after this\n", t.Info.Origin, c.cfg.Port)
 	}
 	if unit, user := systemdUnit(s.PID); unit != "" {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 )
 
 var startCmd = &Command{
@@ -59,7 +58,7 @@ func runStart(ctx context.Context, e *Env, args []string) error {
 	// port: come back on it, so the public URL keeps working.
 	pin := 0
 	if t := c.tunnel(); t.PID != 0 && t.Info != nil {
-		switch p := portOf(strings.TrimPrefix(t.Info.Origin, "http://")); {
+		switch p := originPort(t.Info.Origin); {
 		case c.cfg.Port == 0 && p > 0:
 			pin = p
 			fmt.Fprintf(e.Stdout, "a tunnel (pid %d) forwards to %s: starting on port %d\n", t.PID, t.Info.Origin, p)
