@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -203,9 +204,21 @@ func TestNamedTunnelAndCheck(t *testing.T) {
 			t.Errorf("tunnel check lacks %q:\n%s", w, cout.String())
 		}
 	}
-	// Without the route, the public check fails and says what to do.
-	cout2, _, code := te.run("tunnel", "check")
-	if code == 0 || !strings.Contains(cout2, "FAIL public: https://bridge.example.com/health") {
+	// Without the route (the hostname leads to a closed loopback port), the
+	// public check fails and says what to do for a named tunnel.
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close()
+	var c2out, c2err bytes.Buffer
+	e2 := NewEnv(strings.NewReader(""), &c2out, &c2err, te.environ)
+	e2.HTTP = &http.Client{Transport: edgeTransport{host: "bridge.example.com", addr: deadAddr}}
+	code = Main(context.Background(), e2, []string{"tunnel", "check"})
+	cout2 := c2out.String()
+	if code == 0 || !strings.Contains(cout2, "FAIL public: https://bridge.example.com/health") ||
+		!strings.Contains(cout2, "public route in the Cloudflare dashboard points at http://"+info.Addr) || strings.Contains(cout2, "quick tunnel") {
 		t.Fatalf("tunnel check without a route: %d\n%s", code, cout2)
 	}
 	// restart brings the named tunnel back with the same hostname and token.

@@ -49,7 +49,11 @@ func runTunnelCheck(ctx context.Context, e *Env, args []string) error {
 		r.ok("origin: %s/health answers", t.Info.Origin)
 	}
 	if err := publicHealth(ctx, e.HTTP, t.Info.URL); err != nil {
-		r.fail("public: %s/health: %v — a new quick tunnel can take a minute to be reachable; retry, then check the tunnel log", t.Info.URL, err)
+		hint := "a new quick tunnel can take a minute to be reachable; retry, then check the tunnel log (`bridgectl logs --tunnel`)"
+		if t.Info.Kind == "named" {
+			hint = "check that the hostname's public route in the Cloudflare dashboard points at " + t.Info.Origin + " (deploy/README.md), then the tunnel log (`bridgectl logs --tunnel`)"
+		}
+		r.fail("public: %s/health: %v — %s", t.Info.URL, err, hint)
 	} else {
 		r.ok("public: %s/health answers", t.Info.URL)
 	}
