@@ -467,37 +467,72 @@ func sedForm(args []string) string {
 	return ""
 }
 
-// sedScripts finds sed's scripts: -e/--expression values, or else the first
-// operand. at holds the indexes of the arguments that carry them.
+// sedScripts finds sed's scripts: -e/--expression values (long options may
+// be abbreviated, as getopt_long allows: --expr, --e), or else the first
+// operand. The value of -l/--line-length is skipped as GNU sed does, but is
+// also checked as a script in case a sed reads -l without a value. at holds
+// the indexes of the arguments that carry them.
 func sedScripts(args []string) (scripts []string, at map[int]bool, fromFile bool) {
 	at = map[int]bool{}
 	explicit := false
+	script := func(i int, s string, counts bool) {
+		scripts, at[i] = append(scripts, s), true
+		explicit = explicit || counts
+	}
+	operandsOnly := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case a == "-f" || strings.HasPrefix(a, "--file") || strings.HasPrefix(a, "-f") && len(a) > 2:
-			return nil, nil, true
-		case a == "-e" || a == "--expression":
-			if i+1 < len(args) {
-				scripts, at[i+1] = append(scripts, args[i+1]), true
-			}
-			explicit = true
-			i++
-		case strings.HasPrefix(a, "--expression="):
-			scripts, at[i], explicit = append(scripts, strings.TrimPrefix(a, "--expression=")), true, true
-		case strings.HasPrefix(a, "-e") && len(a) > 2:
-			scripts, at[i], explicit = append(scripts, a[2:]), true, true
-		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "e"):
-			// -ne SCRIPT
-			if i+1 < len(args) {
-				scripts, at[i+1] = append(scripts, args[i+1]), true
-			}
-			explicit = true
-			i++
-		case strings.HasPrefix(a, "-"):
-		default:
+		case operandsOnly || a == "-" || !strings.HasPrefix(a, "-"):
 			if !explicit {
-				scripts, at[i], explicit = append(scripts, a), true, true
+				script(i, a, true)
+			}
+		case a == "--":
+			operandsOnly = true
+		case strings.HasPrefix(a, "--"):
+			name, val, hasVal := strings.Cut(a[2:], "=")
+			switch {
+			case strings.HasPrefix("expression", name):
+				if hasVal {
+					script(i, val, true)
+				} else if i+1 < len(args) {
+					script(i+1, args[i+1], true)
+					i++
+				}
+				explicit = true
+			case strings.HasPrefix("file", name):
+				return nil, nil, true
+			case strings.HasPrefix("line-length", name) && !hasVal:
+				if i+1 < len(args) {
+					script(i+1, args[i+1], false)
+				}
+				i++
+			}
+		default:
+			for j := 1; j < len(a); j++ {
+				rest := a[j+1:]
+				switch a[j] {
+				case 'e':
+					if rest != "" {
+						script(i, rest, true)
+					} else if i+1 < len(args) {
+						script(i+1, args[i+1], true)
+						i++
+					}
+					explicit = true
+				case 'f':
+					return nil, nil, true
+				case 'l':
+					if rest == "" && i+1 < len(args) {
+						script(i+1, args[i+1], false)
+						i++
+					}
+				case 'i':
+					// the rest of the word is the backup suffix
+				default:
+					continue
+				}
+				break
 			}
 		}
 	}

@@ -210,6 +210,16 @@ func TestClassifyCommand(t *testing.T) {
 		{"rg --pre ./x foo", Ask, "--pre"},
 		{"sort --compress-program=sh main.go", Ask, "compress-program"},
 		{"tree -o out.txt", Ask, "tree -o"},
+		// Review R3: abbreviated long options and value-taking options that
+		// moved sed's script out of the classifier's sight.
+		{"sed -e p --expr '1r /etc/hosts' main.go", Ask, "sed script"},
+		{"sed --expr='1r /etc/hosts' main.go", Ask, "sed script"},
+		{"sed --e '1r /etc/hosts' main.go", Ask, "sed script"},
+		{"sed --fi script.sed main.go", Ask, "sed -f"},
+		{"sed -l 5 '1r /etc/hosts' main.go", Ask, "sed script"},
+		{"sed --line-length 5 '1r /etc/hosts' main.go", Ask, "sed script"},
+		{"sed -nl 5 '1r /etc/hosts' main.go", Ask, "sed script"},
+		{"sed -l 5 -n '1,3p' main.go", Allow, ""},
 		// Protected and outside paths in arguments.
 		{"cat .env", Ask, ".env"},
 		{"cat ./config/.env.local", Ask, ".env"},
