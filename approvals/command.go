@@ -417,6 +417,9 @@ func pythonForm(name string, args []string) string {
 				if mod == "" && i+1 < len(args) {
 					mod = args[i+1]
 				}
+				if mod == "timeit" || mod == "pdb" {
+					return name + " -m " + mod + " runs inline code from its arguments"
+				}
 				for _, bad := range []string{"pip", "ensurepip", "http.server", "smtpd", "venv", "site"} {
 					if mod == bad || strings.HasPrefix(mod, bad+".") || bad == "pip" && strings.HasPrefix(mod, "pip") {
 						return name + " -m " + mod + " installs packages, serves files or changes the environment"

@@ -220,6 +220,10 @@ func TestClassifyCommand(t *testing.T) {
 		{"sed --line-length 5 '1r /etc/hosts' main.go", Ask, "sed script"},
 		{"sed -nl 5 '1r /etc/hosts' main.go", Ask, "sed script"},
 		{"sed -l 5 -n '1,3p' main.go", Allow, ""},
+		// python3 -m timeit runs inline code, like -c.
+		{"python3 -m timeit \"__import__('os').system('id')\"", Ask, "inline code"},
+		{"python3 -mtimeit 1", Ask, "inline code"},
+		{"python3 -m pdb -c \"!__import__('os').system('id')\" main.go", Ask, "inline code"},
 		// Protected and outside paths in arguments.
 		{"cat .env", Ask, ".env"},
 		{"cat ./config/.env.local", Ask, ".env"},
