@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 )
@@ -655,6 +656,11 @@ func awkForm(name string, args []string) string {
 		for _, d := range awkDanger {
 			if strings.Contains(a, d) {
 				return name + " program uses " + d
+			}
+		}
+		for i := 0; i+1 < len(a); i++ {
+			if a[i] == '@' && (a[i+1] == '_' || unicode.IsLetter(rune(a[i+1]))) {
+				return name + " program uses @name, a gawk indirect call that can reach system() without naming it"
 			}
 		}
 	}
