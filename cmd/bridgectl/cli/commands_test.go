@@ -433,4 +433,32 @@ func TestUninstallPurge(t *testing.T) {
 		t.Fatalf("uninstall output: %q", out)
 	}
 	_ = url.URL{}
+
+	// A state dir that also holds the .env file (or anything else the bridge
+	// did not make) is not purged: nothing is removed and the error names it.
+	te2 := newTestEnv(t)
+	if err := os.MkdirAll(te2.state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	inside := filepath.Join(te2.state, "bridge.env")
+	envBytes, _ := os.ReadFile(te2.envFile)
+	if err := os.WriteFile(inside, envBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	te2.environ = append(te2.environ, "BRIDGE_ENV_FILE="+inside)
+	te2.must("start")
+	out2, errs2, code := te2.run("uninstall", "--purge")
+	if code == 0 || !strings.Contains(errs2, "also holds bridge.env") || strings.Contains(out2, "removed the state directory") {
+		t.Fatalf("uninstall --purge with .env inside the state dir: exit %d\nstdout:\n%s\nstderr:\n%s", code, out2, errs2)
+	}
+	if b, err := os.ReadFile(inside); err != nil || !bytes.Equal(b, envBytes) {
+		t.Fatalf(".env inside the state dir after a refused purge: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(te2.state, "jobs")); err != nil {
+		t.Fatalf("a refused purge removed jobs: %v", err)
+	}
+	if left := te2.leftovers(); len(left) > 0 {
+		t.Fatalf("a refused purge left processes running: %v", left)
+	}
+	noSecrets(t, "uninstall --purge refused", out2, errs2)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 var uninstallCmd = &Command{
@@ -37,6 +38,9 @@ func runUninstall(ctx context.Context, e *Env, args []string) error {
 		if why := broadRoot(c.dir.Root, c.home()); why != "" {
 			return fmt.Errorf("refused: the state directory %s is %s; delete what you mean by hand", c.dir.Root, why)
 		}
+		if foreign := c.foreignEntries(); len(foreign) > 0 {
+			return fmt.Errorf("refused: the state directory %s also holds %s, which the bridge did not make (is BRIDGE_STATE_DIR pointing at the wrong place?); nothing was removed — move those out, or delete what you mean by hand", c.dir.Root, strings.Join(foreign, ", "))
+		}
 		if err := os.RemoveAll(c.dir.Root); err != nil {
 			return fmt.Errorf("remove %s: %w", c.dir.Root, err)
 		}
@@ -58,4 +62,30 @@ func runUninstall(ctx context.Context, e *Env, args []string) error {
 		}
 	}
 	return nil
+}
+
+// foreignEntries lists the top-level entries of the state dir that the bridge
+// does not make (the .env file, a project's files, ...): --purge must never
+// delete them with the bridge's state.
+func (c *ctl) foreignEntries() []string {
+	d := c.dir
+	known := map[string]bool{}
+	for _, p := range []string{d.Jobs(), d.Approvals(), d.HarnessRoot(), d.AuditLog(), d.ApprovalOffFlag(),
+		d.DisabledFlag(), d.PIDFile(), d.LogFile(), d.TunnelPIDFile(), d.TunnelLogFile(), d.TunnelTokenFile(),
+		d.TunnelInfoFile(), d.DaemonInfoFile(), d.LockFile()} {
+		known[filepath.Base(p)] = true
+	}
+	ents, _ := os.ReadDir(d.Root)
+	var foreign []string
+	for _, ent := range ents {
+		n := ent.Name()
+		switch {
+		case known[n]:
+		case strings.HasPrefix(n, "spend-") && strings.HasSuffix(n, ".json"): // statedir.SpendFile
+		case strings.HasPrefix(n, ".") && strings.HasSuffix(n, ".tmp"): // an interrupted WriteFileAtomic
+		default:
+			foreign = append(foreign, n)
+		}
+	}
+	return foreign
 }
