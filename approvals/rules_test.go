@@ -227,6 +227,11 @@ func TestClassifyCommand(t *testing.T) {
 		// gawk indirect calls reach system() without naming it.
 		{`awk 'BEGIN{f="sys" "tem"} BEGIN{@f("id")}'`, Ask, "indirect"},
 		{`awk 'BEGIN{f="sys" "tem" "@ "} BEGIN{@f("id")}'`, Ask, "indirect"},
+		// sort --files0-from prints files named in a list the rules never see.
+		{"sort --files0-from=list.txt", Ask, "files0-from"},
+		{"sort --files0-from list.txt", Ask, "files0-from"},
+		{"wc --files0-from=list.txt", Ask, "files0-from"},
+		{"find -files0-from list.txt -name x", Ask, "files0-from"},
 		// Protected and outside paths in arguments.
 		{"cat .env", Ask, ".env"},
 		{"cat ./config/.env.local", Ask, ".env"},
