@@ -414,6 +414,9 @@ func pythonForm(name string, args []string) string {
 			return "" // the script; what follows are its own arguments
 		}
 		if strings.HasPrefix(a, "--") {
+			if a == "--check-hash-based-pycs" {
+				i++ // the one long option that takes the next word as its value
+			}
 			continue
 		}
 		for j := 1; j < len(a); j++ {

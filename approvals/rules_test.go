@@ -224,6 +224,8 @@ func TestClassifyCommand(t *testing.T) {
 		{"python3 -m timeit \"__import__('os').system('id')\"", Ask, "inline code"},
 		{"python3 -mtimeit 1", Ask, "inline code"},
 		{"python3 -m pdb -c \"!__import__('os').system('id')\" main.go", Ask, "inline code"},
+		{"python3 --check-hash-based-pycs always -c 'import os'", Ask, "python3 -c"},
+		{"python3 --check-hash-based-pycs=always -c 'import os'", Ask, "python3 -c"},
 		// gawk indirect calls reach system() without naming it.
 		{`awk 'BEGIN{f="sys" "tem"} BEGIN{@f("id")}'`, Ask, "indirect"},
 		{`awk 'BEGIN{f="sys" "tem" "@ "} BEGIN{@f("id")}'`, Ask, "indirect"},
