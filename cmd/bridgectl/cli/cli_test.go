@@ -517,3 +517,35 @@ func TestFixedPortTunnelNoFalsePortWarning(t *testing.T) {
 		t.Errorf("start beside a live tunnel: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 }
+
+// After `secret` (no reload) the daemon still serves the old secret: status
+// says so instead of silently showing an endpoint that answers 404.
+func TestStatusNotesEnvChangedSinceStart(t *testing.T) {
+	te := newTestEnv(t)
+	te.must("start")
+	if out := te.must("status"); strings.Contains(out, "note:") {
+		t.Fatalf("status right after start:\n%s", out)
+	}
+	// The daemon started a while ago; then a new secret is written.
+	var info map[string]any
+	json.Unmarshal([]byte(te.readFile("daemon.json")), &info)
+	info["started_at"] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	b, _ := json.Marshal(info)
+	if err := os.WriteFile(filepath.Join(te.state, "daemon.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	te.must("secret")
+	out := te.must("status")
+	if !strings.Contains(out, "note:      "+te.envFile+" changed after the daemon started") || !strings.Contains(out, "`bridgectl reload`") {
+		t.Fatalf("status after secret without reload:\n%s", out)
+	}
+	var sr statusReport
+	if err := json.Unmarshal([]byte(te.must("status", "--json")), &sr); err != nil || !sr.EnvChanged {
+		t.Fatalf("status --json: %v %+v", err, sr)
+	}
+	te.must("reload")
+	if out := te.must("status"); strings.Contains(out, "note:") {
+		t.Fatalf("status after reload still notes a change:\n%s", out)
+	}
+	noSecrets(t, "status", out)
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 )
@@ -24,12 +25,15 @@ that are not finished. --json prints the same as one JSON object.`,
 
 // statusReport is `bridgectl status --json`.
 type statusReport struct {
-	Enabled        bool            `json:"enabled"`
-	EnvFile        string          `json:"env_file"`
-	StateDir       string          `json:"state_dir"`
-	Daemon         string          `json:"daemon"` // running | stopped | unhealthy
-	PID            int             `json:"pid,omitempty"`
-	StartedAt      string          `json:"started_at,omitempty"`
+	Enabled   bool   `json:"enabled"`
+	EnvFile   string `json:"env_file"`
+	StateDir  string `json:"state_dir"`
+	Daemon    string `json:"daemon"` // running | stopped | unhealthy
+	PID       int    `json:"pid,omitempty"`
+	StartedAt string `json:"started_at,omitempty"`
+	// EnvChanged: .env was written after the daemon started, so what it
+	// serves (secret, roots, ...) may differ from what this report shows.
+	EnvChanged     bool            `json:"env_changed_since_start,omitempty"`
 	Addr           string          `json:"addr"`
 	LocalEndpoint  string          `json:"local_endpoint"`
 	Tunnel         string          `json:"tunnel"` // none | quick | named | dead
@@ -80,6 +84,9 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 	default:
 		fmt.Fprintln(w, "daemon:    stopped — `bridgectl start`")
 	}
+	if r.EnvChanged {
+		fmt.Fprintf(w, "note:      %s changed after the daemon started: it still serves the old settings (secret, roots, ...) — `bridgectl reload`\n", r.EnvFile)
+	}
 	fmt.Fprintf(w, "local:     %s\n", r.LocalEndpoint)
 	switch r.Tunnel {
 	case "none":
@@ -108,6 +115,20 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 	fmt.Fprintf(w, "env file:  %s%s\n", r.EnvFile, ifNotEmpty("", missingNote(r.EnvFile)))
 	fmt.Fprintf(w, "state dir: %s\n", r.StateDir)
 	return nil
+}
+
+// envChangedSince reports whether the .env file at path was modified in a
+// later second than startedAt (RFC 3339, whole seconds, as daemon.json has it).
+func envChangedSince(path, startedAt string) bool {
+	start, err := time.Parse(time.RFC3339, startedAt)
+	if err != nil {
+		return false
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	return fi.ModTime().Truncate(time.Second).After(start)
 }
 
 func ifNotEmpty(prefix, s string) string {
@@ -142,6 +163,7 @@ func (c *ctl) status(ctx context.Context) statusReport {
 	}
 	if d.Info != nil {
 		r.StartedAt = d.Info.StartedAt
+		r.EnvChanged = d.PID != 0 && envChangedSince(c.envPath, d.Info.StartedAt)
 		if rep, err := json.Marshal(map[string]json.RawMessage{"harness": d.Info.Harness, "sandbox": d.Info.Sandbox, "approval": d.Info.Approval}); err == nil && (d.Info.Harness != nil || d.Info.Sandbox != nil || d.Info.Approval != nil) {
 			r.DaemonReports = rep
 		}
