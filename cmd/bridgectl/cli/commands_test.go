@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
+
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -227,6 +229,42 @@ func TestNamedTunnelAndCheck(t *testing.T) {
 		t.Fatalf("restart: %q", out3)
 	}
 	noSecrets(t, "named tunnel", out, out2, cout.String(), cerr.String(), cout2, out3, te.must("logs", "--tunnel"), te.must("status"))
+}
+
+// On a terminal stdin, `tunnel named` never waits for a typed token: without a
+// stored one it says how to pipe it in; with one it reuses it at once.
+func TestNamedTunnelTerminalStdin(t *testing.T) {
+	te := newTestEnv(t, "FAKE_CLOUDFLARED_PROXY_FILE="+filepath.Join(t.TempDir(), "proxy"))
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pty: %v", err)
+	}
+	t.Cleanup(func() { ptmx.Close(); tty.Close() })
+	named := func() (string, string, int) {
+		var out, errb bytes.Buffer
+		e := NewEnv(tty, &out, &errb, te.environ)
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		code := Main(ctx, e, []string{"tunnel", "named", "bridge.example.com"})
+		return out.String(), errb.String(), code
+	}
+	out, errs, code := named()
+	if code == 0 || !strings.Contains(errs, "stdin is a terminal") || !strings.Contains(errs, "cloudflared tunnel token NAME | bridgectl tunnel named HOST") {
+		t.Fatalf("no stored token, terminal stdin: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	te.must("start")
+	if _, errs, code := te.runIn(strings.NewReader(testToken+"\n"), "tunnel", "named", "bridge.example.com"); code != 0 {
+		t.Fatalf("token from a pipe: exit %d: %s", code, errs)
+	}
+	te.must("untunnel")
+	out, errs, code = named()
+	if code != 0 || !strings.Contains(out, "public endpoint: https://bridge.example.com/mcp/test…") || strings.Contains(out, "token stored") {
+		t.Fatalf("stored token, terminal stdin: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(te.state, "tunnel.token")); strings.TrimSpace(string(b)) != testToken {
+		t.Fatalf("stored token changed to %q", b)
+	}
+	noSecrets(t, "tunnel named on a terminal", out, errs)
 }
 
 // edgeTransport sends requests for host to the fake edge's loopback address.

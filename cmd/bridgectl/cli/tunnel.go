@@ -30,6 +30,8 @@ tunnel named HOSTNAME
                 ` + "`cloudflared tunnel run --token-file FILE`" + ` (cloudflared 2025.4 or newer).
                 The hostname's public route must point at http://127.0.0.1:PORT
                 (see deploy/README.md). With no token on stdin the stored one is reused.
+                The token is never read from a terminal (it would stay in the
+                scrollback): pipe it in, or redirect stdin from a file.
 tunnel check    checks the tunnel process, its registered connections, the daemon's
                 /health and the public URL's /health.
 

@@ -34,8 +34,15 @@ func runTunnelNamed(ctx context.Context, e *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	tok, err := io.ReadAll(io.LimitReader(e.Stdin, maxTokenBytes+1))
-	if err != nil {
+	var tok []byte
+	if isTerminal(e.Stdin) {
+		// Typed or pasted on a terminal the token would stay in its scrollback,
+		// and reading would wait for an EOF nobody knows to type: take it only
+		// from a pipe or a file, and otherwise reuse the stored one.
+		if _, err := os.Stat(c.dir.TunnelTokenFile()); err != nil {
+			return errors.New("no tunnel token stored, and stdin is a terminal (a typed token would stay in its scrollback): pipe it in with `cloudflared tunnel token NAME | bridgectl tunnel named HOST`, or `bridgectl tunnel named HOST < FILE`")
+		}
+	} else if tok, err = io.ReadAll(io.LimitReader(e.Stdin, maxTokenBytes+1)); err != nil {
 		return fmt.Errorf("read the token from stdin: %w", err)
 	}
 	token := strings.TrimSpace(string(tok))
@@ -75,4 +82,14 @@ func (c *ctl) startNamedTunnel(ctx context.Context, st daemonStatus, host string
 	args := []string{"tunnel", "--no-autoupdate", "run", "--token-file", c.dir.TunnelTokenFile()}
 	ti := &tunnelInfo{Kind: "named", Hostname: host, URL: "https://" + host, Origin: "http://" + st.Addr}
 	return c.runTunnelProcess(ctx, args, ti, false)
+}
+
+// isTerminal reports whether r is a character device such as a terminal.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
