@@ -256,6 +256,9 @@ func dangerousForm(name string, args []string) string {
 			return name + " " + a + " reads a list of file names the rules cannot check"
 		}
 	}
+	if why := followsLinks(name, args); why != "" {
+		return why
+	}
 	switch name {
 	case "node", "nodejs", "deno", "bun":
 		return nodeForm(name, args)
@@ -310,6 +313,32 @@ func dangerousForm(name string, args []string) string {
 			if a == "-o" || strings.HasPrefix(a, "-o") && len(a) > 2 {
 				return "tree -o writes a file"
 			}
+		}
+	}
+	return ""
+}
+
+// followsLinks names a recursive read or copy that follows symlinks met on
+// the way down: every argument may be inside the workspace while a link
+// below it (planted, or checked out by git) leads outside, where the OS
+// sandbox only hides the state dir, .env and credential stores.
+func followsLinks(name string, args []string) string {
+	var short byte
+	var long string
+	switch name {
+	case "grep", "egrep", "fgrep":
+		short, long = 'R', "--der"
+	case "rg":
+		short, long = 'L', "--fol"
+	case "cp":
+		short, long = 'L', "--der"
+	default:
+		return ""
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a, long) ||
+			!strings.HasPrefix(a, "--") && strings.HasPrefix(a, "-") && strings.IndexByte(a[1:], short) >= 0 {
+			return name + " " + a + " follows symlinks below its arguments, which may lead outside the workspace"
 		}
 	}
 	return ""

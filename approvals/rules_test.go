@@ -234,6 +234,18 @@ func TestClassifyCommand(t *testing.T) {
 		{"sort --files0-from list.txt", Ask, "files0-from"},
 		{"wc --files0-from=list.txt", Ask, "files0-from"},
 		{"find -files0-from list.txt -name x", Ask, "files0-from"},
+		// Review R3: recursive reads that follow symlinks (a planted out-link)
+		// read outside the workspace although every argument is inside.
+		{"grep -R foo .", Ask, "symlink"},
+		{"grep --dereference-recursive foo .", Ask, "symlink"},
+		{"grep -rnR foo .", Ask, "symlink"},
+		{"rg -L foo", Ask, "symlink"},
+		{"rg --follow foo", Ask, "symlink"},
+		{"cp -rL src copy", Ask, "symlink"},
+		{"cp -r --dereference src copy", Ask, "symlink"},
+		{"grep -r foo .", Allow, ""},
+		{"cp -r src copy", Allow, ""},
+		{"rg -l foo", Allow, ""},
 		// Protected and outside paths in arguments.
 		{"cat .env", Ask, ".env"},
 		{"cat ./config/.env.local", Ask, ".env"},
