@@ -281,7 +281,7 @@ func dangerousForm(name string, args []string) string {
 		return awkForm(name, args)
 	case "make", "gmake":
 		for _, a := range args {
-			if a == "-E" || a == "--eval" || strings.HasPrefix(a, "--eval=") {
+			if strings.HasPrefix(a, "--ev") || !strings.HasPrefix(a, "--") && strings.HasPrefix(a, "-") && strings.Contains(a, "E") {
 				return "make --eval evaluates inline makefile text"
 			}
 		}
@@ -369,7 +369,22 @@ func nodeForm(name string, args []string) string {
 var npmSafe = []string{"run", "run-script", "rum", "urn", "test", "t", "tst", "start", "stop", "restart",
 	"ls", "list", "la", "ll", "why", "explain", "help", "prefix", "root"}
 
+// npmRunner are npm options (nopt also takes any unambiguous abbreviation)
+// that choose the program npm runs, or a config file that can.
+var npmRunner = []string{"script-shell", "shell", "browser", "viewer", "editor", "node-options", "userconfig", "globalconfig"}
+
 func npmForm(args []string) string {
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !strings.HasPrefix(a, "--") || len(name) < 2 {
+			continue
+		}
+		for _, r := range npmRunner {
+			if strings.HasPrefix(r, name) {
+				return "npm --" + r + " chooses the program npm runs or its config"
+			}
+		}
+	}
 	sub := firstOperand(args)
 	if sub == "" || slices.Contains(npmSafe, sub) {
 		return ""
@@ -426,6 +441,8 @@ func gitForm(args []string) string {
 			return "git bisect run runs commands"
 		case sub == "grep" && (a == "-O" || strings.HasPrefix(a, "-O") || strings.HasPrefix(a, "--open-files-in-pager")):
 			return "git grep --open-files-in-pager runs a program"
+		case strings.HasPrefix(a, "--unsafe"):
+			return "git " + sub + " " + a + " writes outside the work tree"
 		case a == "--upload-pack" || strings.HasPrefix(a, "--upload-pack=") || strings.HasPrefix(a, "--receive-pack") || strings.HasPrefix(a, "--exec="):
 			return "git " + a + " runs a program"
 		}

@@ -246,6 +246,17 @@ func TestClassifyCommand(t *testing.T) {
 		{"grep -r foo .", Allow, ""},
 		{"cp -r src copy", Allow, ""},
 		{"rg -l foo", Allow, ""},
+		// Review R3: abbreviated or clustered make --eval, npm options that
+		// pick the program npm runs, git apply outside the work tree.
+		{"make --eva=all", Ask, "make --eval"},
+		{"make -sE all", Ask, "make --eval"},
+		{"make -s all", Allow, ""},
+		{"npm run build --script-shell=id", Ask, "--script-shell"},
+		{"npm help npm --viewer=browser --browser=id", Ask, "--viewer"},
+		{"npm help npm --brow=id", Ask, "--browser"},
+		{"npm test --node-options=--require=./x.js", Ask, "--node-options"},
+		{"npm test --userconfig=npmrc", Ask, "--userconfig"},
+		{"git apply --unsafe-paths x.patch", Ask, "unsafe-paths"},
 		// Protected and outside paths in arguments.
 		{"cat .env", Ask, ".env"},
 		{"cat ./config/.env.local", Ask, ".env"},
