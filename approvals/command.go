@@ -497,9 +497,9 @@ func pythonForm(name string, args []string) string {
 func goForm(args []string) string {
 	sub := firstOperand(args)
 	for i, a := range args {
+		flag, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
 		switch {
-		case a == "-exec" || strings.HasPrefix(a, "-exec=") || a == "-toolexec" || strings.HasPrefix(a, "-toolexec=") ||
-			a == "--exec" || strings.HasPrefix(a, "--toolexec"):
+		case strings.HasPrefix(a, "-") && (flag == "exec" || flag == "toolexec" || flag == "vettool"):
 			return "go " + a + " runs an arbitrary program"
 		case sub == "env" && (a == "-w" || a == "-u"):
 			return "go env " + a + " changes the user's Go configuration"

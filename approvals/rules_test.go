@@ -257,6 +257,10 @@ func TestClassifyCommand(t *testing.T) {
 		{"npm test --node-options=--require=./x.js", Ask, "--node-options"},
 		{"npm test --userconfig=npmrc", Ask, "--userconfig"},
 		{"git apply --unsafe-paths x.patch", Ask, "unsafe-paths"},
+		// Review R3: go's flag package takes --flag=value like -flag=value.
+		{"go test --exec=./ex.sh ./...", Ask, "-exec"},
+		{"go vet -vettool=./x ./...", Ask, "-vettool"},
+		{"go vet --vettool ./x ./...", Ask, "-vettool"},
 		// Protected and outside paths in arguments.
 		{"cat .env", Ask, ".env"},
 		{"cat ./config/.env.local", Ask, ".env"},
