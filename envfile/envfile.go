@@ -74,18 +74,36 @@ func Update(data []byte, key, value string) []byte {
 		parts = parts[:len(parts)-1] // the empty piece after the last newline
 	}
 	found := false
+	var open byte     // the quote of a multi-line value still open ('"', '\'' or 0)
+	dropping := false // the open value is key's old one: its lines go
+	drop := map[int]bool{}
 	for i, raw := range parts {
 		line := strings.TrimSuffix(raw, "\r")
+		if open != 0 {
+			// A continuation line of a quoted value: part of that value, not an assignment.
+			drop[i] = dropping
+			if closesQuote(line, open) {
+				open, dropping = 0, false
+			}
+			continue
+		}
+		q := opensQuote(line)
 		if newLine, ok := rewriteLine(line, key, value); ok {
 			parts[i] = newLine
 			if strings.HasSuffix(raw, "\r") {
 				parts[i] += "\r"
 			}
 			found = true
+			open, dropping = q, q != 0
+			continue
 		}
+		open = q
 	}
 	var b strings.Builder
 	for i, p := range parts {
+		if drop[i] {
+			continue
+		}
 		b.WriteString(p)
 		if i < len(parts)-1 || trailingEOL {
 			b.WriteString("\n")
@@ -98,6 +116,43 @@ func Update(data []byte, key, value string) []byte {
 		b.WriteString(key + "=" + Quote(value) + eol)
 	}
 	return []byte(b.String())
+}
+
+// opensQuote returns the quote character of an assignment whose quoted value
+// does not close on this line (godotenv reads such a value on to the line that
+// closes it), or 0.
+func opensQuote(line string) byte {
+	t := strings.TrimLeft(line, " \t")
+	if strings.HasPrefix(t, "#") {
+		return 0
+	}
+	_, rest, ok := strings.Cut(t, "=")
+	if !ok {
+		return 0
+	}
+	v := strings.TrimLeft(rest, " \t")
+	if v == "" || (v[0] != '"' && v[0] != '\'') {
+		return 0
+	}
+	if closesQuote(v[1:], v[0]) {
+		return 0
+	}
+	return v[0]
+}
+
+// closesQuote reports whether s holds an unescaped q (backslash escapes count
+// inside double quotes only).
+func closesQuote(s string, q byte) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && q == '"' {
+			i++
+			continue
+		}
+		if s[i] == q {
+			return true
+		}
+	}
+	return false
 }
 
 // rewriteLine replaces the value in line if it assigns key, keeping leading

@@ -73,6 +73,18 @@ func TestUpdate(t *testing.T) {
 			want: "A=1\nDEEPSEEK_ALLOWED_ROOTS=\"/srv/my work:/srv/\\$x\"\n",
 		},
 		{
+			name: "a line inside another multi-line quoted value is not an assignment",
+			in:   "MULTI=\"line one\nMCP_PATH_SECRET=inside \\\" quote\nline three\" # c\nMCP_PATH_SECRET=old0123456789abcdef\n",
+			key:  "MCP_PATH_SECRET", value: "new0123456789abcdef",
+			want: "MULTI=\"line one\nMCP_PATH_SECRET=inside \\\" quote\nline three\" # c\nMCP_PATH_SECRET=new0123456789abcdef\n",
+		},
+		{
+			name: "the key's own multi-line value is replaced whole",
+			in:   "A=1\nMCP_PATH_SECRET='old\nMORE=x\nend'\nB=2\n",
+			key:  "MCP_PATH_SECRET", value: "new0123456789abcdef",
+			want: "A=1\nMCP_PATH_SECRET=new0123456789abcdef\nB=2\n",
+		},
+		{
 			name: "empty value",
 			in:   "DEEPSEEK_ALLOWED_ROOTS=/srv/a\n",
 			key:  "DEEPSEEK_ALLOWED_ROOTS", value: "",
@@ -84,6 +96,21 @@ func TestUpdate(t *testing.T) {
 			got := string(Update([]byte(tt.in), tt.key, tt.value))
 			if got != tt.want {
 				t.Fatalf("Update:\n got %q\nwant %q", got, tt.want)
+			}
+			// The reader the bridge uses agrees: key has the new value, every
+			// other variable keeps the value it had.
+			before, err1 := godotenv.Unmarshal(tt.in)
+			after, err2 := godotenv.Unmarshal(got)
+			if err1 != nil || err2 != nil {
+				t.Fatalf("godotenv: %v / %v", err1, err2)
+			}
+			if after[tt.key] != tt.value {
+				t.Errorf("godotenv reads %s=%q, want %q", tt.key, after[tt.key], tt.value)
+			}
+			for k, v := range before {
+				if k != tt.key && after[k] != v {
+					t.Errorf("godotenv reads %s=%q after the update, was %q", k, after[k], v)
+				}
 			}
 		})
 	}
