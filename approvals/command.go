@@ -304,7 +304,7 @@ func dangerousForm(name string, args []string) string {
 		}
 	case "sort":
 		for _, a := range args {
-			if strings.HasPrefix(a, "--compress-program") {
+			if abbrevOf(a, "compress-program", 3) {
 				return "sort --compress-program runs a program"
 			}
 		}
@@ -435,11 +435,11 @@ func gitForm(args []string) string {
 	}
 	for _, a := range rest {
 		switch {
-		case sub == "rebase" && (a == "-x" || a == "--exec" || strings.HasPrefix(a, "--exec=") || strings.HasPrefix(a, "-x")):
+		case sub == "rebase" && (strings.HasPrefix(a, "-x") || abbrevOf(a, "exec", 2)):
 			return "git rebase --exec runs commands"
 		case sub == "bisect" && a == "run":
 			return "git bisect run runs commands"
-		case sub == "grep" && (a == "-O" || strings.HasPrefix(a, "-O") || strings.HasPrefix(a, "--open-files-in-pager")):
+		case sub == "grep" && (a == "-O" || strings.HasPrefix(a, "-O") || abbrevOf(a, "open-files-in-pager", 2)):
 			return "git grep --open-files-in-pager runs a program"
 		case strings.HasPrefix(a, "--unsafe"):
 			return "git " + sub + " " + a + " writes outside the work tree"
@@ -721,6 +721,18 @@ func awkForm(name string, args []string) string {
 		}
 	}
 	return ""
+}
+
+// abbrevOf reports whether a is --long, or an abbreviation of it of at least
+// min letters (getopt_long and git's parse-options both take one), with or
+// without =value.
+func abbrevOf(a, long string, min int) bool {
+	name, ok := strings.CutPrefix(a, "--")
+	if !ok {
+		return false
+	}
+	name, _, _ = strings.Cut(name, "=")
+	return len(name) >= min && strings.HasPrefix(long, name)
 }
 
 // firstOperand returns the first argument that is not an option.

@@ -261,6 +261,14 @@ func TestClassifyCommand(t *testing.T) {
 		{"go test --exec=./ex.sh ./...", Ask, "-exec"},
 		{"go vet -vettool=./x ./...", Ask, "-vettool"},
 		{"go vet --vettool ./x ./...", Ask, "-vettool"},
+		// Review R3: getopt and git's parse-options take unambiguous
+		// abbreviations of long options.
+		{"git rebase --exe=make main", Ask, "rebase --exec"},
+		{"git rebase --ex make main", Ask, "rebase --exec"},
+		{"git grep --open=vim foo", Ask, "open-files-in-pager"},
+		{"sort --compress=sh -S 1K main.go", Ask, "compress-program"},
+		{"sort --com sh main.go", Ask, "compress-program"},
+		{"git rebase --empty=drop main", Allow, ""},
 		// Protected and outside paths in arguments.
 		{"cat .env", Ask, ".env"},
 		{"cat ./config/.env.local", Ask, ".env"},
