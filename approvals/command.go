@@ -705,8 +705,8 @@ var awkDanger = []string{"system", "getline", "ENVIRON", "ARGV", "ARGC", "PROCIN
 
 func awkForm(name string, args []string) string {
 	for _, a := range args {
-		if a == "-f" || a == "-E" || a == "--file" || a == "--exec" || a == "-l" || a == "--load" || a == "-i" || a == "--include" ||
-			strings.HasPrefix(a, "--file=") || strings.HasPrefix(a, "--exec=") || strings.HasPrefix(a, "--load=") || strings.HasPrefix(a, "--include=") {
+		if a == "-f" || a == "-E" || a == "-l" || a == "-i" ||
+			abbrevOf(a, "file", 3) || abbrevOf(a, "exec", 1) || abbrevOf(a, "load", 2) || abbrevOf(a, "include", 2) {
 			return name + " " + a + " runs a program file or extension"
 		}
 		for _, d := range awkDanger {

@@ -269,6 +269,10 @@ func TestClassifyCommand(t *testing.T) {
 		{"sort --compress=sh -S 1K main.go", Ask, "compress-program"},
 		{"sort --com sh main.go", Ask, "compress-program"},
 		{"git rebase --empty=drop main", Allow, ""},
+		{"awk --fil=prog.awk main.go", Ask, "program file"},
+		{"awk --lo ./ext.so 1 main.go", Ask, "program file"},
+		{"awk --e prog.awk main.go", Ask, "program file"},
+		{"awk --inc=lib.awk 1 main.go", Ask, "program file"},
 		// Protected and outside paths in arguments.
 		{"cat .env", Ask, ".env"},
 		{"cat ./config/.env.local", Ask, ".env"},
