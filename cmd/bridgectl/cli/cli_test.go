@@ -549,3 +549,25 @@ func TestStatusNotesEnvChangedSinceStart(t *testing.T) {
 	}
 	noSecrets(t, "status", out)
 }
+
+// rotate with nothing running and PORT=0 writes the secret but neither prints
+// nor copies an endpoint on port 0, which nothing will ever serve.
+func TestRotateStoppedPortZero(t *testing.T) {
+	clip := filepath.Join(t.TempDir(), "clipboard")
+	te := newTestEnv(t, "WAYLAND_DISPLAY=wayland-test")
+	if err := os.WriteFile(filepath.Join(te.pathDir, "wl-copy"), []byte("#!/bin/sh\ncat > "+clip+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := te.run("rotate")
+	if code != 0 || !strings.Contains(out, "the daemon is not running") || !strings.Contains(out, "known once the daemon runs") || strings.Contains(out, ":0/mcp/") {
+		t.Fatalf("rotate: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if _, err := os.Stat(clip); err == nil {
+		t.Fatal("a port-0 URL was copied to the clipboard")
+	}
+	env, _ := os.ReadFile(te.envFile)
+	if !regexp.MustCompile(`(?m)^MCP_PATH_SECRET=[0-9a-f]{64}$`).Match(env) {
+		t.Fatalf("no new secret in .env:\n%s", env)
+	}
+	noSecrets(t, "rotate", out, errs)
+}

@@ -53,6 +53,10 @@ func runRotate(ctx context.Context, e *Env, args []string) error {
 	if t := c.tunnel(); t.PID != 0 && t.Info != nil {
 		url = t.Info.URL + "/mcp/" + c.cfg.PathSecret
 		fmt.Fprintf(e.Stdout, "tunnel untouched (pid %d)\n", t.PID)
+	} else if portOf(d.Addr) == 0 {
+		// PORT=0 and nothing running: the port, so the URL, is chosen at start.
+		fmt.Fprintln(e.Stdout, "new endpoint: known once the daemon runs (PORT=0 picks the port at start): `bridgectl start`, then `bridgectl url --show`")
+		return nil
 	}
 	fmt.Fprintf(e.Stdout, "new endpoint: %s\n", url)
 	if tool, err := copyToClipboard(ctx, e, url); err == nil {
