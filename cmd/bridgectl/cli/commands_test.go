@@ -231,6 +231,40 @@ func TestNamedTunnelAndCheck(t *testing.T) {
 	noSecrets(t, "named tunnel", out, out2, cout.String(), cerr.String(), cout2, out3, te.must("logs", "--tunnel"), te.must("status"))
 }
 
+// doctor names what is wrong with the harness binary: a BRIDGE_CLAUDE_BIN that
+// is not there, or a pinned install whose symlink points nowhere.
+func TestDoctorNamesABrokenHarness(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(filepath.Join(bin, ".cache", "bin"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(binDir, "fakebridge"), filepath.Join(bin, "bridge")); err != nil {
+		t.Fatal(err)
+	}
+	pinned := filepath.Join(bin, ".cache", "bin", "claude")
+	if err := os.Symlink(filepath.Join(dir, "gone", "claude"), pinned); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		extra []string
+		want  string
+	}{
+		{"bad BRIDGE_CLAUDE_BIN", []string{"BRIDGE_CLAUDE_BIN=" + filepath.Join(dir, "no-claude")}, "FAIL harness: BRIDGE_CLAUDE_BIN=" + filepath.Join(dir, "no-claude") + " is not an executable file"},
+		{"broken pinned symlink", nil, "FAIL harness: the pinned install " + pinned + " is a broken symlink (to " + filepath.Join(dir, "gone", "claude") + ")"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			te := newTestEnv(t, append([]string{"BRIDGE_BIN=" + filepath.Join(bin, "bridge")}, tt.extra...)...)
+			out, _, code := te.run("doctor", "--dry")
+			if code == 0 || !strings.Contains(out, tt.want) {
+				t.Fatalf("doctor: exit %d, want %q in:\n%s", code, tt.want, out)
+			}
+		})
+	}
+}
+
 // On a terminal stdin, `tunnel named` never waits for a typed token: without a
 // stored one it says how to pipe it in; with one it reuses it at once.
 func TestNamedTunnelTerminalStdin(t *testing.T) {

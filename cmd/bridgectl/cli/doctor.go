@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -82,7 +83,10 @@ func runDoctor(ctx context.Context, e *Env, args []string) error {
 		r.ok("bridge binary: %s", bin)
 	}
 
-	if bin := c.findHarness(); bin == "" {
+	if bin, err := c.locateHarness(); err != nil && err != harness.ErrNoBinary {
+		// BRIDGE_CLAUDE_BIN or a pinned install names something that is not there.
+		r.fail("harness: %v — fix it, run scripts/install.sh or set BRIDGE_CLAUDE_BIN; agent jobs cannot run without it", err)
+	} else if err != nil {
 		r.fail("harness: Claude Code not found (BRIDGE_CLAUDE_BIN, the pinned install, PATH) — run scripts/install.sh or set BRIDGE_CLAUDE_BIN; agent jobs cannot run without it")
 	} else if v, err := versionOf(ctx, bin, "--version"); err != nil {
 		r.fail("harness: %s --version failed (%v) — reinstall with scripts/install.sh", bin, err)

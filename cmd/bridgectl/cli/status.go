@@ -276,16 +276,31 @@ func (c *ctl) harnessLine(d daemonStatus) string {
 // the project's pinned install next to the bridge binary or in the working
 // directory, then claude on PATH. "" when none is found.
 func (c *ctl) findHarness() string {
+	p, _ := c.locateHarness()
+	return p
+}
+
+// locateHarness finds the harness binary the way the daemon does; the error
+// says what is wrong (a bad BRIDGE_CLAUDE_BIN, a broken pinned install).
+func (c *ctl) locateHarness() (string, error) {
 	exe := c.e.Exe
 	if b, err := findBridge(c.e); err == nil {
 		exe = b
 	}
 	wd, _ := os.Getwd()
-	p, err := harness.Locate(c.cfg.ClaudeBin, harness.PinnedPaths(exe, wd), func(n string) (string, error) { return lookPath(c.e, n) })
-	if err != nil {
-		return ""
+	pinned := harness.PinnedPaths(exe, wd)
+	p, err := harness.Locate(c.cfg.ClaudeBin, pinned, func(n string) (string, error) { return lookPath(c.e, n) })
+	if err == nil || c.cfg.ClaudeBin != "" {
+		return p, err
 	}
-	return p
+	for _, pp := range pinned {
+		if target, lerr := os.Readlink(pp); lerr == nil {
+			if _, serr := os.Stat(pp); serr != nil {
+				return "", fmt.Errorf("the pinned install %s is a broken symlink (to %s): %w", pp, target, err)
+			}
+		}
+	}
+	return "", err
 }
 
 func truncate(s string, n int) string {
