@@ -86,6 +86,9 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*jobs.Registry, *model
 		return nil, nil, info, err
 	}
 	info.guard = g
+	if lerr == nil {
+		g.harnessBin = bin // runs unsandboxed for every job: no workspace may hold it
+	}
 	switch {
 	case noKey:
 		info.Available, info.Error = false, errNoKeyForJobs.Error()

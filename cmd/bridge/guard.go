@@ -51,6 +51,7 @@ const (
 type guard struct {
 	dir        statedir.Dir
 	exe        string // this bridge binary: the approval child
+	harnessBin string // the Claude Code binary ("" when none was found)
 	roots      []string
 	envFile    string // the daemon's .env ("" when none)
 	home       string // the daemon's home, for the credential stores to deny
@@ -128,11 +129,16 @@ func (g *guard) denied() []string {
 }
 
 // protected are the paths a workspace must not overlap and sandboxed
-// commands must not write: the state dir and the daemon's .env.
+// commands must not write: the state dir, the daemon's .env, and the two
+// binaries that run outside the OS sandbox for every job — this bridge (the
+// approval child) and Claude Code. A job that could replace either would run
+// its own code unsandboxed at the next job (or approve its own requests).
 func (g *guard) protected() []string {
 	out := []string{g.dir.Root}
-	if g.envFile != "" {
-		out = append(out, g.envFile)
+	for _, p := range []string{g.envFile, g.exe, g.harnessBin} {
+		if p != "" {
+			out = append(out, p)
+		}
 	}
 	return out
 }

@@ -295,6 +295,33 @@ func TestGuardAdmitRefusesWhatAJobMustNotReach(t *testing.T) {
 	if _, err := g2.g.admit(filepath.Dir(g2.dir.Root)); err == nil || !strings.Contains(err.Error(), "overlaps") {
 		t.Errorf("a workspace holding the state dir: %v", err)
 	}
+	// A workspace holding the bridge binary (the approval child) or the
+	// Claude Code binary: a job could replace either, and the next job would
+	// run the replacement outside the OS sandbox.
+	for _, which := range []string{"bridge", "claude"} {
+		t.Run("a workspace holding the "+which+" binary", func(t *testing.T) {
+			g3 := newGuardFixture(t, nil, nil)
+			proj := filepath.Join(g3.root, "bridge-src")
+			bin := filepath.Join(proj, ".cache", "bin", which)
+			if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if which == "bridge" {
+				g3.g.exe = bin
+			} else {
+				g3.g.harnessBin = bin
+			}
+			if _, err := g3.g.admit(proj); err == nil || !errors.Is(err, jobs.ErrWorkspace) || !strings.Contains(err.Error(), "overlaps") {
+				t.Errorf("admit(%s) = %v, want ErrWorkspace with \"overlaps\"", proj, err)
+			}
+			if _, err := g3.g.admit(filepath.Join(g3.root)); err == nil {
+				t.Errorf("admit(root holding %s) = nil, want refused", bin)
+			}
+		})
+	}
 }
 
 // Without its own executable the daemon cannot launch the approval child:
