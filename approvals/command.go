@@ -3,6 +3,7 @@ package approvals
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"unicode"
@@ -107,9 +108,49 @@ func classifyCommand(cmd string, p Policy) Verdict {
 			if namesDotEnv(c, p.Workspace) || namesDotEnv(d.Resolved, p.Workspace) {
 				return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q mentions a .env file, which usually holds secrets: a human decides", a)}
 			}
+			if v, bad := globMatches(g, a, c, p.Workspace); bad {
+				return v
+			}
 		}
 	}
 	return Verdict{Decision: Allow, Reason: fmt.Sprintf("%s is on the allow list, with no dangerous form, and every path argument is inside the workspace", name)}
+}
+
+// maxGlobMatches bounds the files one glob argument is checked against.
+const maxGlobMatches = 4096
+
+// globMatches checks what the shell would expand a glob argument to: every
+// match must be inside the workspace (a wildcard may match a symlink that
+// leads out, which the pattern's non-glob prefix does not show) and must not
+// name a .env file. Quoting is not tracked, so a quoted pattern is checked
+// as if it were expanded.
+func globMatches(g sandbox.Guard, arg, c, workspace string) (Verdict, bool) {
+	if !strings.ContainsAny(c, "*?[") {
+		return Verdict{}, false
+	}
+	pattern := c
+	if !filepath.IsAbs(pattern) {
+		pattern = filepath.Join(workspace, pattern)
+	}
+	matches, err := filepath.Glob(pattern)
+	if err != nil {
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q is a malformed glob (%v): a human decides", arg, err)}, true
+	}
+	if len(matches) > maxGlobMatches {
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q matches more than %d files: a human decides", arg, maxGlobMatches)}, true
+	}
+	for _, m := range matches {
+		d := g.Admit(m)
+		switch {
+		case d.Protected:
+			return Verdict{Decision: Deny, Reason: fmt.Sprintf("argument %q matches %s (its state dir, its .env or a credential store): no job may touch it", arg, d.Reason)}, true
+		case !d.Inside:
+			return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q matches %s: %s: a human decides", arg, m, d.Reason)}, true
+		case namesDotEnv(m, workspace) || namesDotEnv(d.Resolved, workspace):
+			return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q matches %s, a .env file, which usually holds secrets: a human decides", arg, m)}, true
+		}
+	}
+	return Verdict{}, false
 }
 
 // normalizeProgram makes program names case- and extension-insensitive:

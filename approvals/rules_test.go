@@ -26,7 +26,7 @@ func newWorld(t testing.TB) world {
 	for _, d := range []string{"ws/src", "state/approvals", "outside", "ws-evil"} {
 		mustDo(t, os.MkdirAll(filepath.Join(root, d), 0o755))
 	}
-	for _, f := range []string{"ws/main.go", "ws/src/a.ts", "outside/secret.txt", ".env", "state/approvals/x.request.json"} {
+	for _, f := range []string{"ws/main.go", "ws/src/a.ts", "ws/.env", "outside/secret.txt", ".env", "state/approvals/x.request.json"} {
 		mustDo(t, os.WriteFile(filepath.Join(root, f), []byte("x"), 0o600))
 	}
 	mustDo(t, os.Symlink("../state", filepath.Join(w.ws, "state-link")))
@@ -273,6 +273,13 @@ func TestClassifyCommand(t *testing.T) {
 		{"awk --lo ./ext.so 1 main.go", Ask, "program file"},
 		{"awk --e prog.awk main.go", Ask, "program file"},
 		{"awk --inc=lib.awk 1 main.go", Ask, "program file"},
+		// Review R3: the shell expands an unquoted glob before the program
+		// runs; what it matches is checked, not only the pattern's prefix.
+		{"cat out-lin*/secret.txt", Ask, "symlink"},
+		{"cat .en?", Ask, ".env"},
+		{"cat src/*.ts", Allow, ""},
+		{"cat 'out-lin*/secret.txt'", Ask, "symlink"}, // quoting is not tracked: checked as if expanded
+		{"find . -name '*.go'", Allow, ""},
 		// Protected and outside paths in arguments.
 		{"cat .env", Ask, ".env"},
 		{"cat ./config/.env.local", Ask, ".env"},
