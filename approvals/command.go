@@ -337,6 +337,12 @@ func dangerousForm(name string, args []string) string {
 		if sub := firstOperand(args); slices.Contains([]string{"install", "uninstall", "publish", "login", "logout", "owner", "yank", "add", "remove", "fetch", "update", "search"}, sub) {
 			return "cargo " + sub + " installs, publishes or fetches crates"
 		}
+	case "rustc":
+		for _, a := range args {
+			if strings.Contains(a, "linker") {
+				return "rustc -C linker runs a program of the job's choosing"
+			}
+		}
 	case "rg":
 		for _, a := range args {
 			if a == "--pre" || strings.HasPrefix(a, "--pre=") {
@@ -373,6 +379,15 @@ func followsLinks(name string, args []string) string {
 		short, long = 'L', "--fol"
 	case "cp":
 		short, long = 'L', "--der"
+	case "diff":
+		// diff dereferences symlinks unless told not to; with -N it prints
+		// a file found on one side only in full.
+		for _, a := range args {
+			if strings.HasPrefix(a, "--no-d") {
+				return ""
+			}
+		}
+		short, long = 'r', "--rec"
 	default:
 		return ""
 	}

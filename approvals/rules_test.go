@@ -273,6 +273,14 @@ func TestClassifyCommand(t *testing.T) {
 		{"awk --lo ./ext.so 1 main.go", Ask, "program file"},
 		{"awk --e prog.awk main.go", Ask, "program file"},
 		{"awk --inc=lib.awk 1 main.go", Ask, "program file"},
+		{"diff -rN . src", Ask, "symlink"},
+		{"diff --recursive --new-file . src", Ask, "symlink"},
+		{"diff -r --no-dereference . src", Allow, ""},
+		{"diff -u main.go main.go", Allow, ""},
+		{"rustc -C linker=./x main.rs", Ask, "linker"},
+		{"rustc -Clinker=cc main.rs", Ask, "linker"},
+		{"rustc --codegen linker=cc main.rs", Ask, "linker"},
+		{"rustc -O main.rs", Allow, ""},
 		// Review R3: the shell expands an unquoted glob before the program
 		// runs; what it matches is checked, not only the pattern's prefix.
 		{"cat out-lin*/secret.txt", Ask, "symlink"},
