@@ -342,6 +342,9 @@ func dangerousForm(name string, args []string) string {
 			if strings.Contains(a, "linker") {
 				return "rustc -C linker runs a program of the job's choosing"
 			}
+			if strings.HasPrefix(a, "@") {
+				return "rustc @file reads more options (a -C linker among them) from a file the rules cannot see"
+			}
 		}
 	case "rg":
 		for _, a := range args {

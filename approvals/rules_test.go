@@ -280,6 +280,7 @@ func TestClassifyCommand(t *testing.T) {
 		{"rustc -C linker=./x main.rs", Ask, "linker"},
 		{"rustc -Clinker=cc main.rs", Ask, "linker"},
 		{"rustc --codegen linker=cc main.rs", Ask, "linker"},
+		{"rustc @args.txt main.rs", Ask, "@file"},
 		{"rustc -O main.rs", Allow, ""},
 		// Review R3: the shell expands an unquoted glob before the program
 		// runs; what it matches is checked, not only the pattern's prefix.
