@@ -226,3 +226,24 @@ func (e *env) onDisk(id string) Snapshot {
 }
 
 var errBoom = errors.New("boom")
+
+// DirectGateway points every harness straight at BaseURL with Key. It lives
+// in the tests only: handing a harness the shared key is what the per-job
+// model proxy exists to prevent.
+type DirectGateway struct{ BaseURL, Key string }
+
+var _ ModelGateway = DirectGateway{}
+
+// Open returns the configured endpoint and key.
+func (g DirectGateway) Open(string) (string, string, error) {
+	if g.BaseURL == "" {
+		return "", "", errors.New("no Anthropic base URL: set BRIDGE_ANTHROPIC_BASE_URL or DEEPSEEK_BASE_URL")
+	}
+	return g.BaseURL, g.Key, nil
+}
+
+// Revoke cannot revoke a shared key; the harness is stopped instead.
+func (g DirectGateway) Revoke(string) {}
+
+// Close knows no usage; the harness's own result line supplies it.
+func (g DirectGateway) Close(string) (Metered, error) { return Metered{}, nil }

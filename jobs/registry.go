@@ -42,9 +42,9 @@ var (
 	ErrBadInput  = errors.New("invalid job request")
 )
 
-// ModelGateway hands each job its model endpoint and credentials. The built-in
-// DirectGateway gives every job the configured endpoint and key; a per-job
-// proxy gives each job its own revocable token and reports usage on Close.
+// ModelGateway hands each job its model endpoint and credentials. The daemon
+// uses the per-job model proxy (cmd/bridge): each job gets its own revocable
+// token, never the real key, and the proxy reports usage on Close.
 //
 // Revoke must not block: the registry calls it the moment a job is stopped
 // (cancel, ceiling, shutdown), before the harness has been reaped, so the
@@ -63,25 +63,6 @@ type Metered struct {
 	Usage   Usage
 	CostUSD float64
 }
-
-// DirectGateway points every harness straight at BaseURL with Key.
-type DirectGateway struct{ BaseURL, Key string }
-
-var _ ModelGateway = DirectGateway{}
-
-// Open returns the configured endpoint and key.
-func (g DirectGateway) Open(string) (string, string, error) {
-	if g.BaseURL == "" {
-		return "", "", errors.New("no Anthropic base URL: set BRIDGE_ANTHROPIC_BASE_URL or DEEPSEEK_BASE_URL")
-	}
-	return g.BaseURL, g.Key, nil
-}
-
-// Revoke cannot revoke a shared key; the harness is stopped instead.
-func (g DirectGateway) Revoke(string) {}
-
-// Close knows no usage; the harness's own result line supplies it.
-func (g DirectGateway) Close(string) (Metered, error) { return Metered{}, nil }
 
 // Options configure a Registry. Zero limits take the config defaults.
 type Options struct {
