@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/backoff"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
@@ -265,8 +266,8 @@ func flashCall(ctx context.Context, c *Client) error {
 // baseline the load run is compared with.
 func (r *runner) idle(ctx context.Context) error {
 	// The daemon has just said it listens; give its start-up a moment to end.
-	if err := sleepCtx(ctx, 300*time.Millisecond); err != nil {
-		return err
+	if !backoff.Sleep(ctx, 300*time.Millisecond) {
+		return ctx.Err()
 	}
 	var err error
 	if r.rep.RSSIdle, err = RSS(r.b.pid()); err != nil {
@@ -312,8 +313,8 @@ func (r *runner) stableGoroutines(ctx context.Context) (Goroutines, error) {
 			return g, nil
 		}
 		prev = g.Total
-		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
-			return g, err
+		if !backoff.Sleep(ctx, 100*time.Millisecond) {
+			return g, ctx.Err()
 		}
 	}
 }
@@ -330,20 +331,9 @@ func (r *runner) settleGoroutines(ctx context.Context, target Goroutines) (Gorou
 		if g.Own() <= target.Own() || time.Now().After(deadline) {
 			return g, nil
 		}
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
-			return g, err
+		if !backoff.Sleep(ctx, 50*time.Millisecond) {
+			return g, ctx.Err()
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
@@ -489,7 +479,7 @@ func (r *runner) saturation(ctx context.Context) error {
 	wg.Add(1)
 	go func() { // owner: saturation; joined below
 		defer wg.Done()
-		for sleepCtx(sctx, 100*time.Millisecond) == nil {
+		for backoff.Sleep(sctx, 100*time.Millisecond) {
 			if v, err := RSS(r.b.pid()); err == nil && v > peakRSS.Load() {
 				peakRSS.Store(v)
 			}
