@@ -152,8 +152,8 @@ func sseFrom(ctx context.Context) *sseWriter {
 	return w
 }
 
-// callStream is the per-tools/call state shared by the progress reporter,
-// the keepalive and the pump.
+// callStream is the per-tools/call state shared by the progress reporter
+// and the call's loop (keepalive and pump).
 type callStream struct {
 	token mcp.ProgressToken // nil: the client asked for no progress
 	sse   *sseWriter        // nil on stdio
@@ -280,7 +280,9 @@ func (p *progressReporter) Done(message string) {
 
 // toolMiddleware wraps every tool handler: the response becomes SSE, the
 // call's notifications go through our pump (HTTP), and bytes keep moving
-// while the handler runs.
+// while the handler runs. One goroutine per call does both (callLoop): with
+// 1,000 long-polls held, each goroutine and its stack is memory the owner
+// pays for (docs/PERFORMANCE.md).
 func (s *Server) toolMiddleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		sess := mcpserver.ClientSessionFromContext(ctx)
@@ -290,58 +292,59 @@ func (s *Server) toolMiddleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHa
 		cs := &callStream{token: progressToken(req), sse: sseFrom(ctx), lastSent: time.Now()}
 		var pump *notifyPump
 		if cs.sse != nil && sess != nil {
-			pump = startPump(sess, cs)
+			pump = newPump(sess, cs)
 			ctx = s.mcp.WithContext(ctx, pump)
 		}
 		ctx = context.WithValue(ctx, callStreamKey{}, cs)
 		// Deferred, so a panicking handler (recovered by mcp-go further out)
-		// leaves no goroutine behind; the keepalive stops before the pump
-		// writes its last notifications.
-		if pump != nil {
-			defer pump.close()
-		}
-		defer s.startKeepalive(ctx, cs)()
+		// leaves no goroutine behind.
+		defer s.startCallLoop(ctx, cs, pump)()
 		return next(ctx, req)
 	}
 }
 
-// startKeepalive makes sure no more than KeepaliveInterval passes without
-// bytes on the wire: a progress notification when the client gave a token
-// (it also resets the client's own request timeout), else an SSE comment.
-// The returned func stops and joins the goroutine.
-func (s *Server) startKeepalive(ctx context.Context, cs *callStream) func() {
-	if cs.token == nil && cs.sse == nil {
+// startCallLoop starts the one goroutine a tools/call owns. It writes the
+// call's notifications to the response as they come (when pump is set:
+// HTTP) and makes sure no more than KeepaliveInterval passes without bytes on
+// the wire: a progress notification when the client gave a token (it also
+// resets the client's own request timeout), else an SSE comment. The
+// returned func writes what the handler sent before returning, all of it,
+// and joins the goroutine.
+func (s *Server) startCallLoop(ctx context.Context, cs *callStream, pump *notifyPump) func() {
+	keepalive := cs.token != nil || cs.sse != nil
+	if pump == nil && !keepalive {
 		return func() {}
 	}
-	every := s.o.KeepaliveInterval
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { // owner: the tools/call; joined by the returned func
 		defer close(done)
+		var notes <-chan mcp.JSONRPCNotification // nil (never ready) without a pump
+		if pump != nil {
+			notes = pump.ch
+		}
 		// Check four times per interval and speak up after three quarters of
-		// silence: the longest gap stays under `every`, and a tool that sends
-		// its own progress more often than that is never interleaved with.
-		t := time.NewTicker(every / 4)
-		defer t.Stop()
-		rep := newProgressReporter(ctx, mcp.CallToolRequest{})
+		// silence: the longest gap stays under the interval, and a tool that
+		// sends its own progress more often than that is never interleaved with.
+		var tick <-chan time.Time
+		if keepalive {
+			t := time.NewTicker(s.o.KeepaliveInterval / 4)
+			defer t.Stop()
+			tick = t.C
+		}
+		gone := ctx.Done()
 		for {
 			select {
+			case n := <-notes:
+				pump.write(n)
+			case <-tick:
+				pump.drain() // what is queued goes first: it may end the silence
+				s.keepalive(ctx, cs)
+			case <-gone: // the client went away: no more keepalives, but the
+				tick, gone = nil, nil // handler's notifications are still written
 			case <-stop:
+				pump.drain()
 				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			if cs.idle() < every-every/4 {
-				continue
-			}
-			if cs.token != nil {
-				cs.mu.Lock()
-				next := cs.last + 1
-				cs.mu.Unlock()
-				rep.Report(next, 0, "still working")
-			} else if err := cs.sse.comment("keepalive"); err != nil {
-				s.log.Debug().Err(err).Msg("keepalive comment")
 			}
 		}
 	}()
@@ -351,47 +354,56 @@ func (s *Server) startKeepalive(ctx context.Context, cs *callStream) func() {
 	}
 }
 
+// keepalive speaks up when the call has been silent for three quarters of
+// the interval.
+func (s *Server) keepalive(ctx context.Context, cs *callStream) {
+	every := s.o.KeepaliveInterval
+	if cs.idle() < every-every/4 {
+		return
+	}
+	if cs.token != nil {
+		// Through the session like any progress, so it is ordered with the
+		// handler's own (callStream.sendMu); on HTTP the pump's channel gets
+		// it and this same loop writes it next.
+		cs.mu.Lock()
+		next := cs.last + 1
+		cs.mu.Unlock()
+		newProgressReporter(ctx, mcp.CallToolRequest{}).Report(next, 0, "still working")
+		return
+	}
+	if err := cs.sse.comment("keepalive"); err != nil {
+		s.log.Debug().Err(err).Msg("keepalive comment")
+	}
+}
+
 // notifyPump is the session a tool handler sees during an HTTP tools/call:
-// the mcp-go session with the notification channel replaced by ours. Its
-// goroutine writes each notification to the response as it comes.
+// the mcp-go session with the notification channel replaced by ours, which
+// the call's loop (startCallLoop) writes to the response as it comes.
 type notifyPump struct {
 	mcpserver.ClientSession
-	cs   *callStream
-	ch   chan mcp.JSONRPCNotification
-	stop chan struct{}
-	done chan struct{}
+	cs *callStream
+	ch chan mcp.JSONRPCNotification
 }
 
 const pumpBuffer = 100 // like mcp-go's own session channel; a full one refuses
 
-func startPump(inner mcpserver.ClientSession, cs *callStream) *notifyPump {
-	p := &notifyPump{
-		ClientSession: inner, cs: cs,
-		ch:   make(chan mcp.JSONRPCNotification, pumpBuffer),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
-	}
-	go p.run() // owner: toolMiddleware; joined by close
-	return p
+func newPump(inner mcpserver.ClientSession, cs *callStream) *notifyPump {
+	return &notifyPump{ClientSession: inner, cs: cs, ch: make(chan mcp.JSONRPCNotification, pumpBuffer)}
 }
 
 func (p *notifyPump) NotificationChannel() chan<- mcp.JSONRPCNotification { return p.ch }
 
-func (p *notifyPump) run() {
-	defer close(p.done)
+// drain writes every queued notification; a nil pump has none.
+func (p *notifyPump) drain() {
+	if p == nil {
+		return
+	}
 	for {
 		select {
 		case n := <-p.ch:
 			p.write(n)
-		case <-p.stop:
-			for { // what the handler sent before returning is written, all of it
-				select {
-				case n := <-p.ch:
-					p.write(n)
-				default:
-					return
-				}
-			}
+		default:
+			return
 		}
 	}
 }
@@ -403,12 +415,6 @@ func (p *notifyPump) write(n mcp.JSONRPCNotification) {
 		return
 	}
 	_ = p.cs.sse.event(b) // a gone client is seen by the handler's ctx
-}
-
-// close drains the channel onto the wire and joins the goroutine.
-func (p *notifyPump) close() {
-	close(p.stop)
-	<-p.done
 }
 
 // The optional session interfaces, forwarded to the mcp-go session.

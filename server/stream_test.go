@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -224,17 +226,83 @@ func TestPanickingToolLeavesNoGoroutine(t *testing.T) {
 	}
 }
 
-// callGoroutines returns the stacks of running pump and keepalive goroutines.
+// callGoroutines returns the stacks of running call loops (pump and keepalive).
 func callGoroutines() string {
+	return strings.Join(callLoops(), "\n\n")
+}
+
+func callLoops() []string {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	var out []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "(*notifyPump).run") || strings.Contains(g, "(*Server).startKeepalive.func") {
+		if strings.Contains(g, "(*Server).startCallLoop.func") {
 			out = append(out, g)
 		}
 	}
-	return strings.Join(out, "\n\n")
+	return out
+}
+
+// TestOneGoroutinePerHeldCall: a held tools/call costs the bridge one
+// goroutine of its own (pump and keepalive together), whether or not the
+// client asked for progress, and none once the calls are answered.
+func TestOneGoroutinePerHeldCall(t *testing.T) {
+	env := newTestEnv(t, Options{KeepaliveInterval: time.Hour})
+	const held = 6
+	entered := make(chan struct{}, held)
+	release := make(chan struct{})
+	env.srv.mcp.AddTool(mcp.NewTool("hold"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		entered <- struct{}{}
+		<-release
+		return mcp.NewToolResultText("released"), nil
+	})
+	type answer struct {
+		status int
+		body   string
+		err    error
+	}
+	results := make(chan answer, held)
+	for i := range held {
+		token := any(nil)
+		if i%2 == 0 {
+			token = fmt.Sprintf("tok-%d", i)
+		}
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, env.url, strings.NewReader(callBody(i, "hold", nil, token)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range mcpHeaders {
+			req.Header.Set(k, v)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		go func() {
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				results <- answer{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			results <- answer{resp.StatusCode, string(b), err}
+		}()
+	}
+	for range held {
+		<-entered
+	}
+	if n := len(callLoops()); n != held {
+		t.Errorf("%d calls held, %d call loops running; want one each", held, n)
+	}
+	close(release)
+	for range held {
+		r := <-results
+		if r.err != nil || r.status != 200 || !strings.Contains(r.body, "released") {
+			t.Errorf("held call answered %d %q (%v)", r.status, r.body, r.err)
+		}
+	}
+	if left := callGoroutines(); left != "" {
+		t.Fatalf("goroutines of finished calls still running:\n%s", left)
+	}
 }
 
 // TestProgressNeverGoesBackwards: reports from several goroutines of one call
