@@ -434,27 +434,31 @@ func truncate(s string, n int) string {
 
 // readStream parses the SSE stream: comment lines are keep-alives, data lines
 // carry chunks, a blank line ends an event, "data: [DONE]" ends the stream.
+// It runs once per chunk of every answer (one per token or so from
+// DeepSeek), so it reads lines in place and decodes each event from one
+// reused buffer: no copy of a line or a payload per chunk.
 func (t *turn) readStream(r io.Reader, p *progress) error {
-	br := bufio.NewReader(r) // readLine joins long lines; a 64 KiB buffer per call only fed the GC
-	var data []string
+	lr := lineReader{br: bufio.NewReader(r)} // 4 KiB; longer lines are joined
+	var payload []byte                       // the event's data lines, joined with "\n"
+	inEvent := false                         // a data line was seen since the last dispatch
 	dispatch := func() error {
-		if len(data) == 0 {
+		if !inEvent {
 			return nil
 		}
-		payload := strings.Join(data, "\n")
-		data = data[:0]
-		if strings.TrimSpace(payload) == "[DONE]" {
+		inEvent = false
+		defer func() { payload = payload[:0] }()
+		if bytes.Equal(bytes.TrimSpace(payload), doneMarker) {
 			t.done = true
 			return nil
 		}
 		var ch wireChunk
-		if err := json.Unmarshal([]byte(payload), &ch); err != nil {
+		if err := json.Unmarshal(payload, &ch); err != nil {
 			return fmt.Errorf("%w: malformed bytes in the answer stream: %v", ErrUpstream, err)
 		}
 		return t.apply(&ch, p)
 	}
 	for !t.done {
-		line, err := readLine(br)
+		line, err := lr.next()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				if derr := dispatch(); derr != nil {
@@ -468,38 +472,75 @@ func (t *turn) readStream(r io.Reader, p *progress) error {
 			return fmt.Errorf("%w: the answer stream broke off: %v", ErrUpstream, err)
 		}
 		switch {
-		case line == "":
+		case len(line) == 0:
 			if err := dispatch(); err != nil {
 				return err
 			}
-		case strings.HasPrefix(line, ":"):
+		case line[0] == ':':
 			p.emit(PhaseWaiting, "DeepSeek is busy; the connection is kept alive")
-		case strings.HasPrefix(line, "data:"):
-			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+		case bytes.HasPrefix(line, dataField):
+			if inEvent {
+				payload = append(payload, '\n')
+			}
+			inEvent = true
+			v := line[len(dataField):]
+			if len(v) > 0 && v[0] == ' ' {
+				v = v[1:]
+			}
+			payload = append(payload, v...)
 		}
 	}
 	return nil
 }
 
-// readLine reads one line without its line ending, bounded by maxStreamLine.
-func readLine(br *bufio.Reader) (string, error) {
-	var buf []byte
+var (
+	dataField  = []byte("data:")
+	doneMarker = []byte("[DONE]")
+)
+
+// lineReader reads lines without their line ending ("\n" or "\r\n"),
+// bounded by maxStreamLine. A line that fits the bufio.Reader's buffer is
+// returned in place, without a copy; every line is valid only until the next
+// call.
+type lineReader struct {
+	br   *bufio.Reader
+	long []byte // joins the fragments of a line longer than the buffer
+}
+
+func (l *lineReader) next() ([]byte, error) {
+	line, err := l.br.ReadSlice('\n')
+	if err == nil {
+		return trimEOL(line), nil
+	}
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		if errors.Is(err, io.EOF) && len(line) > 0 {
+			return line, nil // the last line, with no line ending
+		}
+		return nil, err
+	}
+	l.long = append(l.long[:0], line...)
 	for {
-		frag, isPrefix, err := br.ReadLine()
-		buf = append(buf, frag...)
-		if err != nil {
-			if errors.Is(err, io.EOF) && len(buf) > 0 {
-				return string(buf), nil
-			}
-			return "", err
+		line, err = l.br.ReadSlice('\n')
+		l.long = append(l.long, line...)
+		if len(l.long) > maxStreamLine+2 && len(trimEOL(l.long)) > maxStreamLine {
+			return nil, fmt.Errorf("a stream line is longer than %d bytes", maxStreamLine)
 		}
-		if len(buf) > maxStreamLine {
-			return "", fmt.Errorf("a stream line is longer than %d bytes", maxStreamLine)
-		}
-		if !isPrefix {
-			return string(buf), nil
+		switch {
+		case err == nil:
+			return trimEOL(l.long), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+		case errors.Is(err, io.EOF):
+			return l.long, nil
+		default:
+			return nil, err
 		}
 	}
+}
+
+// trimEOL drops a final "\n" and the "\r" before it.
+func trimEOL(b []byte) []byte {
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	return bytes.TrimSuffix(b, []byte("\r"))
 }
 
 // apply folds one chunk (or a whole completion) into the turn.

@@ -1,11 +1,14 @@
 package deepseek
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -118,6 +121,48 @@ func FuzzReadStream(f *testing.F) {
 		}
 		if len(tr.toolCalls) > maxToolCalls {
 			t.Fatalf("%d tool calls", len(tr.toolCalls))
+		}
+	})
+}
+
+// FuzzLineReader: lines come out as splitting the whole input on "\n" gives
+// them (a "\r" before the "\n" dropped, the last line kept as it is), however
+// the input falls across the reader's buffer — here the smallest bufio
+// allows, so most lines take the joining path.
+func FuzzLineReader(f *testing.F) {
+	f.Add([]byte("data: {}\r\n\r\n: ping\n\ndata: [DONE]"))
+	f.Add([]byte(strings.Repeat("x", 40) + "\r\n" + strings.Repeat("y", 16) + "\n\r"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want [][]byte
+		for i, line := range bytes.Split(data, []byte("\n")) {
+			last := i == bytes.Count(data, []byte("\n"))
+			if last {
+				if len(line) > 0 {
+					want = append(want, line)
+				}
+				break
+			}
+			want = append(want, bytes.TrimSuffix(line, []byte("\r")))
+		}
+		lr := lineReader{br: bufio.NewReaderSize(iotest.HalfReader(bytes.NewReader(data)), 16)}
+		var got [][]byte
+		for {
+			line, err := lr.next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("line %d: %v", len(got), err)
+			}
+			got = append(got, bytes.Clone(line))
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d lines, want %d: %q vs %q", len(got), len(want), got, want)
+		}
+		for i := range want {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("line %d: %q, want %q", i, got[i], want[i])
+			}
 		}
 	})
 }
