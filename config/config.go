@@ -6,9 +6,11 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -261,15 +263,34 @@ func (c Config) CheckSecret() error {
 	return nil
 }
 
-// Secrets lists the values that must never be printed (for log and output masking).
+// Secrets lists the values that must never be printed (for log and output
+// masking): the path secret, the API key and the userinfo (user:password) of
+// a base URL that carries credentials.
 func (c Config) Secrets() []string {
 	var s []string
-	for _, v := range []string{c.PathSecret, c.APIKey} {
-		if v != "" {
+	for _, v := range []string{c.PathSecret, c.APIKey, userinfo(c.DeepSeekBaseURL), userinfo(c.AnthropicBaseURL)} {
+		if v != "" && !slices.Contains(s, v) {
 			s = append(s, v)
 		}
 	}
 	return s
+}
+
+// userinfo is the "user:password" part of a URL as written ("" if it has none).
+func userinfo(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return ""
+	}
+	info, _, ok := strings.Cut(rest, "@")
+	if !ok || strings.ContainsAny(info, "/?#") {
+		return ""
+	}
+	return info
 }
 
 type parser struct {

@@ -216,3 +216,32 @@ func TestWideIntegers(t *testing.T) {
 		t.Fatalf("over the *_MS bound: %v", err)
 	}
 }
+
+// TestSecretsIncludeBaseURLUserinfo: credentials in a base URL's userinfo are
+// secrets like the key, so logs and bridgectl output mask them.
+func TestSecretsIncludeBaseURLUserinfo(t *testing.T) {
+	tests := []struct {
+		name, base, anthropic string
+		want                  []string
+	}{
+		{"none", "https://api.deepseek.com", "", []string{"test-secret-0123456789abcdef", "sk-test-double-key"}},
+		{"user and password", "https://alice:pw-0123@proxy.example/v1", "", []string{"test-secret-0123456789abcdef", "sk-test-double-key", "alice:pw-0123"}},
+		{"separate anthropic base", "https://a:b-0123@x.example", "http://token-0123@y.example/anthropic",
+			[]string{"test-secret-0123456789abcdef", "sk-test-double-key", "a:b-0123", "token-0123"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			c, err := LoadFrom("", mapEnv(map[string]string{
+				"MCP_PATH_SECRET": "test-secret-0123456789abcdef", "DEEPSEEK_API_KEY": "sk-test-double-key",
+				"DEEPSEEK_BASE_URL": tt.base, "BRIDGE_ANTHROPIC_BASE_URL": tt.anthropic, "BRIDGE_STATE_DIR": t.TempDir(),
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Secrets(); strings.Join(got, " ") != strings.Join(tt.want, " ") {
+				t.Fatalf("Secrets() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

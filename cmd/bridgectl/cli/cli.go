@@ -200,7 +200,7 @@ func printHelp(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, ".env discovery: --env FILE, then BRIDGE_ENV_FILE, then ./.env; real environment variables win.")
-	fmt.Fprintln(w, "Secrets (path secret, API key, tunnel token) are masked in every output unless --show is given.")
+	fmt.Fprintln(w, "Secrets (path secret, API key, tunnel token, credentials in a URL) are masked in every output unless --show is given.")
 	fmt.Fprintln(w, "`bridgectl COMMAND --help` explains one command.")
 }
 
@@ -398,6 +398,10 @@ var secretShapes = []struct{ re *regexp.Regexp }{
 	{regexp.MustCompile(`/mcp/([^/\s"'?#<>…]{8,})(?:[/\s"'?#<>]|$)`)},
 	{regexp.MustCompile(`(?:MCP_PATH_SECRET|DEEPSEEK_API_KEY|TUNNEL_TOKEN)=["']?([^\s"'…]{4,})(?:[\s"']|$)`)},
 	{regexp.MustCompile(`\b(sk-[A-Za-z0-9_-]{16,})(?:[^A-Za-z0-9_…-]|$)`)},
+	// Credentials in a URL (https://user:password@host/): the userinfo goes,
+	// scheme, host and path stay. Go's own errors already turn the password
+	// into "***"; the user name goes with it.
+	{regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]*://([^/\s"'?#<>@…]+)@`)},
 }
 
 // maskValue is how a secret looks in output: enough to tell two apart, not to use one.

@@ -534,3 +534,35 @@ func TestUninstallPurge(t *testing.T) {
 	}
 	noSecrets(t, "uninstall --purge refused", out2, errs2)
 }
+
+// TestDoctorMasksBaseURLUserinfo: a DEEPSEEK_BASE_URL with credentials in its
+// userinfo is printed with the userinfo masked and scheme, host and path kept,
+// whether the API answers or cannot be reached.
+func TestDoctorMasksBaseURLUserinfo(t *testing.T) {
+	const user, pass = "proxyuser", "proxy-pass-0123456789"
+	srv := newLoopbackServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, `{"object":"list","data":[]}`)
+	}))
+	host := strings.TrimPrefix(srv, "http://")
+	tests := []struct {
+		name, base, want string
+	}{
+		{"answers", "http://" + user + ":" + pass + "@" + host + "/v1", "OK   API key: present and accepted by http://prox…@" + host + "/v1"},
+		{"unreachable", "http://" + user + ":" + pass + "@127.0.0.1:1/v1", "FAIL API key: cannot reach http://prox…@127.0.0.1:1/v1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			te := newTestEnv(t, "DEEPSEEK_BASE_URL="+tt.base)
+			out, errs, _ := te.run("doctor")
+			if !strings.Contains(out, tt.want) {
+				t.Errorf("doctor lacks %q:\n%s", tt.want, out)
+			}
+			for _, s := range []string{user, pass} {
+				if strings.Contains(out+errs, s) {
+					t.Errorf("doctor printed the base URL's userinfo (%s):\n%s%s", s, out, errs)
+				}
+			}
+		})
+	}
+}
