@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"unicode"
@@ -87,6 +88,12 @@ func classifyCommand(cmd string, p Policy) Verdict {
 	args := make([]string, len(words)-1)
 	for i, w := range words[1:] {
 		args[i] = w.text
+	}
+	if (name == "sed" || name == "gsed") && bsdSed {
+		var why string
+		if args, why = bsdSedArgs(args); why != "" {
+			return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s: a human decides", why)}
+		}
 	}
 	if why := dangerousForm(name, args); why != "" {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s: a human decides", why)}
@@ -382,6 +389,26 @@ func followsLinks(name string, args []string) string {
 		short, long = 'L', "--fol"
 	case "cp":
 		short, long = 'L', "--der"
+	case "find":
+		// -L and -follow follow every link met below the starting points
+		// (-H only the starting points, which the rules admit).
+		for _, a := range args {
+			if a == "-L" || a == "-follow" {
+				return "find " + a + " follows symlinks below its arguments, which may lead outside the workspace"
+			}
+		}
+		return ""
+	case "ls":
+		// -L alone dereferences the named paths, which the rules admit; with
+		// -R it lists the trees behind links met on the way down.
+		if hasShortOrLong(args, 'L', "--der") && hasShortOrLong(args, 'R', "--rec") {
+			return "ls -L -R lists the trees behind symlinks below its arguments, which may lead outside the workspace"
+		}
+		return ""
+	case "tree":
+		short, long = 'l', "--follow"
+	case "du":
+		short, long = 'L', "--der"
 	case "diff":
 		// diff dereferences symlinks unless told not to; with -N it prints
 		// a file found on one side only in full.
@@ -395,12 +422,24 @@ func followsLinks(name string, args []string) string {
 		return ""
 	}
 	for _, a := range args {
-		if strings.HasPrefix(a, long) ||
-			!strings.HasPrefix(a, "--") && strings.HasPrefix(a, "-") && strings.IndexByte(a[1:], short) >= 0 {
+		if hasShortOrLong([]string{a}, short, long) {
 			return name + " " + a + " follows symlinks below its arguments, which may lead outside the workspace"
 		}
 	}
 	return ""
+}
+
+// hasShortOrLong reports whether args hold the short option (alone or in a
+// cluster) or a long option starting with long (getopt_long accepts
+// abbreviations).
+func hasShortOrLong(args []string, short byte, long string) bool {
+	for _, a := range args {
+		if strings.HasPrefix(a, long) ||
+			!strings.HasPrefix(a, "--") && strings.HasPrefix(a, "-") && strings.IndexByte(a[1:], short) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func nodeForm(name string, args []string) string {
@@ -656,6 +695,47 @@ func sedScripts(args []string) (scripts []string, at map[int]bool, fromFile bool
 		}
 	}
 	return scripts, at, false
+}
+
+// bsdSed is true where `sed` is BSD sed (macOS, the BSDs), whose -i takes
+// the backup suffix as a separate argument: `sed -i '' 's/a/b/' f` there is
+// `sed -i 's/a/b/' f` in GNU sed, and the rules below model GNU sed. A test
+// may set it.
+var bsdSed = runtime.GOOS == "darwin" || runtime.GOOS == "dragonfly" || strings.HasSuffix(runtime.GOOS, "bsd")
+
+// bsdSedArgs rewrites a BSD sed command line to the GNU one the rules
+// understand: the only in-place form it accepts is `-i ''` (no backup), whose
+// empty suffix it removes. Any other -i goes to a human, because which word
+// is the suffix, which the script and which a file then depends on the sed,
+// and a suffix is a path the backup is written to.
+func bsdSedArgs(args []string) ([]string, string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
+			return args, "" // BSD getopt stops at the first operand
+		}
+		if strings.HasPrefix(a, "--") {
+			continue // BSD sed has no long options; GNU rules check them
+		}
+		for j := 1; j < len(a); j++ {
+			switch a[j] {
+			case 'e', 'f', 'l':
+				if j == len(a)-1 {
+					i++ // the value is the next argument
+				}
+			case 'i':
+				if j < len(a)-1 || i+1 >= len(args) || args[i+1] != "" {
+					return nil, "sed -i with a backup suffix (BSD sed takes the next word as the suffix)"
+				}
+				out := append(append([]string{}, args[:i+1]...), args[i+2:]...)
+				return out, ""
+			default:
+				continue
+			}
+			break
+		}
+	}
+	return args, ""
 }
 
 // notPaths returns the indexes of arguments that are programs, not paths:

@@ -246,6 +246,17 @@ func TestClassifyCommand(t *testing.T) {
 		{"grep -r foo .", Allow, ""},
 		{"cp -r src copy", Allow, ""},
 		{"rg -l foo", Allow, ""},
+		// Listings that follow symlinks show the names of outside trees.
+		{"find -L . -name x", Ask, "symlink"},
+		{"find . -follow -type f", Ask, "symlink"},
+		{"find -H . -name x", Allow, ""},
+		{"ls -RL", Ask, "symlink"},
+		{"ls -L -R src", Ask, "symlink"},
+		{"ls --dereference --recursive", Ask, "symlink"},
+		{"ls -L src", Allow, ""},
+		{"ls -R src", Allow, ""},
+		{"tree -l", Ask, "symlink"},
+		{"tree -a src", Allow, ""},
 		// Review R3: abbreviated or clustered make --eval, npm options that
 		// pick the program npm runs, git apply outside the work tree.
 		{"make --eva=all", Ask, "make --eval"},
@@ -330,6 +341,59 @@ func TestClassifyCommand(t *testing.T) {
 				t.Error("empty reason")
 			}
 		})
+	}
+}
+
+// TestClassifyCommandBSDSed: BSD sed (macOS) takes -i's suffix as the next
+// word, so a GNU reading of `sed -i '' 'w /outside' f` would check '' as the
+// script and admit 'w /outside' as a file inside the workspace.
+func TestClassifyCommandBSDSed(t *testing.T) {
+	w := newWorld(t)
+	for _, bsd := range []bool{false, true} {
+		was := bsdSed
+		bsdSed = bsd
+		t.Cleanup(func() { bsdSed = was })
+		cases := []struct {
+			cmd    string
+			gnu    Action
+			bsd    Action
+			reason string // of the BSD verdict
+		}{
+			{"sed -i '' 's/a/b/' main.go", Allow, Allow, ""},
+			{"sed -n -i '' '1p' main.go", Allow, Allow, ""},
+			{"sed -i '' 'w /tmp/out' main.go", Allow, Ask, "sed script"},
+			{"sed -i '' -e 'w /tmp/out' main.go", Ask, Ask, "sed script"},
+			{"sed -i 's/a/b/' main.go", Allow, Ask, "backup suffix"},
+			{"sed -i.bak 's/a/b/' main.go", Allow, Ask, "backup suffix"},
+			{"sed -i .bak 's/a/b/' main.go", Ask, Ask, "backup suffix"},
+			{"sed -ni '' '1p' main.go", Allow, Allow, ""},
+			{"sed -e 's/a/b/' -i '' main.go", Allow, Allow, ""},
+			{"sed 's/a/b/' main.go", Allow, Allow, ""},
+			{"sed -n '1p' main.go -i", Allow, Allow, ""}, // BSD: -i after an operand is a file name
+		}
+		for _, tc := range cases {
+			name := map[bool]string{false: "gnu/", true: "bsd/"}[bsd] + tc.cmd
+			t.Run(name, func(t *testing.T) {
+				want, reason := tc.gnu, ""
+				if bsd {
+					want, reason = tc.bsd, tc.reason
+				}
+				v := ClassifyCommand(tc.cmd, w.policy)
+				if v.Decision != want || !strings.Contains(v.Reason, reason) {
+					t.Errorf("%s: %v %q, want %v containing %q", tc.cmd, v.Decision, v.Reason, want, reason)
+				}
+			})
+		}
+	}
+}
+
+// TestFollowsLinksDu: du is not on the default allow list; an owner who
+// adds it still gets -L sent to a human.
+func TestFollowsLinksDu(t *testing.T) {
+	for args, want := range map[string]bool{"-aL .": true, "--dereference .": true, "--dereference-args x": true, "-sh .": false, "-a src": false} {
+		if got := followsLinks("du", strings.Fields(args)) != ""; got != want {
+			t.Errorf("du %s: follows links %v, want %v", args, got, want)
+		}
 	}
 }
 
@@ -458,8 +522,18 @@ func FuzzClassifyCommand(f *testing.F) {
 		"git -c x=y log", "cat ~/.ssh/id_rsa", "echo ${x}", "cat state-link/x", "npm run build", "python3 -c 1"} {
 		f.Add(s)
 	}
+	f.Add("sed -i '' 's/a/b/' x")
+	f.Add("sed -ni '' -e 1p x")
 	w := newWorld(f)
 	f.Fuzz(func(t *testing.T, cmd string) {
+		// Both sed dialects: BSD sed's rules run only on macOS and the BSDs.
+		was := bsdSed
+		bsdSed = true
+		bsd := ClassifyCommand(cmd, w.policy)
+		bsdSed = was
+		if bsd.Decision == Allow && ClassifyCommand(cmd, w.policy).Decision != Allow && !strings.Contains(cmd, "-i") {
+			t.Fatalf("ClassifyCommand(%q) allowed under BSD sed only: %+v", cmd, bsd)
+		}
 		v := ClassifyCommand(cmd, w.policy)
 		if v.Decision != Allow && v.Decision != Ask && v.Decision != Deny || v.Reason == "" {
 			t.Fatalf("ClassifyCommand(%q) = %+v", cmd, v)
