@@ -698,13 +698,13 @@ func sedScripts(args []string) (scripts []string, at map[int]bool, fromFile bool
 }
 
 // bsdSed is true where `sed` is BSD sed (macOS, the BSDs), whose -i takes
-// the backup suffix as a separate argument: `sed -i ” 's/a/b/' f` there is
+// the backup suffix as a separate argument: `sed -i "" 's/a/b/' f` there is
 // `sed -i 's/a/b/' f` in GNU sed, and the rules below model GNU sed. A test
 // may set it.
 var bsdSed = runtime.GOOS == "darwin" || runtime.GOOS == "dragonfly" || strings.HasSuffix(runtime.GOOS, "bsd")
 
 // bsdSedArgs rewrites a BSD sed command line to the GNU one the rules
-// understand: the only in-place form it accepts is `-i ”` (no backup), whose
+// understand: the only in-place form it accepts is `-i ""` (no backup), whose
 // empty suffix it removes. Any other -i goes to a human, because which word
 // is the suffix, which the script and which a file then depends on the sed,
 // and a suffix is a path the backup is written to.

@@ -345,7 +345,7 @@ func TestClassifyCommand(t *testing.T) {
 }
 
 // TestClassifyCommandBSDSed: BSD sed (macOS) takes -i's suffix as the next
-// word, so a GNU reading of `sed -i ” 'w /outside' f` would check ” as the
+// word, so a GNU reading of `sed -i "" 'w /outside' f` would check "" as the
 // script and admit 'w /outside' as a file inside the workspace.
 func TestClassifyCommandBSDSed(t *testing.T) {
 	w := newWorld(t)
