@@ -145,19 +145,48 @@ func (c *ClaudeCode) Env(spec Spec) []string {
 	for _, kv := range set {
 		env = append(env, kv[0]+"="+kv[1])
 	}
-	if !hasEnv(env, "PATH") {
-		env = append(env, "PATH=/usr/local/bin:/usr/bin:/bin")
+	// Only absolute PATH entries; none left (or no PATH) gets the usual one.
+	path := "/usr/local/bin:/usr/bin:/bin"
+	if v := AbsolutePath(envValue(env, "PATH")); v != "" {
+		path = v
 	}
-	return env
+	return setEnv(env, "PATH", path)
 }
 
-func hasEnv(env []string, name string) bool {
-	for _, kv := range env {
-		if strings.HasPrefix(kv, name+"=") {
-			return true
+// AbsolutePath keeps the absolute entries of a PATH value. An empty or
+// relative entry ("", ".", "bin") is looked up from the current directory —
+// for the harness and its commands, the workspace the job writes — so a job
+// could drop an `ls` there and have it run when an allow-listed `ls` is
+// approved.
+func AbsolutePath(path string) string {
+	var keep []string
+	for _, dir := range filepath.SplitList(path) {
+		if filepath.IsAbs(dir) {
+			keep = append(keep, dir)
 		}
 	}
-	return false
+	return strings.Join(keep, string(filepath.ListSeparator))
+}
+
+// envValue returns the value of name in env, or "".
+func envValue(env []string, name string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// setEnv sets name to value, replacing an existing entry.
+func setEnv(env []string, name, value string) []string {
+	for i, kv := range env {
+		if strings.HasPrefix(kv, name+"=") {
+			env[i] = name + "=" + value
+			return env
+		}
+	}
+	return append(env, name+"="+value)
 }
 
 // Args is the argv (without the binary) of the harness for spec.

@@ -257,6 +257,32 @@ func TestEnvIsAllowListed(t *testing.T) {
 	}
 }
 
+// TestEnvPathIsAbsolute: an empty or relative PATH entry would look commands
+// up in the workspace, where the job writes; they are dropped.
+func TestEnvPathIsAbsolute(t *testing.T) {
+	spec := Spec{JobID: "j1", ConfigDir: "/state/harness/j1", BaseURL: "http://127.0.0.1:1", Token: "per-job-token", Model: "deepseek-flash"}
+	for _, tc := range []struct{ daemon, want string }{
+		{"/usr/local/bin:/usr/bin", "/usr/local/bin:/usr/bin"},
+		{".:/usr/bin::bin:/opt/x/bin:", "/usr/bin:/opt/x/bin"},
+		{"::.", "/usr/local/bin:/usr/bin:/bin"},
+		{"", "/usr/local/bin:/usr/bin:/bin"},
+	} {
+		environ := []string{"LANG=C"}
+		if tc.daemon != "" {
+			environ = append(environ, "PATH="+tc.daemon)
+		}
+		var paths []string
+		for _, kv := range (&ClaudeCode{Environ: environ}).Env(spec) {
+			if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+				paths = append(paths, v)
+			}
+		}
+		if len(paths) != 1 || paths[0] != tc.want {
+			t.Errorf("daemon PATH %q: harness PATH %q, want [%q]", tc.daemon, paths, tc.want)
+		}
+	}
+}
+
 // Behind the model proxy only the proxy retries: the harness gets
 // CLAUDE_CODE_MAX_RETRIES=0, and only then.
 func TestEnvNoRetries(t *testing.T) {
