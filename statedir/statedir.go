@@ -13,12 +13,15 @@ import (
 // FormatVersion is written into every JSON file the bridge keeps in the state dir.
 const FormatVersion = 1
 
-// Dir is a state directory. Its zero value is not usable; use Open.
+// Dir is a state directory. Its zero value is not usable; use Open, or At to
+// only read.
 type Dir struct{ Root string }
 
-// Open makes sure root exists with mode 0700 (tightening it if it is looser)
-// and returns the Dir.
-func Open(root string) (Dir, error) {
+// At names the state directory at root (made absolute) without touching the
+// filesystem: for readers, which must not create it or change its mode
+// (bridgectl status, jobs, logs, ... on a machine where the bridge never ran).
+// Writers use Open.
+func At(root string) (Dir, error) {
 	if root == "" {
 		return Dir{}, fmt.Errorf("state dir is empty: set BRIDGE_STATE_DIR")
 	}
@@ -26,8 +29,23 @@ func Open(root string) (Dir, error) {
 	if err != nil {
 		return Dir{}, fmt.Errorf("state dir %s: %w", root, err)
 	}
-	d := Dir{Root: abs}
-	for _, sub := range []string{abs, d.Jobs(), d.Approvals(), d.HarnessRoot()} {
+	return Dir{Root: abs}, nil
+}
+
+// Exists reports whether the state directory is there (and is a directory).
+func (d Dir) Exists() bool {
+	fi, err := os.Stat(d.Root)
+	return err == nil && fi.IsDir()
+}
+
+// Open makes sure root exists with mode 0700 (tightening it if it is looser)
+// and returns the Dir.
+func Open(root string) (Dir, error) {
+	d, err := At(root)
+	if err != nil {
+		return Dir{}, err
+	}
+	for _, sub := range []string{d.Root, d.Jobs(), d.Approvals(), d.HarnessRoot()} {
 		if err := os.MkdirAll(sub, 0o700); err != nil {
 			return Dir{}, fmt.Errorf("create state dir: %w", err)
 		}

@@ -77,3 +77,52 @@ func TestAppendLine(t *testing.T) {
 		t.Errorf("mode = %o, want 600", fi.Mode().Perm())
 	}
 }
+
+// TestAtTouchesNothing: At names a state dir without creating or changing
+// it, for readers; Exists tells whether it is there.
+func TestAtTouchesNothing(t *testing.T) {
+	base := t.TempDir()
+	loose := filepath.Join(base, "loose")
+	if err := os.Mkdir(loose, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(base, "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, root string
+		exists     bool
+	}{
+		{"missing", filepath.Join(base, "never", "state"), false},
+		{"existing, mode left as it is", loose, true},
+		{"a file is not a state dir", file, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := At(tt.root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Root != tt.root || d.Exists() != tt.exists {
+				t.Errorf("At(%s) = %+v, Exists %v; want Root %s, Exists %v", tt.root, d, d.Exists(), tt.root, tt.exists)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(base, "never")); !os.IsNotExist(err) {
+		t.Errorf("At created %s (stat: %v)", filepath.Join(base, "never"), err)
+	}
+	if fi, _ := os.Stat(loose); fi.Mode().Perm() != 0o755 {
+		t.Errorf("At changed the mode of %s to %o", loose, fi.Mode().Perm())
+	}
+	if ents, _ := os.ReadDir(loose); len(ents) != 0 {
+		t.Errorf("At created %d entries in %s", len(ents), loose)
+	}
+	t.Chdir(base)
+	if d, err := At("rel"); err != nil || d.Root != filepath.Join(base, "rel") {
+		t.Errorf("At(rel) = %+v, %v; want the absolute path", d, err)
+	}
+	if _, err := At(""); err == nil || !strings.Contains(err.Error(), "BRIDGE_STATE_DIR") {
+		t.Errorf("At(\"\") = %v, want an error naming BRIDGE_STATE_DIR", err)
+	}
+}

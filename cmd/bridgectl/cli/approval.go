@@ -51,6 +51,9 @@ func runApproval(ctx context.Context, e *Env, args []string) error {
 		}
 		return nil
 	case pos[0] == "off":
+		if err := c.createDir(); err != nil {
+			return err
+		}
 		if err := approvals.SetApprovalOff(c.dir, approvalWho(e, "bridgectl approval off")); err != nil {
 			return fmt.Errorf("write the approval-off flag: %w", err)
 		}

@@ -45,6 +45,10 @@ func runAudit(ctx context.Context, e *Env, args []string) error {
 		return printJSON(e.Stdout, entries)
 	}
 	if len(entries) == 0 {
+		if note := c.noStateDir(); note != "" {
+			fmt.Fprintf(e.Stdout, "no audit log: %s\n", note)
+			return nil
+		}
 		fmt.Fprintf(e.Stdout, "the audit log is empty (%s)\n", c.dir.AuditLog())
 		return nil
 	}

@@ -295,7 +295,10 @@ type ctl struct {
 	envPath string // the .env file to edit (absolute; may not exist yet)
 }
 
-// load reads the config the way the daemon does and registers its secrets with the masker.
+// load reads the config the way the daemon does and registers its secrets
+// with the masker. It does not create the state dir: most commands only look,
+// and on a machine where the bridge never ran they must leave nothing behind.
+// A command that writes there calls c.createDir first.
 func (f *flags) load() (*ctl, error) {
 	e := f.e
 	cfg, err := config.LoadFrom(f.env, e.Getenv)
@@ -303,7 +306,7 @@ func (f *flags) load() (*ctl, error) {
 		return nil, fmt.Errorf("%w (fix the value in %s or the environment)", err, config.ResolveEnvFile(f.env, e.Getenv))
 	}
 	e.mask.add(cfg.Secrets()...)
-	dir, err := statedir.Open(cfg.StateDir)
+	dir, err := statedir.At(cfg.StateDir)
 	if err != nil {
 		return nil, err
 	}
@@ -318,6 +321,26 @@ func (f *flags) load() (*ctl, error) {
 		envPath = abs
 	}
 	return &ctl{e: e, cfg: cfg, dir: dir, envPath: envPath}, nil
+}
+
+// createDir creates the state dir (mode 0700) for a command that writes
+// into it: start, tunnel, disable, approval off.
+func (c *ctl) createDir() error {
+	d, err := statedir.Open(c.dir.Root)
+	if err != nil {
+		return err
+	}
+	c.dir = d
+	return nil
+}
+
+// noStateDir says, for a command that found nothing to show, that the state
+// dir does not exist ("" when it does): the bridge never ran with it.
+func (c *ctl) noStateDir() string {
+	if c.dir.Exists() {
+		return ""
+	}
+	return fmt.Sprintf("no state dir at %s (the bridge has not run with it; `bridgectl start` creates it)", c.dir.Root)
 }
 
 // parseAndLoad starts a command with no flags of its own, only the shared

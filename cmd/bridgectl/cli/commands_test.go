@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -90,6 +91,9 @@ func TestJobsView(t *testing.T) {
 
 func TestAllow(t *testing.T) {
 	te := newTestEnv(t)
+	if _, err := statedir.Open(te.state); err != nil { // as after a first start
+		t.Fatal(err)
+	}
 	home := te.home
 	project := filepath.Join(te.dir, "projects", "demo")
 	os.MkdirAll(project, 0o700)
@@ -138,6 +142,13 @@ func TestAllow(t *testing.T) {
 	te.must("allow", "--remove", "/usr")
 	if _, errs, code := te.run("allow", "--remove", "/opt/none"); code == 0 || !strings.Contains(errs, "not an allowed root") {
 		t.Fatalf("remove unknown: %d %q", code, errs)
+	}
+	// A state dir that does not exist yet is protected all the same.
+	fresh := filepath.Join(te.dir, "projects", "fresh")
+	os.MkdirAll(fresh, 0o700)
+	te2 := newTestEnv(t, "BRIDGE_STATE_DIR="+filepath.Join(fresh, "state"))
+	if _, errs, code := te2.run("allow", fresh); code == 0 || !strings.Contains(errs, "contains the bridge's state directory") {
+		t.Fatalf("allow a root around a state dir not created yet: exit %d, %q", code, errs)
 	}
 	// With the daemon running, allow reloads it.
 	te.must("start")
@@ -562,6 +573,115 @@ func TestDoctorMasksBaseURLUserinfo(t *testing.T) {
 				if strings.Contains(out+errs, s) {
 					t.Errorf("doctor printed the base URL's userinfo (%s):\n%s%s", s, out, errs)
 				}
+			}
+		})
+	}
+}
+
+// TestReadOnlyCommandsCreateNothing: on a machine where the bridge never ran
+// (BRIDGE_STATE_DIR names a directory that does not exist), the commands that
+// only look answer truthfully and leave the filesystem as it was: no state
+// dir, no log, no .env change.
+func TestReadOnlyCommandsCreateNothing(t *testing.T) {
+	id := strings.Repeat("ab", 16)
+	tests := []struct {
+		args []string
+		code int
+		want string // in stdout+stderr
+	}{
+		{[]string{"status"}, 0, "(does not exist: the bridge has not run with this state dir; `bridgectl start` creates it)"},
+		{[]string{"status", "--json"}, 0, `"state_dir_missing": true`},
+		{[]string{"url"}, 0, "(daemon not running)"},
+		{[]string{"logs"}, 0, "not running; no state dir at "},
+		{[]string{"logs", "--tunnel"}, 0, "not running; no state dir at "},
+		{[]string{"jobs"}, 0, "no jobs: no state dir at "},
+		{[]string{"jobs", "--json"}, 0, "[]"},
+		{[]string{"jobs", id}, 1, "it never existed"},
+		{[]string{"pending"}, 0, "no pending approval requests: no state dir at "},
+		{[]string{"pending", "--json"}, 0, "[]"},
+		{[]string{"audit"}, 0, "no audit log: no state dir at "},
+		{[]string{"audit", "--json"}, 0, "[]"},
+		{[]string{"approval"}, 0, "human approval is on"},
+		{[]string{"approval", "on"}, 0, "the approval-off flag was not set"},
+		{[]string{"approve", id}, 1, "no approval request"},
+		{[]string{"deny", id}, 1, "no approval request"},
+		{[]string{"job", "kill", id}, 1, "does not answer"},
+		{[]string{"doctor", "--dry"}, 1, "does not exist yet"},
+		{[]string{"stop"}, 0, "nothing was running"},
+		{[]string{"untunnel"}, 0, "no tunnel was running"},
+		{[]string{"tunnel", "check"}, 1, "no tunnel is running"},
+		{[]string{"enable"}, 0, "already enabled"},
+		{[]string{"allow"}, 0, "no allowed roots"},
+		{[]string{"reload"}, 1, "not running"},
+		{[]string{"uninstall"}, 0, "nothing to remove: no state dir at "},
+		{[]string{"uninstall", "--purge"}, 0, "nothing to remove: no state dir at "},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			never := filepath.Join(t.TempDir(), "never-ran")
+			state := filepath.Join(never, "state")
+			te := newTestEnv(t, "BRIDGE_STATE_DIR="+state)
+			before := treeOf(t, te.dir)
+			out, errs, code := te.run(tt.args...)
+			if code != tt.code || !strings.Contains(out+errs, tt.want) {
+				t.Errorf("exit %d (want %d), output lacks %q:\nstdout:\n%s\nstderr:\n%s", code, tt.code, tt.want, out, errs)
+			}
+			if strings.Contains(tt.want, "no state dir at ") && !strings.Contains(out, state) {
+				t.Errorf("output does not name the state dir %s:\n%s", state, out)
+			}
+			if _, err := os.Stat(never); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("bridgectl %s created %s (stat: %v)", strings.Join(tt.args, " "), never, err)
+			}
+			if after := treeOf(t, te.dir); after != before {
+				t.Errorf("bridgectl %s changed files:\nbefore:\n%s\nafter:\n%s", strings.Join(tt.args, " "), before, after)
+			}
+		})
+	}
+}
+
+// treeOf lists every file under root with its size and mtime.
+func treeOf(t *testing.T, root string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s %v %d %d\n", p, fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestWritersCreateTheStateDir: the commands that write into the state dir
+// still create it (mode 0700) on a machine where the bridge never ran.
+func TestWritersCreateTheStateDir(t *testing.T) {
+	tests := []struct {
+		args []string
+		file func(statedir.Dir) string
+	}{
+		{[]string{"disable"}, statedir.Dir.DisabledFlag},
+		{[]string{"approval", "off"}, statedir.Dir.ApprovalOffFlag},
+		{[]string{"start"}, statedir.Dir.DaemonInfoFile},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			state := filepath.Join(t.TempDir(), "never-ran", "state")
+			te := newTestEnv(t, "BRIDGE_STATE_DIR="+state)
+			te.must(tt.args...)
+			fi, err := os.Stat(state)
+			if err != nil || fi.Mode().Perm() != 0o700 {
+				t.Fatalf("state dir after %v: %v, %v (want mode 0700)", tt.args, fi, err)
+			}
+			if _, err := os.Stat(tt.file(statedir.Dir{Root: state})); err != nil {
+				t.Errorf("%v wrote no file: %v", tt.args, err)
 			}
 		})
 	}

@@ -199,6 +199,9 @@ func (c *ctl) startDaemon(ctx context.Context, pinPort int, justFreed bool) (dae
 	if err != nil {
 		return daemonStatus{}, err
 	}
+	if err := c.createDir(); err != nil {
+		return daemonStatus{}, err
+	}
 	env := append([]string(nil), c.e.Environ...)
 	if pinPort > 0 {
 		env = append(env, "PORT="+strconv.Itoa(pinPort))

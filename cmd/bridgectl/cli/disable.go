@@ -23,6 +23,9 @@ func runDisable(ctx context.Context, e *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := c.createDir(); err != nil {
+		return err
+	}
 	if err := statedir.WriteFileAtomic(c.dir.DisabledFlag(), []byte("disabled by bridgectl at "+e.Now().UTC().Format("2006-01-02T15:04:05Z")+"\n")); err != nil {
 		return err
 	}

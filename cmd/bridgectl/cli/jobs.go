@@ -78,6 +78,10 @@ func runJobs(ctx context.Context, e *Env, args []string) error {
 		return printJSON(w, snaps)
 	}
 	if len(snaps) == 0 {
+		if note := c.noStateDir(); note != "" {
+			fmt.Fprintf(w, "no jobs: %s\n", note)
+			return nil
+		}
 		fmt.Fprintln(w, "no jobs")
 		return nil
 	}

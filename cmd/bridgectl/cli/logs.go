@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -47,6 +48,10 @@ func runLogs(ctx context.Context, e *Env, args []string) error {
 	}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) && !*follow {
+		if note := c.noStateDir(); note != "" && filepath.Dir(path) == c.dir.Root {
+			fmt.Fprintf(e.Stdout, "not running; %s\n", note)
+			return nil
+		}
 		fmt.Fprintf(e.Stdout, "no log yet at %s (it starts with `bridgectl start`)\n", path)
 		return nil
 	}

@@ -58,6 +58,10 @@ func runPending(ctx context.Context, e *Env, args []string) error {
 	}
 	warnApprovalOff(e, c)
 	if len(reqs) == 0 {
+		if note := c.noStateDir(); note != "" {
+			fmt.Fprintf(e.Stdout, "no pending approval requests: %s\n", note)
+			return nil
+		}
 		fmt.Fprintln(e.Stdout, "no pending approval requests")
 		return nil
 	}

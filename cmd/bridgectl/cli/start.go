@@ -84,6 +84,9 @@ func (c *ctl) startForeground() error {
 	if err != nil {
 		return err
 	}
+	if err := c.createDir(); err != nil {
+		return err
+	}
 	// The pid stays the same through exec, so the pid file names the daemon.
 	if err := writePID(c.dir.PIDFile(), os.Getpid()); err != nil {
 		return err

@@ -25,12 +25,15 @@ that are not finished. --json prints the same as one JSON object.`,
 
 // statusReport is `bridgectl status --json`.
 type statusReport struct {
-	Enabled   bool   `json:"enabled"`
-	EnvFile   string `json:"env_file"`
-	StateDir  string `json:"state_dir"`
-	Daemon    string `json:"daemon"` // running | stopped | unhealthy
-	PID       int    `json:"pid,omitempty"`
-	StartedAt string `json:"started_at,omitempty"`
+	Enabled  bool   `json:"enabled"`
+	EnvFile  string `json:"env_file"`
+	StateDir string `json:"state_dir"`
+	// StateDirMissing: the state dir does not exist (the bridge never ran
+	// with it); status does not create it.
+	StateDirMissing bool   `json:"state_dir_missing,omitempty"`
+	Daemon          string `json:"daemon"` // running | stopped | unhealthy
+	PID             int    `json:"pid,omitempty"`
+	StartedAt       string `json:"started_at,omitempty"`
 	// EnvChanged: .env was written after the daemon started, so what it
 	// serves (secret, roots, ...) may differ from what this report shows.
 	EnvChanged     bool            `json:"env_changed_since_start,omitempty"`
@@ -113,7 +116,11 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 		}
 	}
 	fmt.Fprintf(w, "env file:  %s%s\n", r.EnvFile, ifNotEmpty("", missingNote(r.EnvFile)))
-	fmt.Fprintf(w, "state dir: %s\n", r.StateDir)
+	if r.StateDirMissing {
+		fmt.Fprintf(w, "state dir: %s (does not exist: the bridge has not run with this state dir; `bridgectl start` creates it)\n", r.StateDir)
+	} else {
+		fmt.Fprintf(w, "state dir: %s\n", r.StateDir)
+	}
 	return nil
 }
 
@@ -146,7 +153,7 @@ func missingNote(path string) string {
 }
 
 func (c *ctl) status(ctx context.Context) statusReport {
-	r := statusReport{EnvFile: c.envPath, StateDir: c.dir.Root, AllowedRoots: c.cfg.AllowedRoots, Jobs: []jobLine{}}
+	r := statusReport{EnvFile: c.envPath, StateDir: c.dir.Root, StateDirMissing: !c.dir.Exists(), AllowedRoots: c.cfg.AllowedRoots, Jobs: []jobLine{}}
 	if r.AllowedRoots == nil {
 		r.AllowedRoots = []string{}
 	}

@@ -182,6 +182,9 @@ func (c *ctl) runTunnelProcess(ctx context.Context, args []string, ti *tunnelInf
 	if err != nil {
 		return nil, err
 	}
+	if err := c.createDir(); err != nil {
+		return nil, err
+	}
 	now := c.e.Now()
 	ch, err := spawnDetached(bin, args, c.tunnelEnv(), "", c.dir.TunnelLogFile(), startMarker("tunnel", now))
 	if err != nil {

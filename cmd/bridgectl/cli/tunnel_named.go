@@ -53,6 +53,9 @@ func runTunnelNamed(ctx context.Context, e *Env, args []string) error {
 		return errors.New("stdin held more than one word: pipe only the token (`cloudflared tunnel token NAME | bridgectl tunnel named HOST`)")
 	case token != "":
 		e.mask.add(token)
+		if err := c.createDir(); err != nil {
+			return err
+		}
 		if err := statedir.WriteFileAtomic(c.dir.TunnelTokenFile(), []byte(token+"\n")); err != nil {
 			return err
 		}

@@ -34,7 +34,9 @@ func runUninstall(ctx context.Context, e *Env, args []string) error {
 	if err := c.stopAll(ctx); err != nil {
 		return err
 	}
-	if *purge {
+	if !c.dir.Exists() {
+		fmt.Fprintf(e.Stdout, "nothing to remove: no state dir at %s\n", c.dir.Root)
+	} else if *purge {
 		if why := broadRoot(c.dir.Root, c.home()); why != "" {
 			return fmt.Errorf("refused: the state directory %s is %s; delete what you mean by hand", c.dir.Root, why)
 		}
