@@ -184,6 +184,24 @@ func (g *guard) prepare(_ context.Context, spec *harness.Spec) error {
 		g.log.Warn().Str("job", spec.JobID).Msg("OS SANDBOX IS OFF for this job (BRIDGE_SANDBOX=off)")
 	}
 
+	// The walk for the workspace's own secret files runs alongside the
+	// approval config's fsync; only the settings need its answer.
+	secrets := make(chan []string, 1)
+	if g.sandbox {
+		go func() { secrets <- g.workspaceSecrets(spec.JobID, spec.Workspace) }() // owner: prepare; joined below
+	} else {
+		secrets <- nil
+	}
+	secretsJoined := false
+	joinSecrets := func() []string {
+		if secretsJoined {
+			return nil
+		}
+		secretsJoined = true
+		return <-secrets
+	}
+	defer joinSecrets()
+
 	approvalPath := filepath.Join(hd, approvalConfigFile)
 	pc := approvals.PromptConfig{
 		JobID:        spec.JobID,
@@ -227,7 +245,7 @@ func (g *guard) prepare(_ context.Context, spec *harness.Spec) error {
 
 	settings := sandbox.ClaudeSettings(sandbox.SettingsOptions{
 		Sandbox:   g.sandbox,
-		DenyRead:  g.denied(),
+		DenyRead:  append(g.denied(), joinSecrets()...),
 		DenyWrite: g.protected(),
 	})
 	if !g.sandbox {
@@ -247,6 +265,33 @@ func (g *guard) prepare(_ context.Context, spec *harness.Spec) error {
 	spec.PermissionMode = "default"
 	spec.AllowedTools = []string{}
 	return nil
+}
+
+// workspaceSecrets lists the workspace's own secret files (sandbox.WorkspaceSecrets)
+// for the OS sandbox to hide from the job's commands. It logs how many it
+// found and what it could not look at, never what they hold; a walk that
+// fails denies nothing more and says so.
+func (g *guard) workspaceSecrets(jobID, ws string) []string {
+	start := time.Now()
+	scan, err := sandbox.WorkspaceSecrets(ws, sandbox.DefaultSecretScanLimit)
+	log := g.log.With().Str("job", jobID).Logger()
+	if err != nil {
+		log.Warn().Err(err).Msg("could not look for the workspace's secret files: sandboxed commands of this job can read any .env in it")
+		return nil
+	}
+	log.Info().Int("secret_files", len(scan.Paths)).Int("entries", scan.Visited).
+		Dur("took", time.Since(start)).Msg("the workspace's secret files are hidden from sandboxed commands")
+	if scan.Truncated {
+		log.Warn().Int("limit", sandbox.DefaultSecretScanLimit).Int("unlisted_dirs", scan.Unlisted).
+			Msg("the workspace is too large to look through for secret files: directories past the limit were not listed, and a .env in them is readable by sandboxed commands")
+	}
+	if len(scan.Unreadable) > 0 {
+		log.Warn().Strs("dirs", scan.Unreadable).Msg("directories of the workspace could not be listed for secret files")
+	}
+	if len(scan.HardLinked) > 0 {
+		log.Warn().Strs("files", scan.HardLinked).Msg("secret files of the workspace have other hard links, which stay readable by sandboxed commands")
+	}
+	return scan.Paths
 }
 
 func writeJSON(path string, v any) error {

@@ -229,6 +229,79 @@ func TestGuardPrepareWritesTheJobsHarnessFiles(t *testing.T) {
 	}
 }
 
+// The workspace's own secret files join the sandbox's denyRead (templates
+// such as .env.example do not); the log says how many, never what they hold.
+// With the sandbox off nothing is walked.
+func TestGuardPrepareHidesTheWorkspacesSecretFiles(t *testing.T) {
+	const canary = "test-secret-0123456789abcdef"
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		sandbox bool
+	}{
+		{name: "sandbox on", sandbox: true},
+		{name: "approval off", env: map[string]string{"BRIDGE_CC_APPROVAL": "off"}, sandbox: true},
+		{name: "sandbox off", env: map[string]string{"BRIDGE_SANDBOX": "off"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newGuardFixture(t, tc.env, nil)
+			ws := f.workspace(t)
+			files := map[string]string{".env": "KEY=" + canary, "sub/.env.local": "KEY=" + canary, ".env.example": "KEY=", "main.go": "package main"}
+			for rel, content := range files {
+				p := filepath.Join(ws, rel)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			spec := harness.Spec{JobID: "0123456789abcdef0123456789abcdef", Workspace: ws}
+			if err := f.g.prepare(t.Context(), &spec); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := os.ReadFile(spec.SettingsFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st struct {
+				Sandbox *struct {
+					Filesystem struct {
+						DenyRead []string `json:"denyRead"`
+					} `json:"filesystem"`
+				} `json:"sandbox"`
+			}
+			if err := json.Unmarshal(raw, &st); err != nil {
+				t.Fatal(err)
+			}
+			logText := f.log.String()
+			if strings.Contains(logText, canary) || strings.Contains(string(raw), canary) {
+				t.Errorf("a secret's contents reached the log or the settings")
+			}
+			if !tc.sandbox {
+				if st.Sandbox != nil || strings.Contains(logText, "secret_files") {
+					t.Errorf("sandbox off, yet: settings %s, log %s", raw, logText)
+				}
+				return
+			}
+			deny := st.Sandbox.Filesystem.DenyRead
+			for _, p := range []string{filepath.Join(ws, ".env"), filepath.Join(ws, "sub", ".env.local"), f.dir.Root, f.env} {
+				if !slices.Contains(deny, p) {
+					t.Errorf("denyRead lacks %s: %v", p, deny)
+				}
+			}
+			for _, p := range []string{filepath.Join(ws, ".env.example"), filepath.Join(ws, "main.go"), ws} {
+				if slices.Contains(deny, p) {
+					t.Errorf("denyRead hides %s, which the job may read: %v", p, deny)
+				}
+			}
+			if !strings.Contains(logText, `"secret_files":2`) || !strings.Contains(logText, "hidden from sandboxed commands") {
+				t.Errorf("the log does not count the secret files:\n%s", logText)
+			}
+		})
+	}
+}
+
 func TestGuardModesAndAdmission(t *testing.T) {
 	hint := errors.New("OS sandbox unavailable: bubblewrap (bwrap) not found: install it with `sudo apt-get install bubblewrap socat`")
 	for _, tc := range []struct {

@@ -1,0 +1,306 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// DefaultSecretScanLimit is how many directory entries WorkspaceSecrets
+// visits by default before it stops descending.
+const DefaultSecretScanLimit = 20000
+
+// nameRule is one row of secretNameTable: a way to match a lower-cased file
+// name, and whether a name it matches is a secret.
+type nameRule struct {
+	kind    matchKind
+	pattern string
+	secret  bool
+	why     string
+}
+
+type matchKind int
+
+const (
+	exact  matchKind = iota // the whole name
+	prefix                  // the name starts with pattern
+	suffix                  // the name ends with pattern
+	part                    // one of the name's "."-separated parts is pattern
+)
+
+// secretNameTable decides which file names are secrets a sandboxed command
+// must not read. Names are lower-cased first; a name is a secret when a
+// secret row matches it and no template row does. Only files (and symlinks)
+// are matched, never directories: `python -m venv .env` makes a directory.
+//
+// The template rows exist because a coding job legitimately reads
+// `.env.example` and its kin to learn which variables exist; they hold no
+// secrets by convention.
+var secretNameTable = []nameRule{
+	{part, "example", false, "a template: .env.example, example.env"},
+	{part, "sample", false, "a template: .env.sample"},
+	{part, "template", false, "a template: .env.template"},
+	{part, "dist", false, "a template: .env.dist"},
+	{part, "tmpl", false, "a template: .env.tmpl"},
+	{part, "tpl", false, "a template: .env.tpl"},
+
+	{exact, ".env", true, "dotenv"},
+	{prefix, ".env.", true, "dotenv variants: .env.local, .env.production, .env.test"},
+	{exact, ".envrc", true, "direnv"},
+	{suffix, ".env", true, "named env files: prod.env, secrets.env"},
+
+	// Network credentials: useless to a command in a sandbox without network,
+	// and nothing a coding job needs to read.
+	{exact, ".netrc", true, "machine passwords"},
+	{exact, ".npmrc", true, "npm registry tokens"},
+	{exact, ".pypirc", true, "PyPI tokens"},
+	{exact, ".git-credentials", true, "git credential store"},
+	{exact, ".dockercfg", true, "docker registry auth"},
+	{exact, ".vault-token", true, "HashiCorp Vault token"},
+	{exact, "id_rsa", true, "SSH private key"},
+	{exact, "id_dsa", true, "SSH private key"},
+	{exact, "id_ecdsa", true, "SSH private key"},
+	{exact, "id_ed25519", true, "SSH private key"},
+}
+
+// IsSecretName reports whether a file called name (a base name) is a secret
+// by secretNameTable.
+func IsSecretName(name string) bool {
+	n := strings.ToLower(name)
+	if !matchesRow(n, true) {
+		return false
+	}
+	return !matchesRow(n, false)
+}
+
+// matchesRow reports whether a row of secretNameTable with the given secret
+// column matches the lower-cased name n.
+func matchesRow(n string, secret bool) bool {
+	for _, r := range secretNameTable {
+		if r.secret != secret {
+			continue
+		}
+		var hit bool
+		switch r.kind {
+		case exact:
+			hit = n == r.pattern
+		case prefix:
+			hit = strings.HasPrefix(n, r.pattern)
+		case suffix:
+			hit = strings.HasSuffix(n, r.pattern)
+		case part:
+			hit = slices.Contains(strings.Split(n, "."), r.pattern)
+		}
+		if hit {
+			return true
+		}
+	}
+	return false
+}
+
+// skippedDirs are directories WorkspaceSecrets does not descend into:
+// version-control stores and vendored or generated dependency trees, which
+// are large and hold no project secrets by convention.
+var skippedDirs = map[string]bool{
+	".git": true, ".hg": true, ".svn": true, ".jj": true,
+	"node_modules": true, "bower_components": true, "vendor": true,
+	".venv": true, "__pycache__": true, ".tox": true, ".mypy_cache": true,
+	".pytest_cache": true, ".gradle": true, ".terraform": true,
+}
+
+// SecretScan is what WorkspaceSecrets found.
+type SecretScan struct {
+	// Paths are the absolute paths to deny, sorted: each secret file as it
+	// is named in the workspace, and for a symlink whose name or target is a
+	// secret also its target when that lies inside the workspace.
+	Paths []string
+	// Visited is the number of directory entries looked at.
+	Visited int
+	// Truncated is true when the limit was reached: directories below the
+	// depth the walk had reached were not listed (Unlisted of them), so a
+	// secret file in them is not in Paths.
+	Truncated bool
+	Unlisted  int
+	// Unreadable are directories that could not be listed (their error).
+	Unreadable []string
+	// HardLinked are secret files with more than one hard link: the same
+	// contents are readable under another name this scan cannot know.
+	HardLinked []string
+}
+
+// WorkspaceSecrets lists the secret-looking files (IsSecretName) that exist
+// in workspace now, for the job's sandbox to deny reading.
+//
+// The walk is breadth first, never follows a symlink (a symlinked directory
+// is not entered, so nothing outside the workspace is walked), skips
+// skippedDirs, and visits at most limit entries (DefaultSecretScanLimit when
+// limit <= 0). The top level is always listed whole, whatever its size; past
+// the limit no further directory is listed: Truncated is set and Unlisted
+// counts the directories left, so the caller can log that secrets below the
+// reached depth are not denied. It never returns an empty result silently:
+// an error only when the workspace itself cannot be listed.
+//
+// A symlink is denied when its own name or its target's name is a secret;
+// its target is denied too when it resolves inside the workspace.
+func WorkspaceSecrets(workspace string, limit int) (SecretScan, error) {
+	var scan SecretScan
+	if workspace == "" || !filepath.IsAbs(workspace) {
+		return scan, fmt.Errorf("workspace %q is not an absolute path", workspace)
+	}
+	if limit <= 0 {
+		limit = DefaultSecretScanLimit
+	}
+	ws := filepath.Clean(workspace)
+	wsResolved, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		return scan, fmt.Errorf("workspace %s: %w", ws, err)
+	}
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			scan.Paths = append(scan.Paths, p)
+		}
+	}
+
+	level := []string{ws}
+	for len(level) > 0 && !scan.Truncated {
+		var next []string
+		for _, r := range listLevel(level, ws, limit, &scan.Visited) {
+			switch {
+			case r.skipped:
+				scan.Truncated = true
+				scan.Unlisted++
+				continue
+			case r.err != nil && r.dir == ws:
+				return scan, fmt.Errorf("list workspace %s: %w", ws, r.err)
+			case r.err != nil:
+				scan.Unreadable = append(scan.Unreadable, fmt.Sprintf("%s: %v", r.dir, r.err))
+				continue
+			}
+			for _, e := range r.entries {
+				name := e.Name()
+				switch t := e.Type(); {
+				case t.IsDir():
+					if !skippedDirs[name] {
+						next = append(next, r.dir+string(filepath.Separator)+name)
+					}
+				case t&fs.ModeSymlink != 0:
+					secretLink(filepath.Join(r.dir, name), name, wsResolved, add)
+				case IsSecretName(name):
+					p := filepath.Join(r.dir, name)
+					add(p)
+					if n, ok := hardLinks(p); ok && n > 1 {
+						scan.HardLinked = append(scan.HardLinked, p)
+					}
+				}
+			}
+		}
+		if scan.Truncated {
+			scan.Unlisted += len(next)
+		}
+		level = next
+	}
+	slices.Sort(scan.Paths)
+	return scan, nil
+}
+
+// scanWorkers is how many directories WorkspaceSecrets lists at once: the
+// walk waits on the file system more than on the CPU.
+const scanWorkers = 4
+
+// dirListing is one directory's entries (or why there are none).
+type dirListing struct {
+	dir     string
+	entries []fs.DirEntry
+	err     error
+	skipped bool // not listed: the limit was reached
+}
+
+// listLevel lists the directories of one level of the walk with up to
+// scanWorkers goroutines, adding to *visited; a directory other than ws is
+// skipped once *visited has reached limit. It returns when every worker has
+// ended.
+func listLevel(level []string, ws string, limit int, visited *int) []dirListing {
+	out := make([]dirListing, len(level))
+	var (
+		mu   sync.Mutex
+		next int
+		wg   sync.WaitGroup
+	)
+	work := func() {
+		defer wg.Done()
+		for {
+			mu.Lock()
+			i := next
+			next++
+			full := *visited >= limit
+			mu.Unlock()
+			if i >= len(level) {
+				return
+			}
+			out[i].dir = level[i]
+			if full && level[i] != ws {
+				out[i].skipped = true
+				continue
+			}
+			out[i].entries, out[i].err = listDir(level[i])
+			mu.Lock()
+			*visited += len(out[i].entries)
+			mu.Unlock()
+		}
+	}
+	n := min(scanWorkers, len(level))
+	wg.Add(n)
+	for range n - 1 {
+		go work() // owner: listLevel; joined by wg.Wait
+	}
+	work()
+	wg.Wait()
+	return out
+}
+
+// listDir lists dir unsorted, refusing to follow it if it was swapped for a
+// symlink since its parent was listed.
+func listDir(dir string) ([]fs.DirEntry, error) {
+	f, err := os.OpenFile(dir, os.O_RDONLY|openDirFlags, 0)
+	if err != nil {
+		return nil, errors.Unwrap(err)
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, errors.Unwrap(err)
+	}
+	return entries, nil
+}
+
+// secretLink adds a symlink at p (named name) when its name or its target's
+// name is a secret, and its resolved target when that lies inside the
+// resolved workspace. A link to a directory is never a secret by its name.
+func secretLink(p, name, wsResolved string, add func(string)) {
+	target, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		// Dangling or looping: deny it by its name alone.
+		if IsSecretName(name) {
+			add(p)
+		}
+		return
+	}
+	fi, err := os.Stat(target)
+	if err != nil || fi.IsDir() {
+		return
+	}
+	if !IsSecretName(name) && !IsSecretName(filepath.Base(target)) {
+		return
+	}
+	add(p)
+	if within(target, wsResolved) {
+		add(target)
+	}
+}
