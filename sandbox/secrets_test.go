@@ -229,3 +229,30 @@ func BenchmarkWorkspaceSecrets(b *testing.B) {
 		b.ReportMetric(float64(took[min(n-1, n*99/100)].Microseconds())/1000, "p99-ms")
 	}
 }
+
+func TestClaudeSettingsHideFromFileTools(t *testing.T) {
+	cases := []struct {
+		name string
+		hide []string
+		want []string // nil: no permissions.deny at all
+	}{
+		{"none", nil, nil},
+		{"two files", []string{"/w/.env", "/w/sub/../sub/.env.local"},
+			[]string{"Read(//w/.env)", "Edit(//w/.env)", "Read(//w/sub/.env.local)", "Edit(//w/sub/.env.local)"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			perms := ClaudeSettings(SettingsOptions{Sandbox: true, HideFromFileTools: c.hide})["permissions"].(map[string]any)
+			got, ok := perms["deny"].([]string)
+			if c.want == nil {
+				if _, present := perms["deny"]; present {
+					t.Errorf("permissions.deny present: %v", perms["deny"])
+				}
+				return
+			}
+			if !ok || !slices.Equal(got, c.want) {
+				t.Errorf("permissions.deny %q, want %q", got, c.want)
+			}
+		})
+	}
+}

@@ -89,6 +89,11 @@ type SettingsOptions struct {
 	// asked. Off by default: the prompt tool already denies protected paths
 	// and logs each attempt in the audit log, which a deny rule would bypass.
 	FileToolDenyRules bool
+	// HideFromFileTools are files (the workspace's own secret files) that
+	// Claude Code's own file tools, which run outside the OS sandbox, must
+	// refuse: a permissions.deny Read and Edit rule each, which holds with
+	// human approval off too. Usually also in DenyRead.
+	HideFromFileTools []string
 }
 
 // ClaudeSettings returns the `--settings` JSON object (Claude Code 2.1.328
@@ -128,13 +133,19 @@ func ClaudeSettings(o SettingsOptions) map[string]any {
 		"defaultMode":                  "default",
 		"disableBypassPermissionsMode": "disable",
 	}
+	var deny []string
 	if o.FileToolDenyRules {
-		var deny []string
 		for _, p := range o.DenyWrite {
 			// "//" anchors a permission rule at the filesystem root.
 			abs := "/" + filepath.Clean(p)
 			deny = append(deny, "Read("+abs+")", "Read("+abs+"/**)", "Edit("+abs+")", "Edit("+abs+"/**)")
 		}
+	}
+	for _, p := range o.HideFromFileTools {
+		abs := "/" + filepath.Clean(p)
+		deny = append(deny, "Read("+abs+")", "Edit("+abs+")")
+	}
+	if deny != nil {
 		perms["deny"] = deny
 	}
 	return map[string]any{"sandbox": sb, "permissions": perms}

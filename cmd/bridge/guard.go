@@ -187,11 +187,7 @@ func (g *guard) prepare(_ context.Context, spec *harness.Spec) error {
 	// The walk for the workspace's own secret files runs alongside the
 	// approval config's fsync; only the settings need its answer.
 	secrets := make(chan []string, 1)
-	if g.sandbox {
-		go func() { secrets <- g.workspaceSecrets(spec.JobID, spec.Workspace) }() // owner: prepare; joined below
-	} else {
-		secrets <- nil
-	}
+	go func() { secrets <- g.workspaceSecrets(spec.JobID, spec.Workspace) }() // owner: prepare; joined below
 	secretsJoined := false
 	joinSecrets := func() []string {
 		if secretsJoined {
@@ -243,10 +239,12 @@ func (g *guard) prepare(_ context.Context, spec *harness.Spec) error {
 		return fmt.Errorf("MCP config: %w", err)
 	}
 
+	wsSecrets := joinSecrets()
 	settings := sandbox.ClaudeSettings(sandbox.SettingsOptions{
-		Sandbox:   g.sandbox,
-		DenyRead:  append(g.denied(), joinSecrets()...),
-		DenyWrite: g.protected(),
+		Sandbox:           g.sandbox,
+		DenyRead:          append(g.denied(), wsSecrets...),
+		DenyWrite:         g.protected(),
+		HideFromFileTools: wsSecrets,
 	})
 	if !g.sandbox {
 		delete(settings, "sandbox")
@@ -268,28 +266,32 @@ func (g *guard) prepare(_ context.Context, spec *harness.Spec) error {
 }
 
 // workspaceSecrets lists the workspace's own secret files (sandbox.WorkspaceSecrets)
-// for the OS sandbox to hide from the job's commands. It logs how many it
-// found and what it could not look at, never what they hold; a walk that
-// fails denies nothing more and says so.
+// present at the job's start, for the job's settings to hide: from its
+// commands through the OS sandbox's denyRead (when the sandbox is on), and
+// from Claude Code's own file tools, which run outside the sandbox, through
+// permission deny rules (always — with human approval off nothing else
+// would stop a Read of the workspace's .env). It logs how many it found and
+// what it could not look at, never what they hold; a walk that fails hides
+// nothing more and says so.
 func (g *guard) workspaceSecrets(jobID, ws string) []string {
 	start := time.Now()
 	scan, err := sandbox.WorkspaceSecrets(ws, sandbox.DefaultSecretScanLimit)
 	log := g.log.With().Str("job", jobID).Logger()
 	if err != nil {
-		log.Warn().Err(err).Msg("could not look for the workspace's secret files: sandboxed commands of this job can read any .env in it")
+		log.Warn().Err(err).Msg("could not look for the workspace's secret files: this job can read any .env in it")
 		return nil
 	}
 	log.Info().Int("secret_files", len(scan.Paths)).Int("entries", scan.Visited).
-		Dur("took", time.Since(start)).Msg("the workspace's secret files are hidden from sandboxed commands")
+		Dur("took", time.Since(start)).Msg("the workspace's secret files are hidden from the job")
 	if scan.Truncated {
 		log.Warn().Int("limit", sandbox.DefaultSecretScanLimit).Int("unlisted_dirs", scan.Unlisted).
-			Msg("the workspace is too large to look through for secret files: directories past the limit were not listed, and a .env in them is readable by sandboxed commands")
+			Msg("the workspace is too large to look through for secret files: directories past the limit were not listed, and a .env in them is readable by the job")
 	}
 	if len(scan.Unreadable) > 0 {
 		log.Warn().Strs("dirs", scan.Unreadable).Msg("directories of the workspace could not be listed for secret files")
 	}
 	if len(scan.HardLinked) > 0 {
-		log.Warn().Strs("files", scan.HardLinked).Msg("secret files of the workspace have other hard links, which stay readable by sandboxed commands")
+		log.Warn().Strs("files", scan.HardLinked).Msg("secret files of the workspace have other hard links, which stay readable by the job")
 	}
 	return scan.Paths
 }

@@ -229,9 +229,10 @@ func TestGuardPrepareWritesTheJobsHarnessFiles(t *testing.T) {
 	}
 }
 
-// The workspace's own secret files join the sandbox's denyRead (templates
-// such as .env.example do not); the log says how many, never what they hold.
-// With the sandbox off nothing is walked.
+// The workspace's own secret files join the sandbox's denyRead and get a
+// Read and an Edit deny rule for Claude Code's own file tools (templates such
+// as .env.example do not); with the sandbox off only the deny rules remain.
+// The log says how many, never what they hold.
 func TestGuardPrepareHidesTheWorkspacesSecretFiles(t *testing.T) {
 	const canary = "test-secret-0123456789abcdef"
 	for _, tc := range []struct {
@@ -270,6 +271,9 @@ func TestGuardPrepareHidesTheWorkspacesSecretFiles(t *testing.T) {
 						DenyRead []string `json:"denyRead"`
 					} `json:"filesystem"`
 				} `json:"sandbox"`
+				Permissions struct {
+					Deny []string `json:"deny"`
+				} `json:"permissions"`
 			}
 			if err := json.Unmarshal(raw, &st); err != nil {
 				t.Fatal(err)
@@ -278,25 +282,34 @@ func TestGuardPrepareHidesTheWorkspacesSecretFiles(t *testing.T) {
 			if strings.Contains(logText, canary) || strings.Contains(string(raw), canary) {
 				t.Errorf("a secret's contents reached the log or the settings")
 			}
+			secret := []string{filepath.Join(ws, ".env"), filepath.Join(ws, "sub", ".env.local")}
+			readable := []string{filepath.Join(ws, ".env.example"), filepath.Join(ws, "main.go"), ws}
+			var wantRules []string
+			for _, p := range secret {
+				wantRules = append(wantRules, "Read(/"+p+")", "Edit(/"+p+")")
+			}
+			if !slices.Equal(st.Permissions.Deny, wantRules) {
+				t.Errorf("permissions.deny %q, want %q", st.Permissions.Deny, wantRules)
+			}
+			if !strings.Contains(logText, `"secret_files":2`) || !strings.Contains(logText, "hidden from the job") {
+				t.Errorf("the log does not count the secret files:\n%s", logText)
+			}
 			if !tc.sandbox {
-				if st.Sandbox != nil || strings.Contains(logText, "secret_files") {
-					t.Errorf("sandbox off, yet: settings %s, log %s", raw, logText)
+				if st.Sandbox != nil {
+					t.Errorf("sandbox off, yet settings %s", raw)
 				}
 				return
 			}
 			deny := st.Sandbox.Filesystem.DenyRead
-			for _, p := range []string{filepath.Join(ws, ".env"), filepath.Join(ws, "sub", ".env.local"), f.dir.Root, f.env} {
+			for _, p := range append(secret, f.dir.Root, f.env) {
 				if !slices.Contains(deny, p) {
 					t.Errorf("denyRead lacks %s: %v", p, deny)
 				}
 			}
-			for _, p := range []string{filepath.Join(ws, ".env.example"), filepath.Join(ws, "main.go"), ws} {
+			for _, p := range readable {
 				if slices.Contains(deny, p) {
 					t.Errorf("denyRead hides %s, which the job may read: %v", p, deny)
 				}
-			}
-			if !strings.Contains(logText, `"secret_files":2`) || !strings.Contains(logText, "hidden from sandboxed commands") {
-				t.Errorf("the log does not count the secret files:\n%s", logText)
 			}
 		})
 	}
