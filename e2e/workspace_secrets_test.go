@@ -22,8 +22,8 @@ import (
 // secretWorkspace is a workspace with two secret files and a template, each
 // holding its own canary.
 type secretWorkspace struct {
-	dir                           string
-	envCanary, localCanary, tmplC string
+	dir                                        string
+	envCanary, localCanary, routeCanary, tmplC string
 }
 
 func newSecretWorkspace(t *testing.T, g *guardedBridge) secretWorkspace {
@@ -32,6 +32,7 @@ func newSecretWorkspace(t *testing.T, g *guardedBridge) secretWorkspace {
 		dir:         g.workspace(t, nil),
 		envCanary:   "CANARY-dotenv-" + randomWitness(t),
 		localCanary: "CANARY-local-" + randomWitness(t),
+		routeCanary: "CANARY-route-" + randomWitness(t),
 		tmplC:       "CANARY-example-" + randomWitness(t),
 	}
 	for rel, content := range sw.files() {
@@ -50,6 +51,7 @@ func (sw secretWorkspace) files() map[string]string {
 	return map[string]string{
 		".env":           "API_TOKEN=" + sw.envCanary + "\n",
 		"sub/.env.local": "API_TOKEN=" + sw.localCanary + "\n",
+		"app/[id]/.env":  "API_TOKEN=" + sw.routeCanary + "\n", // a Next.js route dir: glob characters in the path
 		".env.example":   "API_TOKEN=" + sw.tmplC + "\n",
 	}
 }
@@ -59,7 +61,7 @@ func (sw secretWorkspace) files() map[string]string {
 // (job snapshots, the audit log, Claude Code's transcripts in the harness dirs).
 func (sw secretWorkspace) checkNoSecretAnywhere(t *testing.T, g *guardedBridge, result string) {
 	t.Helper()
-	secrets := map[string]string{".env": sw.envCanary, "sub/.env.local": sw.localCanary}
+	secrets := map[string]string{".env": sw.envCanary, "sub/.env.local": sw.localCanary, "app/[id]/.env": sw.routeCanary}
 	check := func(where string, b []byte) {
 		for name, c := range secrets {
 			if bytes.Contains(b, []byte(c)) {
@@ -121,6 +123,7 @@ func TestWorkspaceSecretsHiddenFromTheJob(t *testing.T) {
 				{"cat", bash("cat .env")},
 				{"Read", read(".env")},
 				{"Read local", read("sub/.env.local")},
+				{"Read route", read("app/[id]/.env")},
 				{"copy", bash("cp .env copy.txt")},
 				{"copy the parent", bash("cp -r sub copied; cat copied/.env.local")},
 				{"rename the parent", bash("mv sub moved")},
@@ -158,7 +161,8 @@ func TestWorkspaceSecretsHiddenFromTheJob(t *testing.T) {
 			// The recursive grep ran unattended, inside the sandbox, and found
 			// the template's canary but neither secret.
 			if !strings.Contains(byStep["grep"], "./.env.example:API_TOKEN="+sw.tmplC) ||
-				!strings.Contains(byStep["grep"], "./.env: Permission denied") || !strings.Contains(byStep["grep"], "./sub/.env.local: Permission denied") {
+				!strings.Contains(byStep["grep"], "./.env: Permission denied") || !strings.Contains(byStep["grep"], "./sub/.env.local: Permission denied") ||
+				!strings.Contains(byStep["grep"], "./app/[id]/.env: Permission denied") {
 				t.Errorf("grep -r: %q", byStep["grep"])
 			}
 			lines := g.auditOf(t, c.P.JobID)
@@ -167,7 +171,7 @@ func TestWorkspaceSecretsHiddenFromTheJob(t *testing.T) {
 			}
 			// cat .env and the Read tool are refused by Claude Code's deny
 			// rules before anyone is asked: nothing reaches the prompt tool.
-			for _, name := range []string{"cat", "copy", "Read", "Read local", "Read the symlink"} {
+			for _, name := range []string{"cat", "copy", "Read", "Read local", "Read route", "Read the symlink"} {
 				if !strings.Contains(byStep[name], "denied") {
 					t.Errorf("%s was not refused: %q", name, byStep[name])
 				}
@@ -199,7 +203,7 @@ func TestWorkspaceSecretsHiddenFromTheJob(t *testing.T) {
 			if !strings.Contains(byStep["cat the template"], sw.tmplC) || !strings.Contains(c.P.Result, sw.tmplC) {
 				t.Errorf("cat .env.example: %q; result %q", byStep["cat the template"], c.P.Result)
 			}
-			if log := string(g.LogBytes()); !strings.Contains(log, `"secret_files":2`) {
+			if log := string(g.LogBytes()); !strings.Contains(log, `"secret_files":3`) {
 				t.Error("the daemon's log does not count the workspace's secret files")
 			}
 		})

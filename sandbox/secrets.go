@@ -280,6 +280,29 @@ func listDir(dir string) ([]fs.DirEntry, error) {
 	return entries, nil
 }
 
+// globMetaClaude are the characters that make Claude Code 2.1.328 read a
+// denyRead entry as a glob pattern (and a permission rule as a gitignore
+// pattern).
+const globMetaClaude = "*?[]"
+
+// LiteralPattern turns path into a pattern Claude Code's sandbox and
+// permission rules match against path itself: each glob character is
+// replaced by "?", which matches any one character but "/". A path without
+// one is returned unchanged. The pattern may also match a few same-shaped
+// siblings (`a[1]` also matches `a_1_`), which errs on the side of hiding.
+// Next.js route directories such as app/[slug]/ need it.
+func LiteralPattern(path string) string {
+	if !strings.ContainsAny(path, globMetaClaude) {
+		return path
+	}
+	return strings.Map(func(r rune) rune {
+		if strings.ContainsRune(globMetaClaude, r) {
+			return '?'
+		}
+		return r
+	}, path)
+}
+
 // secretLink adds a symlink at p (named name) when its name or its target's
 // name is a secret, and its resolved target when that lies inside the
 // resolved workspace. A link to a directory is never a secret by its name.

@@ -256,3 +256,22 @@ func TestClaudeSettingsHideFromFileTools(t *testing.T) {
 		})
 	}
 }
+
+func TestLiteralPattern(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"/w/.env", "/w/.env"},
+		{"/w/app/[slug]/.env.local", "/w/app/?slug?/.env.local"},
+		{"/w/a*b?/c.env", "/w/a?b?/c.env"},
+		{"/w/{x,y}/.env", "/w/{x,y}/.env"},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			if got := LiteralPattern(c.in); got != c.want {
+				t.Errorf("LiteralPattern(%q) = %q, want %q", c.in, got, c.want)
+			}
+			if ok, err := filepath.Match(LiteralPattern(c.in), c.in); err != nil || !ok {
+				t.Errorf("the pattern does not match the path itself: %v %v", ok, err)
+			}
+		})
+	}
+}

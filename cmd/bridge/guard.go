@@ -239,7 +239,10 @@ func (g *guard) prepare(_ context.Context, spec *harness.Spec) error {
 		return fmt.Errorf("MCP config: %w", err)
 	}
 
-	wsSecrets := joinSecrets()
+	var wsSecrets []string
+	for _, p := range joinSecrets() {
+		wsSecrets = append(wsSecrets, sandbox.LiteralPattern(p))
+	}
 	settings := sandbox.ClaudeSettings(sandbox.SettingsOptions{
 		Sandbox:           g.sandbox,
 		DenyRead:          append(g.denied(), wsSecrets...),
