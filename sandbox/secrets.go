@@ -121,9 +121,10 @@ type SecretScan struct {
 	Paths []string
 	// Visited is the number of directory entries looked at.
 	Visited int
-	// Truncated is true when the limit was reached: directories below the
-	// depth the walk had reached were not listed (Unlisted of them), so a
-	// secret file in them is not in Paths.
+	// Truncated is true when the limit was reached: the directories still
+	// waiting then — at the depth the walk had reached and the next one —
+	// were not listed (Unlisted of them), nor anything below them, so a
+	// secret file there is not in Paths.
 	Truncated bool
 	Unlisted  int
 	// Unreadable are directories that could not be listed (their error).
@@ -183,12 +184,16 @@ func WorkspaceSecrets(workspace string, limit int) (SecretScan, error) {
 				scan.Unreadable = append(scan.Unreadable, fmt.Sprintf("%s: %v", r.dir, r.err))
 				continue
 			}
+			prefix := r.dir
+			if !strings.HasSuffix(prefix, string(filepath.Separator)) {
+				prefix += string(filepath.Separator)
+			}
 			for _, e := range r.entries {
 				name := e.Name()
 				switch t := e.Type(); {
 				case t.IsDir():
 					if !skippedDirs[name] {
-						next = append(next, r.dir+string(filepath.Separator)+name)
+						next = append(next, prefix+name)
 					}
 				case t&fs.ModeSymlink != 0:
 					secretLink(filepath.Join(r.dir, name), name, wsResolved, add)
