@@ -1,6 +1,9 @@
 package deepseek
 
-import "strings"
+import (
+	"math"
+	"strings"
+)
 
 // Price is USD per one million tokens.
 type Price struct {
@@ -33,5 +36,12 @@ func PriceFor(model string) Price {
 // Cost prices token counts: cache-hit input, cache-miss input and output
 // (reasoning tokens are output tokens and are already inside output).
 func (p Price) Cost(cacheHit, cacheMiss, output int64) float64 {
-	return (float64(cacheHit)*p.CacheHitInput + float64(cacheMiss)*p.CacheMissInput + float64(output)*p.Output) / 1e6
+	return RoundUSD((float64(cacheHit)*p.CacheHitInput + float64(cacheMiss)*p.CacheMissInput + float64(output)*p.Output) / 1e6)
+}
+
+// RoundUSD rounds an amount to 1e-12 USD. Every published price per token
+// has at most 12 decimals, so this loses nothing, and it drops the float
+// noise a sum picks up (0.0067688600000000015 is 0.00676886 again).
+func RoundUSD(usd float64) float64 {
+	return math.Round(usd*1e12) / 1e12
 }

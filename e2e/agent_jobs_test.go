@@ -102,7 +102,7 @@ func TestAgentA_ReadWriteNonce(t *testing.T) {
 	}
 	if evs, ok := progress.WaitFor("job-a", 10*time.Second, func(evs []mcp.ProgressNotificationParams) bool {
 		for _, e := range evs {
-			if strings.Contains(e.Message, "tool calls") {
+			if strings.Contains(e.Message, "tool call") {
 				return true
 			}
 		}

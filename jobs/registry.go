@@ -559,7 +559,7 @@ func (r *Registry) apply(j *job, ev harness.Event) {
 // messages so far, priced at the configured model.
 func (r *Registry) setUsageLocked(j *job, gw *Metered) {
 	if gw != nil && !gw.Usage.IsZero() {
-		j.snap.Usage, j.snap.CostUSD = gw.Usage, gw.CostUSD
+		j.snap.Usage, j.snap.CostUSD = gw.Usage, deepseek.RoundUSD(gw.CostUSD)
 		return
 	}
 	var u Usage

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 )
 
 // refusal is an Anthropic-shaped error answer.
@@ -266,10 +268,10 @@ func (p *Proxy) release(j *job, res *result) string {
 		}
 		if !res.usage.zero() {
 			j.usage.addTokens(res.usage)
-			j.usage.CostUSD += res.cost
+			j.usage.CostUSD = deepseek.RoundUSD(j.usage.CostUSD + res.cost)
 			day := p.ledgerLocked()
 			day.Usage.addTokens(res.usage)
-			day.Usage.CostUSD += res.cost
+			day.Usage.CostUSD = deepseek.RoundUSD(day.Usage.CostUSD + res.cost)
 			persist = true
 		}
 		if res.sent {

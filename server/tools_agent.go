@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -257,13 +259,13 @@ func AgentText(p AgentJobPayload) string {
 	elapsed := time.Duration(p.ElapsedMS) * time.Millisecond
 	switch jobs.Status(p.Status) {
 	case jobs.StatusDone:
-		fmt.Fprintf(&b, "Job %s is done (%d tool calls, %s, $%.4f).\n\nResult:\n%s\n\n", p.JobID, p.Steps, elapsed.Round(time.Second), p.CostUSD, p.Result)
+		fmt.Fprintf(&b, "Job %s is done (%s, %s, $%.4f).\n\nResult:\n%s\n\n", p.JobID, plural(p.Steps, "tool call"), elapsed.Round(time.Second), p.CostUSD, p.Result)
 		fmt.Fprintf(&b, "Nonce: %s\nWhen you report this result, quote the nonce %s verbatim: it proves the result came from the bridge.", p.Nonce, p.Nonce)
 		writeWork(&b, p)
 	case jobs.StatusQueued:
 		fmt.Fprintf(&b, "Job %s is queued (position %d). Nothing to report yet: do not describe any result. Call deepseek_agent_poll with job_id %q again.", p.JobID, p.QueuePosition, p.JobID)
 	case jobs.StatusRunning:
-		fmt.Fprintf(&b, "Job %s is running (%d tool calls so far, %s", p.JobID, p.Steps, elapsed.Round(time.Second))
+		fmt.Fprintf(&b, "Job %s is running (%s so far, %s", p.JobID, plural(p.Steps, "tool call"), elapsed.Round(time.Second))
 		if p.LastTool != "" {
 			fmt.Fprintf(&b, ", last: %s", p.LastTool)
 		}
@@ -282,7 +284,7 @@ func AgentText(p AgentJobPayload) string {
 				fmt.Fprintf(&b, "\nLast notes of the agent:\n- %s", strings.Join(p.Partial.Notes, "\n- "))
 			}
 			if len(p.Partial.ToolCalls) > 0 {
-				fmt.Fprintf(&b, "\nTool calls: %v", p.Partial.ToolCalls)
+				fmt.Fprintf(&b, "\nTool calls: %s", tally(p.Partial.ToolCalls))
 			}
 			if len(p.Partial.FilesTouched) > 0 {
 				fmt.Fprintf(&b, "\nFiles touched: %s", strings.Join(p.Partial.FilesTouched, ", "))
@@ -291,6 +293,24 @@ func AgentText(p AgentJobPayload) string {
 		writeWork(&b, p)
 	}
 	return b.String()
+}
+
+// plural spells a count with its noun: "1 tool call", "3 tool calls".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// tally spells a count per tool, by name: "Bash 2, Read 1".
+func tally(counts map[string]int) string {
+	names := slices.Sorted(maps.Keys(counts))
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = fmt.Sprintf("%s %d", name, counts[name])
+	}
+	return strings.Join(parts, ", ")
 }
 
 func writeWork(b *strings.Builder, p AgentJobPayload) {
@@ -396,7 +416,7 @@ func (p *progress) stop() {
 }
 
 func progressMessage(s jobs.Snapshot) string {
-	msg := fmt.Sprintf("job %s %s: %d tool calls", s.ID, s.Status, s.Steps)
+	msg := fmt.Sprintf("job %s %s: %s", s.ID, s.Status, plural(s.Steps, "tool call"))
 	if s.Status == jobs.StatusQueued {
 		msg += fmt.Sprintf(", queue position %d", s.QueuePosition)
 	}

@@ -83,7 +83,7 @@ func snap(status jobs.Status) jobs.Snapshot {
 		s.Nonce, s.Result = "fedcba9876543210fedcba9876543210", "the reversed witness is in answer.txt"
 	case jobs.StatusError, jobs.StatusCancelled, jobs.StatusInterrupted:
 		s.Error = "the job hit its step ceiling of 2 tool calls and was stopped"
-		s.Partial = &jobs.Partial{Label: jobs.PartialLabel, Notes: []string{"half way"}, ToolCalls: map[string]int{"Bash": 2}}
+		s.Partial = &jobs.Partial{Label: jobs.PartialLabel, Notes: []string{"half way"}, ToolCalls: map[string]int{"Read": 1, "Bash": 2}}
 		s.Nonce, s.Result = "leaked", "leaked" // Payload must drop them
 	case jobs.StatusWaitingApproval:
 		s.Approval = &jobs.ApprovalInfo{ID: "ap-7", Summary: "Bash: make deploy"}
@@ -133,11 +133,11 @@ func TestAgentPayloadAndTextPerStatus(t *testing.T) {
 		nonce    bool
 		approval bool
 	}{
-		{jobs.StatusDone, []string{"is done", "the reversed witness is in answer.txt", "quote the nonce fedcba9876543210fedcba9876543210 verbatim", "ls (exit 0)", "rm -rf / (denied)", "/ws/answer.txt"}, []string{"Nothing to report"}, true, false},
+		{jobs.StatusDone, []string{"is done (2 tool calls, ", "the reversed witness is in answer.txt", "quote the nonce fedcba9876543210fedcba9876543210 verbatim", "ls (exit 0)", "rm -rf / (denied)", "/ws/answer.txt"}, []string{"Nothing to report"}, true, false},
 		{jobs.StatusRunning, []string{"is running", "Nothing to report yet", "deepseek_agent_poll", jobID, "last: Bash: ls"}, []string{"Nonce", "Result"}, false, false},
 		{jobs.StatusQueued, []string{"queued (position 2)", "Nothing to report yet"}, []string{"Nonce"}, false, false},
 		{jobs.StatusWaitingApproval, []string{"bridgectl pending", "Bash: make deploy", "ap-7", "Nothing to report yet"}, []string{"Nonce"}, false, true},
-		{jobs.StatusError, []string{"ended error", "step ceiling", "no result and no nonce", "NOT A RESULT", "half way"}, []string{"leaked"}, false, false},
+		{jobs.StatusError, []string{"ended error", "step ceiling", "no result and no nonce", "NOT A RESULT", "half way", "Tool calls: Bash 2, Read 1"}, []string{"leaked", "map["}, false, false},
 		{jobs.StatusCancelled, []string{"ended cancelled", "no result and no nonce"}, []string{"leaked"}, false, false},
 		{jobs.StatusInterrupted, []string{"ended interrupted", "NOT A RESULT"}, []string{"leaked"}, false, false},
 	}
@@ -289,7 +289,7 @@ func TestProgressIsThrottled(t *testing.T) {
 		p.stop()
 		mu.Lock()
 		defer mu.Unlock()
-		if len(sent) != 2 || !strings.Contains(sent[0], "1 tool calls") || !strings.Contains(sent[1], "20 tool calls, last Bash: ls") {
+		if len(sent) != 2 || !strings.Contains(sent[0], "1 tool call,") || !strings.Contains(sent[1], "20 tool calls, last Bash: ls") {
 			t.Errorf("burst sent %q", sent)
 		}
 		if len(nums) == 2 && nums[1] <= nums[0] {
