@@ -19,6 +19,9 @@ func AdmitWorkspace(roots []string, stateDir, dir string) (string, error) {
 		protected = append(protected, stateDir)
 	}
 	ws, err := sandbox.AdmitWorkspace(roots, dir, protected...)
+	if oe := (*sandbox.OverlapError)(nil); errors.As(err, &oe) {
+		return "", fmt.Errorf("%w: %w (the bridge's state dir, BRIDGE_STATE_DIR)", ErrWorkspace, err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrWorkspace, err)
 	}

@@ -20,6 +20,24 @@ var (
 	ErrProtectedPath = errors.New("workspace overlaps a protected path")
 )
 
+// OverlapError is AdmitWorkspace's refusal of a workspace that contains, or
+// lies inside, a protected path; errors.Is(err, ErrProtectedPath) holds. A
+// caller that knows what Protected is (the state dir, a binary) can say so.
+type OverlapError struct {
+	Workspace string // resolved
+	Protected string // as given
+	Inside    bool   // the workspace lies inside Protected; else it contains it
+}
+
+func (e *OverlapError) Error() string {
+	if e.Inside {
+		return fmt.Sprintf("%v: %s lies inside %s, which a job must never reach; choose a directory outside it", ErrProtectedPath, e.Workspace, e.Protected)
+	}
+	return fmt.Sprintf("%v: %s contains %s, which a job must never reach; choose a directory that does not contain it, or move it out", ErrProtectedPath, e.Workspace, e.Protected)
+}
+
+func (e *OverlapError) Unwrap() error { return ErrProtectedPath }
+
 // AdmitWorkspace checks that dir may be a job's workspace: it must be an
 // absolute path to an existing directory that lies inside one of roots after
 // symlinks are resolved (roots are resolved too). It must neither contain nor
@@ -87,8 +105,8 @@ func AdmitWorkspace(roots []string, dir string, protected ...string) (string, er
 			forms = append(forms, rp)
 		}
 		for _, f := range forms {
-			if within(f, resolved) || within(resolved, f) {
-				return "", fmt.Errorf("%w: %s overlaps %s, which a job must never reach; choose another directory or move the state dir (BRIDGE_STATE_DIR)", ErrProtectedPath, resolved, p)
+			if within(resolved, f) || within(f, resolved) {
+				return "", &OverlapError{Workspace: resolved, Protected: p, Inside: within(resolved, f)}
 			}
 		}
 	}

@@ -39,8 +39,8 @@ func TestAdmitWorkspace(t *testing.T) {
 		{"escapes through a symlink", roots, filepath.Join(fx.ws, "link-out"), nil, "", ErrSymlinkEscape, "symlink"},
 		{"planted link to the state dir", roots, filepath.Join(fx.ws, "state-link"), nil, "", ErrSymlinkEscape, ""},
 		{"missing root contains nothing", []string{filepath.Join(fx.root, "gone")}, fx.ws, nil, "", ErrOutsideRoots, ""},
-		{"contains the state dir", roots, fx.ws, []string{filepath.Join(fx.ws, "statehere")}, "", ErrProtectedPath, "BRIDGE_STATE_DIR"},
-		{"inside the state dir", []string{fx.root}, fx.state, []string{fx.state}, "", ErrProtectedPath, ""},
+		{"contains the state dir", roots, fx.ws, []string{filepath.Join(fx.ws, "statehere")}, "", ErrProtectedPath, "contains " + filepath.Join(fx.ws, "statehere")},
+		{"inside the state dir", []string{fx.root}, fx.state, []string{fx.state}, "", ErrProtectedPath, "lies inside " + fx.state},
 		{"contains the .env", []string{fx.root}, fx.root, []string{fx.env}, "", ErrProtectedPath, ".env"},
 		{"protected elsewhere is fine", roots, fx.ws, []string{fx.state, fx.env}, fx.ws, nil, ""},
 	}

@@ -151,10 +151,28 @@ func (g *guard) admit(dir string) (string, error) {
 		return "", fmt.Errorf("agent jobs are refused because the OS sandbox cannot run: %w", g.sandboxErr)
 	}
 	ws, err := sandbox.AdmitWorkspace(g.roots, dir, g.protected()...)
+	if oe := (*sandbox.OverlapError)(nil); errors.As(err, &oe) {
+		return "", fmt.Errorf("%w: %w (%s)", jobs.ErrWorkspace, err, g.whatIs(oe.Protected))
+	}
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", jobs.ErrWorkspace, err)
 	}
 	return ws, nil
+}
+
+// whatIs names a protected path for a person.
+func (g *guard) whatIs(p string) string {
+	switch p {
+	case g.dir.Root:
+		return "the bridge's state dir, BRIDGE_STATE_DIR"
+	case g.envFile:
+		return "the daemon's .env file"
+	case g.exe:
+		return "the bridge binary itself, which runs every job's approval child outside the sandbox"
+	case g.harnessBin:
+		return "the Claude Code binary, which runs every job outside the sandbox"
+	}
+	return "a protected path"
 }
 
 // prepare writes the job's harness files and points spec at them. The files

@@ -378,7 +378,8 @@ func TestGuardAdmitRefusesWhatAJobMustNotReach(t *testing.T) {
 	// A state dir inside a root: the root itself overlaps it and is refused.
 	g2 := newGuardFixture(t, nil, nil)
 	g2.g.roots = []string{filepath.Dir(g2.dir.Root)}
-	if _, err := g2.g.admit(filepath.Dir(g2.dir.Root)); err == nil || !strings.Contains(err.Error(), "overlaps") {
+	if _, err := g2.g.admit(filepath.Dir(g2.dir.Root)); err == nil || !strings.Contains(err.Error(), "overlaps") ||
+		!strings.Contains(err.Error(), "BRIDGE_STATE_DIR") {
 		t.Errorf("a workspace holding the state dir: %v", err)
 	}
 	// A workspace holding the bridge binary (the approval child) or the
@@ -400,8 +401,11 @@ func TestGuardAdmitRefusesWhatAJobMustNotReach(t *testing.T) {
 			} else {
 				g3.g.harnessBin = bin
 			}
-			if _, err := g3.g.admit(proj); err == nil || !errors.Is(err, jobs.ErrWorkspace) || !strings.Contains(err.Error(), "overlaps") {
-				t.Errorf("admit(%s) = %v, want ErrWorkspace with \"overlaps\"", proj, err)
+			what := map[string]string{"bridge": "the bridge binary", "claude": "the Claude Code binary"}[which]
+			_, err := g3.g.admit(proj)
+			if err == nil || !errors.Is(err, jobs.ErrWorkspace) || !strings.Contains(err.Error(), "overlaps") ||
+				!strings.Contains(err.Error(), what) || strings.Contains(err.Error(), "state dir") {
+				t.Errorf("admit(%s) = %v, want ErrWorkspace naming %s and no state dir", proj, err, what)
 			}
 			if _, err := g3.g.admit(filepath.Join(g3.root)); err == nil {
 				t.Errorf("admit(root holding %s) = nil, want refused", bin)
