@@ -11,6 +11,7 @@
 //	POST URL()/chat/completions                          OpenAI side (no /v1, as DeepSeek)
 //	POST URL()/anthropic/v1/messages[?beta=true]         Anthropic side, streamed or JSON
 //	POST URL()/anthropic/v1/messages/count_tokens        {"input_tokens": N}
+//	GET  URL()/models                                    the accepted model ids (a key check)
 //
 // Anything else is 404. Close abandons delayed answers, closes connections
 // and returns once every handler has.

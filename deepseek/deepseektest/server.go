@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -119,6 +121,7 @@ func NewServer(ln net.Listener, opts ...Option) *Server {
 	mux.HandleFunc("POST /chat/completions", s.handleOpenAI)
 	mux.HandleFunc("POST /anthropic/v1/messages", s.handleAnthropic)
 	mux.HandleFunc("POST /anthropic/v1/messages/count_tokens", s.handleCountTokens)
+	mux.HandleFunc("GET /models", s.handleModels)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, deepseekError("Not Found: "+r.Method+" "+r.URL.Path, "invalid_request_error"))
 	})
@@ -351,6 +354,30 @@ func (s *Server) newID(prefix string) string {
 	defer s.mu.Unlock()
 	s.nextID++
 	return fmt.Sprintf("%s%06d", prefix, s.nextID)
+}
+
+// handleModels answers GET /models as DeepSeek does: the accepted model ids,
+// sorted, as an OpenAI-style list (what `bridgectl doctor` uses to check a
+// key). A wrong key gets the same 401 as the chat endpoint.
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	if ok, msg := s.authorized(r, SideOpenAI); !ok {
+		writeJSON(w, http.StatusUnauthorized, deepseekError(msg, "authentication_error"))
+		return
+	}
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		OwnedBy string `json:"owned_by"`
+	}
+	ids := slices.Sorted(maps.Keys(s.models)) // fixed once the server runs
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: make([]model, len(ids))}
+	for i, id := range ids {
+		list.Data[i] = model{ID: id, Object: "model", OwnedBy: "deepseek"}
+	}
+	writeJSON(w, http.StatusOK, list)
 }
 
 // authorized checks the key. Anthropic side also accepts x-api-key.

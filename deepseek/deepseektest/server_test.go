@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -321,6 +322,50 @@ func TestAuthModelsAndDocumentedErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// GET /models lists the accepted ids for the right key and answers the
+// chat endpoint's 401 for a wrong one (bridgectl doctor checks a key this way).
+func TestModelsList(t *testing.T) {
+	s := deepseektest.New(deepseektest.WithModels("deepseek-extra"))
+	t.Cleanup(s.Close)
+	get := func(key string) (int, string) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL()+"/models", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(b)
+	}
+	status, body := get(s.Key())
+	var list struct {
+		Object string `json:"object"`
+		Data   []struct {
+			ID, Object, OwnedBy string
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &list); status != 200 || err != nil || list.Object != "list" {
+		t.Fatalf("GET /models: %d %s (%v)", status, body, err)
+	}
+	var ids []string
+	for _, m := range list.Data {
+		ids = append(ids, m.ID)
+	}
+	if !slices.IsSorted(ids) || !slices.Contains(ids, "deepseek-chat") || !slices.Contains(ids, "deepseek-extra") || !strings.Contains(body, `"owned_by":"deepseek"`) {
+		t.Errorf("models %q in %s", ids, body)
+	}
+	if status, body := get("sk-wrong-abcd"); status != 401 || !strings.Contains(body, "Authentication Fails, Your api key: ****abcd is invalid") {
+		t.Errorf("wrong key: %d %s", status, body)
 	}
 }
 
