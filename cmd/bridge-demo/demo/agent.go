@@ -80,6 +80,8 @@ func agentStep() Step {
 func runAgent(ctx context.Context, e *Env, workspace, witness string) error {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		fmt.Fprintln(e.Out, "note: bubblewrap is not installed, so this job runs with BRIDGE_SANDBOX=off (scripts/install.sh apt installs it)")
+	} else {
+		fmt.Fprintln(e.Out, "sandbox: on — the job's commands run under bubblewrap (Claude Code's sandbox)")
 	}
 	params := &mcp.CallToolParams{
 		Name:      "deepseek_agent_start",
@@ -96,7 +98,7 @@ func runAgent(ctx context.Context, e *Env, workspace, witness string) error {
 		return err
 	}
 	for !slices.Contains(finalStatuses, p.Status) {
-		fmt.Fprintf(e.Out, "  job %s is %s after %d steps; polling\n", p.JobID, p.Status, p.Steps)
+		fmt.Fprintf(e.Out, "  job %s is %s after %d tool call(s); polling\n", p.JobID, p.Status, p.Steps)
 		if p.Status == "waiting_approval" {
 			return fmt.Errorf("the job waits for a human (approval %s), which this demo does not script", p.Approval)
 		}
