@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -684,5 +685,110 @@ func TestWritersCreateTheStateDir(t *testing.T) {
 				t.Errorf("%v wrote no file: %v", tt.args, err)
 			}
 		})
+	}
+}
+
+// TestRotateClipboardFailures: a clipboard tool that exists but fails is
+// named with how it failed, and the output says the URL was not copied; a
+// later tool that works still gets the URL.
+func TestRotateClipboardFailures(t *testing.T) {
+	const failing = "#!/bin/sh\ncat >/dev/null\necho 'Failed to connect to a Wayland server' >&2\necho 'second line' >&2\nexit 1\n"
+	const silent = "#!/bin/sh\ncat >/dev/null\nexit 3\n"
+	tests := []struct {
+		name    string
+		tools   map[string]string // name → script; "" records stdin in the clipboard file
+		env     []string
+		want    []string
+		copied  bool
+		notWant string
+	}{
+		{"failing tool", map[string]string{"wl-copy": failing}, []string{"WAYLAND_DISPLAY=wayland-test"},
+			[]string{"the URL was NOT copied to the clipboard: wl-copy failed (exit status 1: Failed to connect to a Wayland server)", "`bridgectl url --show` prints the full URL"}, false, "second line"},
+		{"silent failure", map[string]string{"wl-copy": silent}, []string{"WAYLAND_DISPLAY=wayland-test"},
+			[]string{"the URL was NOT copied to the clipboard: wl-copy failed (exit status 3)"}, false, "no clipboard tool"},
+		{"two failing tools", map[string]string{"wl-copy": failing, "xclip": silent}, []string{"WAYLAND_DISPLAY=wayland-test", "DISPLAY=:0"},
+			[]string{"wl-copy failed (exit status 1: Failed to connect to a Wayland server); xclip failed (exit status 3)"}, false, ""},
+		{"a later tool works", map[string]string{"wl-copy": failing, "xclip": ""}, []string{"WAYLAND_DISPLAY=wayland-test", "DISPLAY=:0"},
+			[]string{"copied the full URL to the clipboard (xclip)"}, true, "NOT copied"},
+		{"no tool", nil, []string{"WAYLAND_DISPLAY=wayland-test"},
+			[]string{"the URL was NOT copied to the clipboard: no clipboard tool found (wl-copy, xclip, pbcopy, clip.exe)"}, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clip := filepath.Join(t.TempDir(), "clipboard")
+			te := newTestEnv(t, append([]string{"PORT=1"}, tt.env...)...)
+			for name, script := range tt.tools {
+				if script == "" {
+					script = "#!/bin/sh\ncat > " + clip + "\n"
+				}
+				if err := os.WriteFile(filepath.Join(te.pathDir, name), []byte(script), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out, errs, code := te.run("rotate")
+			if code != 0 {
+				t.Fatalf("rotate: exit %d\n%s%s", code, out, errs)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("rotate output lacks %q:\n%s", w, out)
+				}
+			}
+			if tt.notWant != "" && strings.Contains(out+errs, tt.notWant) {
+				t.Errorf("rotate output has %q:\n%s%s", tt.notWant, out, errs)
+			}
+			b, err := os.ReadFile(clip)
+			if tt.copied != (err == nil) || (tt.copied && !strings.HasPrefix(string(b), "http://127.0.0.1:1/mcp/")) {
+				t.Errorf("clipboard: %q, %v (want copied: %v)", b, err, tt.copied)
+			}
+			noSecrets(t, "rotate", out, errs)
+		})
+	}
+}
+
+// TestClipboardToolThatStaysBehind: wl-copy and xclip leave a child that holds
+// the clipboard and inherits their stdout and stderr; rotate must not wait for it.
+func TestClipboardToolThatStaysBehind(t *testing.T) {
+	te := newTestEnv(t, "PORT=1", "WAYLAND_DISPLAY=wayland-test")
+	release, done := filepath.Join(te.dir, "release"), filepath.Join(te.dir, "done")
+	for _, f := range []string{release, done} {
+		if err := syscall.Mkfifo(f, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := "#!/bin/sh\ncat >/dev/null\n(read x < " + release + "; echo bye > " + done + ") &\nexit 0\n"
+	if err := os.WriteFile(filepath.Join(te.pathDir, "wl-copy"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		out, errs string
+		code      int
+	}
+	ch := make(chan result, 1)
+	go func() { out, errs, code := te.run("rotate"); ch <- result{out, errs, code} }()
+	limit := time.NewTimer(time.Minute)
+	defer limit.Stop()
+	returned := false
+	select {
+	case r := <-ch:
+		returned = true
+		if r.code != 0 || !strings.Contains(r.out, "copied the full URL to the clipboard (wl-copy)") {
+			t.Errorf("rotate: exit %d\n%s%s", r.code, r.out, r.errs)
+		}
+	case <-limit.C:
+		t.Error("rotate waited for the clipboard tool's child")
+	}
+	// Let the child go and wait until it has.
+	w, err := os.OpenFile(release, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(w, "go")
+	w.Close()
+	if b, err := os.ReadFile(done); err != nil || string(b) != "bye\n" {
+		t.Fatalf("the child did not finish: %q, %v", b, err)
+	}
+	if !returned {
+		<-ch // the child is gone, so rotate returns now
 	}
 }

@@ -15,7 +15,8 @@ var rotateCmd = &Command{
 daemon (like ` + "`bridgectl reload`" + `; the tunnel and its public hostname are untouched) and
 checks that the old local URL now answers 404. The full new URL — the public
 one if a tunnel runs, else the local one — is copied to the clipboard when a
-tool is available (wl-copy, xclip, pbcopy, clip.exe) and printed masked
+tool is available (wl-copy, xclip, pbcopy, clip.exe; a tool that fails is
+named with its exit status and first line of output) and printed masked
 (--show prints it in full). Update the connector URL in your MCP host.`,
 	Run: runRotate,
 }
@@ -62,7 +63,7 @@ func runRotate(ctx context.Context, e *Env, args []string) error {
 	if tool, err := copyToClipboard(ctx, e, url); err == nil {
 		fmt.Fprintf(e.Stdout, "copied the full URL to the clipboard (%s)\n", tool)
 	} else {
-		fmt.Fprintf(e.Stdout, "not copied: %v; `bridgectl url --show` prints the full URL\n", err)
+		fmt.Fprintf(e.Stdout, "the URL was NOT copied to the clipboard: %v; `bridgectl url --show` prints the full URL\n", err)
 	}
 	return nil
 }
