@@ -34,6 +34,10 @@ var DefaultApproveAllow = []string{
 type Config struct {
 	// EnvFile is the .env file that was read ("" when none was found).
 	EnvFile string
+	// MissingEnvFile is the explicitly named .env file (--env or
+	// BRIDGE_ENV_FILE) that does not exist; only LoadMissingOK returns a
+	// Config with it set (LoadFrom refuses).
+	MissingEnvFile string
 
 	APIKey     string // DEEPSEEK_API_KEY
 	PathSecret string // MCP_PATH_SECRET
@@ -112,15 +116,16 @@ var Vars = []Var{
 	{"BRIDGE_JOB_MAX_TOKENS", "0", "per-job token ceiling (0 = none)"},
 	{"BRIDGE_DAILY_MAX_COST_USD", "0", "spend ceiling across all jobs per UTC day (0 = off)"},
 	{"BRIDGE_CLOUDFLARED_BIN", "cloudflared on PATH", "the cloudflared binary for bridgectl tunnel"},
-	{"BRIDGE_ENV_FILE", "./.env", "which .env bridgectl and bridge read"},
+	{"BRIDGE_ENV_FILE", "./.env", "which .env bridgectl and bridge read; a file named here must exist (bridgectl secret creates it)"},
 	{"BRIDGE_DEBUG_ADDR", "", "loopback HOST:PORT for pprof and the goroutine count (make bench); empty = off"},
 }
 
 // Lookup reads one variable. Tests pass a map-backed Lookup instead of the process env.
 type Lookup func(name string) (string, bool)
 
-// Load reads envFile (if it exists; "" means BRIDGE_ENV_FILE, then ./.env) and
-// the process environment, which wins over the file.
+// Load reads envFile ("" means BRIDGE_ENV_FILE, then ./.env) and the process
+// environment, which wins over the file. The file must exist when it is named
+// (envFile or BRIDGE_ENV_FILE); ./.env is optional.
 func Load(envFile string) (Config, error) {
 	return LoadFrom(envFile, os.LookupEnv)
 }
@@ -136,9 +141,41 @@ func ResolveEnvFile(explicit string, env Lookup) string {
 	return ".env"
 }
 
-// LoadFrom is Load with an injected environment.
+// ErrNoEnvFile: the .env file named explicitly (--env or BRIDGE_ENV_FILE)
+// does not exist.
+var ErrNoEnvFile = errors.New("no such file")
+
+// LoadFrom is Load with an injected environment. A .env file named explicitly
+// (envFile, or BRIDGE_ENV_FILE) must exist: a missing one is a mistake the
+// user wants to hear about (ErrNoEnvFile, with how to create it). The default
+// ./.env is optional.
 func LoadFrom(envFile string, env Lookup) (Config, error) {
+	c, err := LoadMissingOK(envFile, env)
+	if err != nil {
+		return Config{}, err
+	}
+	if c.MissingEnvFile != "" {
+		return Config{}, noEnvFileError(c.MissingEnvFile, envFile, env)
+	}
+	return c, nil
+}
+
+// noEnvFileError says which setting named the missing file and how to create it.
+func noEnvFileError(path, explicit string, env Lookup) error {
+	if explicit != "" {
+		return fmt.Errorf("env file %s: %w — `bridgectl --env %s secret` creates it with a new MCP_PATH_SECRET (add DEEPSEEK_API_KEY and the rest from .env.example), or fix the path", path, ErrNoEnvFile, path)
+	}
+	v, _ := env("BRIDGE_ENV_FILE")
+	return fmt.Errorf("BRIDGE_ENV_FILE=%s: %w — `bridgectl secret` creates it with a new MCP_PATH_SECRET (add DEEPSEEK_API_KEY and the rest from .env.example), or fix the path, or unset BRIDGE_ENV_FILE to read ./.env", v, ErrNoEnvFile)
+}
+
+// LoadMissingOK is LoadFrom for the commands that create the .env file
+// (bridgectl secret, rotate, allow) and for bridgectl doctor, which reports
+// it: an explicitly named file that does not exist yet reads as empty and is
+// named in Config.MissingEnvFile. Its directory must exist.
+func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 	path := ResolveEnvFile(envFile, env)
+	missing := ""
 	fileVals := map[string]string{}
 	if b, err := os.ReadFile(path); err == nil {
 		vals, perr := godotenv.UnmarshalBytes(b)
@@ -151,11 +188,17 @@ func LoadFrom(envFile string, env Lookup) (Config, error) {
 		if abs, err := filepath.Abs(path); err == nil {
 			path = abs
 		}
-	} else if !errors.Is(err, os.ErrNotExist) || envFile != "" {
+	} else if !errors.Is(err, os.ErrNotExist) {
 		return Config{}, fmt.Errorf("read env file %s: %w", path, err)
-	} else if err := envFileDirExists(path, env); err != nil {
+	} else if err := envFileDirExists(path, envFile, env); err != nil {
 		return Config{}, err
 	} else {
+		if envFile != "" || bridgeEnvFileSet(env) {
+			missing = path
+			if abs, err := filepath.Abs(path); err == nil {
+				missing = abs
+			}
+		}
 		path = ""
 	}
 	get := func(name string) string {
@@ -167,6 +210,7 @@ func LoadFrom(envFile string, env Lookup) (Config, error) {
 	p := parser{get: get}
 	c := Config{
 		EnvFile:            path,
+		MissingEnvFile:     missing,
 		APIKey:             get("DEEPSEEK_API_KEY"),
 		PathSecret:         get("MCP_PATH_SECRET"),
 		Host:               p.str("HOST", "127.0.0.1"),
@@ -386,16 +430,24 @@ func badLine(b []byte) int {
 	return lo + 1
 }
 
-// envFileDirExists: BRIDGE_ENV_FILE may name a file that does not exist yet
-// (bridgectl secret creates it, tests point it at one to read none), but a
-// file in a directory that does not exist is a mistyped path.
-func envFileDirExists(path string, env Lookup) error {
-	if v, ok := env("BRIDGE_ENV_FILE"); !ok || v == "" {
+func bridgeEnvFileSet(env Lookup) bool {
+	v, ok := env("BRIDGE_ENV_FILE")
+	return ok && v != ""
+}
+
+// envFileDirExists: an explicitly named .env file may not exist yet
+// (bridgectl secret creates it), but a file in a directory that does not
+// exist is a mistyped path.
+func envFileDirExists(path, explicit string, env Lookup) error {
+	if explicit == "" && !bridgeEnvFileSet(env) {
 		return nil
 	}
 	dir := filepath.Dir(path)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return fmt.Errorf("BRIDGE_ENV_FILE=%s: its directory %s does not exist (fix the path, or unset BRIDGE_ENV_FILE to read ./.env)", path, dir)
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil
 	}
-	return nil
+	if explicit != "" {
+		return fmt.Errorf("env file %s: its directory %s does not exist (fix the path)", path, dir)
+	}
+	return fmt.Errorf("BRIDGE_ENV_FILE=%s: its directory %s does not exist (fix the path, or unset BRIDGE_ENV_FILE to read ./.env)", path, dir)
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -188,10 +189,68 @@ func TestEnvFileVariable(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
-	t.Run("a file not created yet reads nothing", func(t *testing.T) {
-		c, err := LoadFrom("", mapEnv(map[string]string{"BRIDGE_ENV_FILE": filepath.Join(dir, "later.env"), "BRIDGE_STATE_DIR": dir}))
-		if err != nil || c.EnvFile != "" {
-			t.Fatalf("err = %v, EnvFile = %q", err, c.EnvFile)
+}
+
+// TestNamedEnvFileMissing: a .env file named explicitly (--env or
+// BRIDGE_ENV_FILE) that does not exist is refused with the path and how to
+// create it; LoadMissingOK (for the commands that create it) reads it as
+// empty and names it in MissingEnvFile; the default ./.env stays optional.
+func TestNamedEnvFileMissing(t *testing.T) {
+	dir := t.TempDir()
+	later := filepath.Join(dir, "later.env")
+	tests := []struct {
+		name     string
+		explicit string
+		env      map[string]string
+		want     []string // in LoadFrom's error; nil = no error
+	}{
+		{"BRIDGE_ENV_FILE", "", map[string]string{"BRIDGE_ENV_FILE": later},
+			[]string{"BRIDGE_ENV_FILE=" + later + ": no such file", "`bridgectl secret` creates it", "unset BRIDGE_ENV_FILE"}},
+		{"explicit file", later, nil,
+			[]string{"env file " + later + ": no such file", "`bridgectl --env " + later + " secret` creates it"}},
+		{"explicit file wins over BRIDGE_ENV_FILE", later, map[string]string{"BRIDGE_ENV_FILE": filepath.Join(dir, "other.env")},
+			[]string{"env file " + later + ": no such file"}},
+		{"default ./.env is optional", "", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Chdir(t.TempDir()) // no ./.env here
+			vals := map[string]string{"BRIDGE_STATE_DIR": dir, "MCP_PATH_SECRET": "test-secret-0123456789abcdef"}
+			for k, v := range tt.env {
+				vals[k] = v
+			}
+			c, err := LoadFrom(tt.explicit, mapEnv(vals))
+			if tt.want == nil {
+				if err != nil || c.EnvFile != "" || c.MissingEnvFile != "" {
+					t.Fatalf("LoadFrom: err = %v, EnvFile %q, MissingEnvFile %q", err, c.EnvFile, c.MissingEnvFile)
+				}
+			} else {
+				if !errors.Is(err, ErrNoEnvFile) {
+					t.Fatalf("LoadFrom: err = %v, want ErrNoEnvFile", err)
+				}
+				for _, w := range tt.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error lacks %q: %v", w, err)
+					}
+				}
+			}
+			c, err = LoadMissingOK(tt.explicit, mapEnv(vals))
+			wantMissing := ""
+			if tt.want != nil {
+				wantMissing = later
+			}
+			if err != nil || c.EnvFile != "" || c.MissingEnvFile != wantMissing || c.PathSecret != "test-secret-0123456789abcdef" {
+				t.Fatalf("LoadMissingOK: err = %v, EnvFile %q, MissingEnvFile %q (want %q), PathSecret %q", err, c.EnvFile, c.MissingEnvFile, wantMissing, c.PathSecret)
+			}
+		})
+	}
+	t.Run("a directory that does not exist is refused by both", func(t *testing.T) {
+		path := filepath.Join(dir, "no-such-dir", ".env")
+		for _, load := range []func(string, Lookup) (Config, error){LoadFrom, LoadMissingOK} {
+			_, err := load("", mapEnv(map[string]string{"BRIDGE_ENV_FILE": path, "BRIDGE_STATE_DIR": dir}))
+			if err == nil || !strings.Contains(err.Error(), "does not exist") {
+				t.Errorf("err = %v", err)
+			}
 		}
 	})
 }

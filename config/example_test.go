@@ -95,9 +95,13 @@ func TestEnvExample(t *testing.T) {
 		}
 	}
 	// Defaults written as values are the ones LoadFrom really uses.
+	empty := filepath.Join(t.TempDir(), "empty.env")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	def, err := LoadFrom("", func(k string) (string, bool) {
 		if k == "BRIDGE_ENV_FILE" {
-			return filepath.Join(t.TempDir(), "absent.env"), true
+			return empty, true
 		}
 		return "", false
 	})

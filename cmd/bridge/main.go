@@ -40,8 +40,10 @@ Usage:
   bridge help [COMMAND]           this text, or a command's
 
 Configuration comes from the environment and a .env file (--env FILE, else
-BRIDGE_ENV_FILE, else ./.env); real environment variables win. Every variable
-is listed with its default in .env.example. Run ` + "`bridge help serve`" + ` for the daemon's.
+BRIDGE_ENV_FILE, else ./.env); real environment variables win. A file named by
+--env or BRIDGE_ENV_FILE must exist (` + "`bridgectl secret`" + ` creates it); ./.env is
+optional. Every variable is listed with its default in .env.example. Run
+` + "`bridge help serve`" + ` for the daemon's.
 `
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

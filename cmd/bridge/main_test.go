@@ -21,8 +21,12 @@ const testSecret = "test-secret-0123456789abcdef"
 func cleanEnv(t *testing.T, extra map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.env") // named, so no stray ./.env is read
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	vals := map[string]string{
-		"BRIDGE_ENV_FILE":  filepath.Join(dir, "absent.env"),
+		"BRIDGE_ENV_FILE":  empty,
 		"MCP_PATH_SECRET":  testSecret,
 		"DEEPSEEK_API_KEY": "",
 		"HOST":             "127.0.0.1",
@@ -58,6 +62,7 @@ func (l *lockedBuffer) String() string {
 }
 
 func TestCommands(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.env") // its directory exists
 	tests := []struct {
 		name   string
 		args   []string
@@ -77,6 +82,12 @@ func TestCommands(t *testing.T) {
 		{"serve without a secret", []string{"serve"}, map[string]string{"MCP_PATH_SECRET": ""}, exitConfig, "", "bridgectl secret"},
 		{"serve with a short secret", []string{"serve"}, map[string]string{"MCP_PATH_SECRET": "short"}, exitConfig, "", "at least 16"},
 		{"serve with a bad env file", []string{"serve", "--env", "/nonexistent/.env"}, nil, exitConfig, "", "/nonexistent/.env"},
+		{"serve with a missing --env file", []string{"serve", "--env", missing}, nil, exitConfig, "",
+			"env file " + missing + ": no such file — `bridgectl --env " + missing + " secret` creates it"},
+		{"serve with a missing BRIDGE_ENV_FILE", []string{"serve"}, map[string]string{"BRIDGE_ENV_FILE": missing}, exitConfig, "",
+			"BRIDGE_ENV_FILE=" + missing + ": no such file — `bridgectl secret` creates it"},
+		{"stdio with a missing BRIDGE_ENV_FILE", []string{"stdio"}, map[string]string{"BRIDGE_ENV_FILE": missing}, exitConfig, "",
+			"BRIDGE_ENV_FILE=" + missing + ": no such file — `bridgectl secret` creates it"},
 		{"bad log level", []string{"serve"}, map[string]string{"BRIDGE_LOG_LEVEL": "loud"}, exitConfig, "", "BRIDGE_LOG_LEVEL"},
 		{"approval-prompt without --config", []string{"approval-prompt"}, nil, exitConfig, "", "needs --config FILE"},
 		{"approval-prompt with a missing config", []string{"approval-prompt", "--config", "/nonexistent/approval.json"}, nil, exitConfig, "", "/nonexistent/approval.json"},

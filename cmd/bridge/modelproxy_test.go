@@ -24,8 +24,12 @@ import (
 func agentConfig(t testing.TB, env map[string]string) config.Config {
 	t.Helper()
 	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.env") // named, so no stray ./.env is read
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	vals := map[string]string{
-		"BRIDGE_ENV_FILE":        filepath.Join(dir, "absent.env"),
+		"BRIDGE_ENV_FILE":        empty,
 		"MCP_PATH_SECRET":        testSecret,
 		"BRIDGE_STATE_DIR":       filepath.Join(dir, "state"),
 		"BRIDGE_CLAUDE_BIN":      "",

@@ -40,7 +40,7 @@ func runAllow(ctx context.Context, e *Env, args []string) error {
 	if len(pos) > 1 {
 		return usageError{"allow takes one DIR"}
 	}
-	c, err := f.load()
+	c, err := f.loadCreatingEnv()
 	if err != nil {
 		return err
 	}

@@ -200,6 +200,7 @@ func printHelp(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, ".env discovery: --env FILE, then BRIDGE_ENV_FILE, then ./.env; real environment variables win.")
+	fmt.Fprintln(w, "A file named by --env or BRIDGE_ENV_FILE must exist (`bridgectl secret` creates it); ./.env is optional.")
 	fmt.Fprintln(w, "Secrets (path secret, API key, tunnel token, credentials in a URL) are masked in every output unless --show is given.")
 	fmt.Fprintln(w, "`bridgectl COMMAND --help` explains one command.")
 }
@@ -299,9 +300,18 @@ type ctl struct {
 // with the masker. It does not create the state dir: most commands only look,
 // and on a machine where the bridge never ran they must leave nothing behind.
 // A command that writes there calls c.createDir first.
-func (f *flags) load() (*ctl, error) {
+func (f *flags) load() (*ctl, error) { return f.loadWith(config.LoadFrom) }
+
+// loadCreatingEnv is load for the commands that create the .env file
+// (secret, rotate, allow): a named .env file that does not exist yet is fine.
+func (f *flags) loadCreatingEnv() (*ctl, error) { return f.loadWith(config.LoadMissingOK) }
+
+func (f *flags) loadWith(loadConfig func(string, config.Lookup) (config.Config, error)) (*ctl, error) {
 	e := f.e
-	cfg, err := config.LoadFrom(f.env, e.Getenv)
+	cfg, err := loadConfig(f.env, e.Getenv)
+	if errors.Is(err, config.ErrNoEnvFile) {
+		return nil, err // it says how to create the file
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w (fix the value in %s or the environment)", err, config.ResolveEnvFile(f.env, e.Getenv))
 	}
@@ -352,6 +362,15 @@ func parseAndLoad(e *Env, args []string, withShow bool) (*ctl, error) {
 		return nil, err
 	}
 	return f.load()
+}
+
+// parseAndLoadCreatingEnv is parseAndLoad for a command that creates the .env file.
+func parseAndLoadCreatingEnv(e *Env, args []string, withShow bool) (*ctl, error) {
+	f := newFlags(e, withShow)
+	if _, err := f.parse(args); err != nil {
+		return nil, err
+	}
+	return f.loadCreatingEnv()
 }
 
 // masker replaces secrets with a short, recognisable stub.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -333,8 +334,8 @@ func TestDoctorOnAFreshMachine(t *testing.T) {
 	empty := filepath.Join(dir, "empty-path")
 	os.MkdirAll(home, 0o700)
 	os.MkdirAll(empty, 0o700)
-	environ := []string{"HOME=" + home, "PATH=" + empty, "XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
-		"BRIDGE_ENV_FILE=" + filepath.Join(dir, ".env"), "PORT=0"}
+	t.Chdir(dir) // no ./.env, and BRIDGE_ENV_FILE is not set: the default .env is optional
+	environ := []string{"HOME=" + home, "PATH=" + empty, "XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"), "PORT=0"}
 	var out, errb bytes.Buffer
 	e := NewEnv(strings.NewReader(""), &out, &errb, environ)
 	e.Exe = filepath.Join(dir, "bridgectl")
@@ -343,7 +344,7 @@ func TestDoctorOnAFreshMachine(t *testing.T) {
 		t.Fatalf("doctor passed on a fresh machine:\n%s", out.String())
 	}
 	want := []string{
-		"WARN env file: no " + filepath.Join(dir, ".env"),
+		"WARN env file: no .env — settings come from the environment only",
 		"FAIL API key: DEEPSEEK_API_KEY is not set",
 		"FAIL secret: MCP_PATH_SECRET is not set: run `bridgectl secret`",
 		"OK   port: PORT=0",
@@ -790,5 +791,75 @@ func TestClipboardToolThatStaysBehind(t *testing.T) {
 	}
 	if !returned {
 		<-ch // the child is gone, so rotate returns now
+	}
+}
+
+// TestNamedEnvFileMissing: a .env file named by BRIDGE_ENV_FILE or --env that
+// does not exist makes the commands that read config refuse, naming the path
+// and how to create it; doctor reports it as one FAIL; secret, rotate and
+// allow create it.
+func TestNamedEnvFileMissing(t *testing.T) {
+	tests := []struct {
+		args   []string
+		global bool // the file is named by --env, not BRIDGE_ENV_FILE
+		code   int
+		want   string // with PATH for the missing file; in stdout+stderr
+		makes  string // a line the created file must hold ("" = not created)
+	}{
+		{[]string{"status"}, false, 1, "BRIDGE_ENV_FILE=PATH: no such file — `bridgectl secret` creates it", ""},
+		{[]string{"start"}, false, 1, "BRIDGE_ENV_FILE=PATH: no such file — `bridgectl secret` creates it", ""},
+		{[]string{"url"}, false, 1, "BRIDGE_ENV_FILE=PATH: no such file", ""},
+		{[]string{"stop"}, false, 1, "BRIDGE_ENV_FILE=PATH: no such file", ""},
+		{[]string{"jobs"}, false, 1, "BRIDGE_ENV_FILE=PATH: no such file", ""},
+		{[]string{"status"}, true, 1, "env file PATH: no such file — `bridgectl --env PATH secret` creates it", ""},
+		{[]string{"doctor", "--dry"}, false, 1, "FAIL env file: BRIDGE_ENV_FILE=PATH: no such file — `bridgectl secret` creates it", ""},
+		{[]string{"secret"}, false, 0, "new secret written to PATH", "MCP_PATH_SECRET="},
+		{[]string{"secret"}, true, 0, "new secret written to PATH", "MCP_PATH_SECRET="},
+		{[]string{"rotate"}, false, 0, "new secret written to PATH", "MCP_PATH_SECRET="},
+		{[]string{"allow", "ROOT"}, false, 0, "(DEEPSEEK_ALLOWED_ROOTS in PATH)", "DEEPSEEK_ALLOWED_ROOTS="},
+	}
+	for _, tt := range tests {
+		name := strings.Join(tt.args, " ")
+		if tt.global {
+			name = "--env " + name
+		}
+		t.Run(name, func(t *testing.T) {
+			missing := filepath.Join(t.TempDir(), "missing.env")
+			root := filepath.Join(t.TempDir(), "project")
+			os.MkdirAll(root, 0o700)
+			te := newTestEnv(t, "BRIDGE_STATE_DIR="+filepath.Join(t.TempDir(), "state"), "MCP_PATH_SECRET="+testSecret)
+			args := tt.args
+			if tt.global {
+				args = append([]string{"--env", missing}, args...)
+			} else {
+				te.environ = append(te.environ, "BRIDGE_ENV_FILE="+missing)
+			}
+			for i, a := range args {
+				if a == "ROOT" {
+					args[i] = root
+				}
+			}
+			if tt.makes == "MCP_PATH_SECRET=" {
+				// The environment's secret would win over the new one in the file.
+				te.environ = slices.DeleteFunc(te.environ, func(v string) bool { return strings.HasPrefix(v, "MCP_PATH_SECRET=") })
+			}
+			out, errs, code := te.run(args...)
+			want := strings.ReplaceAll(tt.want, "PATH", missing)
+			if code != tt.code || !strings.Contains(out+errs, want) {
+				t.Fatalf("exit %d (want %d), output lacks %q:\nstdout:\n%s\nstderr:\n%s", code, tt.code, want, out, errs)
+			}
+			b, err := os.ReadFile(missing)
+			switch {
+			case tt.makes == "" && err == nil:
+				t.Errorf("bridgectl %s created %s", name, missing)
+			case tt.makes != "" && !strings.Contains(string(b), "\n"+tt.makes) && !strings.HasPrefix(string(b), tt.makes):
+				t.Errorf("bridgectl %s: %s holds %q (%v), want a %s line", name, missing, b, err, tt.makes)
+			case tt.makes != "":
+				if fi, _ := os.Stat(missing); fi.Mode().Perm() != 0o600 {
+					t.Errorf("%s has mode %o, want 600", missing, fi.Mode().Perm())
+				}
+			}
+			noSecrets(t, name, out, errs)
+		})
 	}
 }

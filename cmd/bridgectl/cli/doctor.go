@@ -43,7 +43,10 @@ func runDoctor(ctx context.Context, e *Env, args []string) error {
 	}
 	r := &report{w: e.Stdout}
 	envPath := config.ResolveEnvFile(f.env, e.Getenv)
-	cfg, err := config.LoadFrom(f.env, e.Getenv)
+	// A named .env file that is missing is one FAIL line; the other checks
+	// still run on the rest of the configuration.
+	_, missingErr := config.LoadFrom(f.env, e.Getenv)
+	cfg, err := config.LoadMissingOK(f.env, e.Getenv)
 	if err != nil {
 		r.fail("config: %v — fix it in %s or the environment", err, envPath)
 		return r.result()
@@ -51,10 +54,14 @@ func runDoctor(ctx context.Context, e *Env, args []string) error {
 	e.mask.add(cfg.Secrets()...)
 	// Not statedir.Open: doctor must not create or chmod what it inspects.
 	c := &ctl{e: e, cfg: cfg, dir: statedir.Dir{Root: cfg.StateDir}, envPath: envPath}
-	if cfg.EnvFile != "" {
+	switch {
+	case cfg.EnvFile != "":
 		c.envPath = cfg.EnvFile
 		r.ok("env file: %s", cfg.EnvFile)
-	} else {
+	case cfg.MissingEnvFile != "" && errors.Is(missingErr, config.ErrNoEnvFile):
+		c.envPath = cfg.MissingEnvFile
+		r.fail("env file: %v", missingErr)
+	default:
 		r.warn("env file: no %s — settings come from the environment only; `cp .env.example %s && bridgectl secret` creates one", envPath, envPath)
 	}
 

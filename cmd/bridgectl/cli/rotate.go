@@ -22,7 +22,7 @@ named with its exit status and first line of output) and printed masked
 }
 
 func runRotate(ctx context.Context, e *Env, args []string) error {
-	c, err := parseAndLoad(e, args, true)
+	c, err := parseAndLoadCreatingEnv(e, args, true)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ every other line and comment of the file as it was. Prints the secret masked;
 }
 
 func runSecret(ctx context.Context, e *Env, args []string) error {
-	c, err := parseAndLoad(e, args, true)
+	c, err := parseAndLoadCreatingEnv(e, args, true)
 	if err != nil {
 		return err
 	}
