@@ -60,6 +60,9 @@ func newWatcher(e *Env, c *ctl, interval time.Duration) *watcher {
 // ends (Ctrl-D). Both are a clean stop: pending requests stay pending.
 func (w *watcher) run(ctx context.Context) error {
 	fmt.Fprintf(w.e.Stdout, "watching %s for approval requests — answer y, n or a reason; Ctrl-C or Ctrl-D stops\n", w.c.dir.Approvals())
+	if note := w.c.noStateDir(); note != "" {
+		fmt.Fprintf(w.e.Stdout, "note: %s; requests appear once the daemon runs\n", note)
+	}
 	warnApprovalOff(w.e, w.c)
 
 	// The reader owns stdin. It ends at end of input, or at the first line

@@ -607,6 +607,7 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 		{[]string{"approval", "on"}, 0, "the approval-off flag was not set"},
 		{[]string{"approve", id}, 1, "no approval request"},
 		{[]string{"deny", id}, 1, "no approval request"},
+		{[]string{"approve", "--watch"}, 0, "note: no state dir at "}, // stdin is at its end: the watch stops at once
 		{[]string{"job", "kill", id}, 1, "does not answer"},
 		{[]string{"doctor", "--dry"}, 1, "does not exist yet"},
 		{[]string{"stop"}, 0, "nothing was running"},
