@@ -165,8 +165,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer double.stop()
+	emptyEnv := filepath.Join(tmp, "empty.env") // a named .env must exist; this one sets nothing
+	if err := os.WriteFile(emptyEnv, nil, 0o600); err != nil {
+		return nil, err
+	}
 	env := append(minimalEnv(),
-		"BRIDGE_ENV_FILE="+filepath.Join(tmp, "no.env"),
+		"BRIDGE_ENV_FILE="+emptyEnv,
 		"MCP_PATH_SECRET="+benchSecret,
 		"DEEPSEEK_API_KEY="+benchKey,
 		"DEEPSEEK_BASE_URL="+doubleURL,

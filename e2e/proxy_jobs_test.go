@@ -266,9 +266,13 @@ func TestProxyUsageAndCost(t *testing.T) {
 		t.Errorf("structuredContent usage %+v cost %v, want %+v %v", c.P.Usage, c.P.CostUSD, want, wantCost)
 	}
 
+	emptyEnv := filepath.Join(t.TempDir(), "empty.env") // a named .env must exist; this one sets nothing
+	if err := os.WriteFile(emptyEnv, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.CommandContext(t.Context(), binary(t, "bridgectl"), "jobs", c.P.JobID, "--json")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "BRIDGE_STATE_DIR=" + a.StateDir(),
-		"BRIDGE_ENV_FILE=" + filepath.Join(t.TempDir(), "absent.env")}
+		"BRIDGE_ENV_FILE=" + emptyEnv}
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("bridgectl jobs --json: %v\n%s", err, out)
