@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -371,12 +372,28 @@ func (t *turn) blank() bool {
 	return strings.TrimSpace(t.content.String()) == "" && len(t.toolCalls) == 0
 }
 
+// withoutUserinfo drops credentials (user:pass@) from a URL before it goes
+// into an error text, which reaches MCP clients as a tool result.
+func withoutUserinfo(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		if at := strings.LastIndex(raw, "@"); err != nil && at >= 0 {
+			if scheme := strings.Index(raw, "://"); scheme >= 0 && scheme < at {
+				return raw[:scheme+3] + "…@" + raw[at+1:]
+			}
+		}
+		return raw
+	}
+	u.User = nil
+	return u.String()
+}
+
 // attempt is one HTTP request.
 func (c *Client) attempt(ctx context.Context, body []byte, n int, p *progress) (*turn, error) {
 	t := &turn{}
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
-		return t, fmt.Errorf("%w: bad DEEPSEEK_BASE_URL %q: %v", ErrBadRequest, c.o.BaseURL, err)
+		return t, fmt.Errorf("%w: bad DEEPSEEK_BASE_URL %q: %v", ErrBadRequest, withoutUserinfo(c.o.BaseURL), unwrapURLError(err)) // url.Error repeats the URL
 	}
 	hreq.Header.Set("Authorization", "Bearer "+c.o.APIKey)
 	hreq.Header.Set("Content-Type", "application/json")
@@ -385,7 +402,7 @@ func (c *Client) attempt(ctx context.Context, body []byte, n int, p *progress) (
 	sent := time.Now()
 	resp, err := c.hc.Do(hreq)
 	if err != nil {
-		return t, fmt.Errorf("%w: could not reach DeepSeek at %s (check DEEPSEEK_BASE_URL and the network): %v", ErrUpstream, c.o.BaseURL, unwrapURLError(err))
+		return t, fmt.Errorf("%w: could not reach DeepSeek at %s (check DEEPSEEK_BASE_URL and the network): %v", ErrUpstream, withoutUserinfo(c.o.BaseURL), unwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	c.log.Debug().Int("attempt", n).Int("status", resp.StatusCode).Dur("ttfb", time.Since(sent)).Msg("deepseek response")

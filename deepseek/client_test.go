@@ -272,6 +272,21 @@ func TestFlashGivesUp(t *testing.T) {
 			t.Errorf("err = %v after %d attempts", err, res.Attempts)
 		}
 	})
+	// A base URL with credentials (a proxy's user:pass@) never reaches the
+	// error text, which goes back to the MCP client as the tool result.
+	t.Run("credentials in the base URL", func(t *testing.T) {
+		t.Parallel()
+		srv := deepseektest.New()
+		addr := srv.Addr().String()
+		srv.Close()
+		for _, base := range []string{"http://proxyuser:proxypass@" + addr, "http://proxyuser:proxypass@bad host:1"} {
+			c := deepseek.NewClient(deepseek.Options{BaseURL: base, APIKey: "sk-test-double-key", MaxAttempts: 1})
+			_, err := c.Flash(t.Context(), deepseek.FlashRequest{Task: "x"})
+			if err == nil || strings.Contains(err.Error(), "proxypass") || strings.Contains(err.Error(), "proxyuser") {
+				t.Errorf("%s: err = %v", base, err)
+			}
+		}
+	})
 	t.Run("MaxAttempts", func(t *testing.T) {
 		t.Parallel()
 		srv, c := newPair(t, func(o *deepseek.Options) { o.MaxAttempts = 3 })
