@@ -488,7 +488,8 @@ func TestApprovalOnOff(t *testing.T) {
 	if out := w2.must("approval"); !strings.Contains(out, "OFF (BRIDGE_CC_APPROVAL=off)") {
 		t.Fatalf("approval with the env off: %q", out)
 	}
-	if _, errs, code := w2.run("approval", "on"); code != 0 || !strings.Contains(errs, "still OFF: BRIDGE_CC_APPROVAL=off") {
+	// approval on cannot turn it on: exit 1, and it says what does.
+	if _, errs, code := w2.run("approval", "on"); code != 1 || !strings.Contains(errs, "still OFF") || !strings.Contains(errs, "BRIDGE_CC_APPROVAL=off is set in the environment") {
 		t.Fatalf("approval on with the env off: %d %q", code, errs)
 	}
 }

@@ -44,6 +44,15 @@ type daemonStatus struct {
 }
 
 func (c *ctl) daemon(ctx context.Context) daemonStatus {
+	s := c.daemonProc()
+	s.HealthErr = probeHealth(ctx, c.e.HTTP, s.Addr)
+	s.Healthy = s.HealthErr == nil
+	return s
+}
+
+// daemonProc is daemon without the /health probe: the pid file, the live
+// process and its daemon.json.
+func (c *ctl) daemonProc() daemonStatus {
 	var s daemonStatus
 	pid, _ := readPID(c.dir.PIDFile())
 	s.PID = livePID(c.dir.PIDFile(), "serve")
@@ -63,8 +72,6 @@ func (c *ctl) daemon(ctx context.Context) daemonStatus {
 	if s.Addr == "" {
 		s.Addr = dialAddr(c.cfg.Addr())
 	}
-	s.HealthErr = probeHealth(ctx, c.e.HTTP, s.Addr)
-	s.Healthy = s.HealthErr == nil
 	return s
 }
 

@@ -94,16 +94,14 @@ func warnApprovalOff(e *Env, c *ctl) {
 	}
 }
 
-// approvalOffReason says why human approval is off ("" when it is on).
+// approvalOffReason says why human approval is off for the running daemon
+// (or, with none, for its next start); "" when it is on.
 func approvalOffReason(c *ctl) string {
-	var why []string
-	if !c.cfg.CCApproval {
-		why = append(why, "BRIDGE_CC_APPROVAL=off")
+	st := c.approvalState(c.daemonProc())
+	if !st.off() {
+		return ""
 	}
-	if approvals.ApprovalOff(c.dir) {
-		why = append(why, "the approval-off flag "+c.dir.ApprovalOffFlag()+" is set until the daemon's next boot; `bridgectl approval on` clears it")
-	}
-	return strings.Join(why, "; ")
+	return st.reasons()
 }
 
 // describeRequest prints one request in full: what a human needs to decide.

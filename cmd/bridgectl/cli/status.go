@@ -36,18 +36,21 @@ type statusReport struct {
 	StartedAt       string `json:"started_at,omitempty"`
 	// EnvChanged: .env was written after the daemon started, so what it
 	// serves (secret, roots, ...) may differ from what this report shows.
-	EnvChanged     bool            `json:"env_changed_since_start,omitempty"`
-	Addr           string          `json:"addr"`
-	LocalEndpoint  string          `json:"local_endpoint"`
-	Tunnel         string          `json:"tunnel"` // none | quick | named | dead
-	TunnelPID      int             `json:"tunnel_pid,omitempty"`
-	PublicEndpoint string          `json:"public_endpoint,omitempty"`
-	Approval       string          `json:"approval"`
-	Sandbox        string          `json:"sandbox"`
-	Harness        string          `json:"harness"`
-	DaemonReports  json.RawMessage `json:"daemon_reports,omitempty"`
-	AllowedRoots   []string        `json:"allowed_roots"`
-	Jobs           []jobLine       `json:"jobs"`
+	EnvChanged     bool   `json:"env_changed_since_start,omitempty"`
+	Addr           string `json:"addr"`
+	LocalEndpoint  string `json:"local_endpoint"`
+	Tunnel         string `json:"tunnel"` // none | quick | named | dead
+	TunnelPID      int    `json:"tunnel_pid,omitempty"`
+	PublicEndpoint string `json:"public_endpoint,omitempty"`
+	Approval       string `json:"approval"`
+	// ApprovalNote: the config on disk would give another approval mode
+	// than the running daemon's at its next start.
+	ApprovalNote  string          `json:"approval_note,omitempty"`
+	Sandbox       string          `json:"sandbox"`
+	Harness       string          `json:"harness"`
+	DaemonReports json.RawMessage `json:"daemon_reports,omitempty"`
+	AllowedRoots  []string        `json:"allowed_roots"`
+	Jobs          []jobLine       `json:"jobs"`
 }
 
 type jobLine struct {
@@ -100,6 +103,9 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 		fmt.Fprintf(w, "tunnel:    %s, pid %d\npublic:    %s\n", r.Tunnel, r.TunnelPID, r.PublicEndpoint)
 	}
 	fmt.Fprintf(w, "approval:  %s\n", r.Approval)
+	if r.ApprovalNote != "" {
+		fmt.Fprintf(w, "           note: %s\n", r.ApprovalNote)
+	}
 	fmt.Fprintf(w, "sandbox:   %s\n", r.Sandbox)
 	fmt.Fprintf(w, "harness:   %s\n", r.Harness)
 	if len(r.AllowedRoots) == 0 {
@@ -187,6 +193,7 @@ func (c *ctl) status(ctx context.Context) statusReport {
 		r.Tunnel = "none"
 	}
 	r.Approval = c.approvalMode(d)
+	r.ApprovalNote = c.approvalState(d).configNote(c)
 	r.Sandbox = c.sandboxMode(d)
 	r.Harness = c.harnessLine(d)
 	for _, s := range loadJobs(c.e, c.dir) {
@@ -229,19 +236,18 @@ func rawString(m json.RawMessage) string {
 	return string(m)
 }
 
+// approvalMode is status's approval line, from the same state as
+// `bridgectl approval`: the daemon's boot mode, the flag and the config.
 func (c *ctl) approvalMode(d daemonStatus) string {
-	// The flag first: the approval child reads it at every request, while the
-	// daemon's daemon.json only records the mode it booted with.
-	if _, err := os.Stat(c.dir.ApprovalOffFlag()); err == nil {
-		return "OFF (approval-off flag in the state dir, cleared at the daemon's next boot)"
+	st := c.approvalState(d)
+	line := "on: commands outside the rules wait for `bridgectl approve`"
+	switch {
+	case st.off():
+		line = "OFF (" + st.reasons() + "): commands outside the rules run without a human"
+	case st.PID != 0:
+		line = "on (reported by the daemon): commands outside the rules wait for `bridgectl approve`"
 	}
-	if d.Info != nil && len(d.Info.Approval) > 0 {
-		return rawString(d.Info.Approval) + " (reported by the daemon)"
-	}
-	if !c.cfg.CCApproval {
-		return "OFF (BRIDGE_CC_APPROVAL=off): commands outside the rules run without a human"
-	}
-	return "on: commands outside the rules wait for `bridgectl approve`"
+	return line
 }
 
 func (c *ctl) sandboxMode(d daemonStatus) string {

@@ -70,9 +70,16 @@ func main() {
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	fmt.Fprintf(os.Stderr, `{"level":"info","message":"listening on http://%s","leaky_test_line":"/mcp/%s key=%s"}`+"\n", ln.Addr(), cfg.PathSecret, cfg.APIKey)
+	// Like the daemon: the approval-off flag does not outlive a start, and
+	// daemon.json records the mode the config gave at boot.
+	os.Remove(dir.ApprovalOffFlag())
+	approval := "on"
+	if !cfg.CCApproval {
+		approval = "off"
+	}
 	if err := statedir.WriteJSON(dir.DaemonInfoFile(), map[string]any{
 		"version": 1, "pid": os.Getpid(), "addr": ln.Addr().String(),
-		"started_at": time.Now().UTC().Format(time.RFC3339), "harness": "fake", "sandbox": "off", "approval": "on",
+		"started_at": time.Now().UTC().Format(time.RFC3339), "harness": "fake", "sandbox": "off", "approval": approval,
 	}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

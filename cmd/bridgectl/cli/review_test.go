@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+)
+
+// Tests for the defects a newcomer review found (one test per item).
+
+// appendEnv adds lines to the test's .env file.
+func (te *testEnv) appendEnv(lines ...string) {
+	te.t.Helper()
+	f, err := os.OpenFile(te.envFile, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		te.t.Fatal(err)
+	}
+	defer f.Close()
+	for _, l := range lines {
+		if _, err := f.WriteString(l + "\n"); err != nil {
+			te.t.Fatal(err)
+		}
+	}
+}
+
+// dropEnvLine removes every line of the .env file that starts with prefix.
+func (te *testEnv) dropEnvLine(prefix string) {
+	te.t.Helper()
+	b, err := os.ReadFile(te.envFile)
+	if err != nil {
+		te.t.Fatal(err)
+	}
+	var kept []string
+	for _, l := range strings.SplitAfter(string(b), "\n") {
+		if !strings.HasPrefix(l, prefix) {
+			kept = append(kept, l)
+		}
+	}
+	if err := os.WriteFile(te.envFile, []byte(strings.Join(kept, "")), 0o600); err != nil {
+		te.t.Fatal(err)
+	}
+}
+
+// Item 1: `approval` reports the running daemon's mode (daemon.json's boot
+// mode and the flag), not the config on disk, and says when they differ.
+func TestApprovalReportsTheDaemonsMode(t *testing.T) {
+	w := newApprovalWorld(t)
+	w.appendEnv("BRIDGE_CC_APPROVAL=off")
+	w.must("start")
+	w.dropEnvLine("BRIDGE_CC_APPROVAL=")
+
+	out := w.must("approval")
+	for _, want := range []string{"human approval is OFF", "started with BRIDGE_CC_APPROVAL=off", "`bridgectl restart`"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("approval lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "human approval is on") {
+		t.Errorf("approval reports the config on disk, not the daemon:\n%s", out)
+	}
+	out, errs, code := w.run("approval", "on")
+	if code != 1 {
+		t.Fatalf("approval on while the daemon booted off: exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"not what turns it off", "BRIDGE_CC_APPROVAL=off", "`bridgectl restart`", "still OFF"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("approval on lacks %q:\n%s", want, errs)
+		}
+	}
+
+	// Config back to off, daemon restarted with it: nothing differs, no note.
+	w.appendEnv("BRIDGE_CC_APPROVAL=off")
+	w.must("restart")
+	if out := w.must("approval"); strings.Contains(out, "restart") || !strings.Contains(out, "human approval is OFF") {
+		t.Errorf("approval with the daemon and the config agreeing:\n%s", out)
+	}
+
+	// The other way round: the daemon booted on, the config now says off.
+	w.dropEnvLine("BRIDGE_CC_APPROVAL=")
+	w.must("restart")
+	w.appendEnv("BRIDGE_CC_APPROVAL=off")
+	out = w.must("approval")
+	if !strings.HasPrefix(out, "human approval is on") || !strings.Contains(out, "`bridgectl restart` would turn it OFF") {
+		t.Errorf("approval with the config now off:\n%s", out)
+	}
+	// The flag still turns a daemon that booted on off, and on again.
+	w.must("approval", "off")
+	if !approvals.ApprovalOff(w.dir) || !strings.Contains(w.must("approval"), "human approval is OFF (approval-off flag") {
+		t.Errorf("approval after approval off:\n%s", w.must("approval"))
+	}
+}
