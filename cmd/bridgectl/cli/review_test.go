@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 )
@@ -89,5 +92,47 @@ func TestApprovalReportsTheDaemonsMode(t *testing.T) {
 	w.must("approval", "off")
 	if !approvals.ApprovalOff(w.dir) || !strings.Contains(w.must("approval"), "human approval is OFF (approval-off flag") {
 		t.Errorf("approval after approval off:\n%s", w.must("approval"))
+	}
+}
+
+// backdateStart makes the running daemon's daemon.json say it started a
+// minute ago, so a .env written now is newer than the daemon.
+func (te *testEnv) backdateStart() {
+	te.t.Helper()
+	var info map[string]any
+	if err := json.Unmarshal([]byte(te.readFile("daemon.json")), &info); err != nil {
+		te.t.Fatal(err)
+	}
+	info["started_at"] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	b, _ := json.Marshal(info)
+	if err := os.WriteFile(filepath.Join(te.state, "daemon.json"), b, 0o600); err != nil {
+		te.t.Fatal(err)
+	}
+}
+
+// Item 2: after `secret` without a reload, url prints the note status
+// prints, and smoke does not send the user to the same wrong URL.
+func TestURLAndSmokeNoteEnvChanged(t *testing.T) {
+	te := newTestEnv(t)
+	te.must("start")
+	if out := te.must("url"); strings.Contains(out, "note:") {
+		t.Fatalf("url right after start:\n%s", out)
+	}
+	te.backdateStart()
+	te.must("secret")
+	note := te.envFile + " changed after the daemon started"
+	for _, args := range [][]string{{"url"}, {"url", "--show"}, {"status"}} {
+		out := te.must(args...)
+		if !strings.Contains(out, note) || !strings.Contains(out, "`bridgectl reload`") {
+			t.Errorf("%v after secret without reload lacks the note:\n%s", args, out)
+		}
+	}
+	out, errs, code := te.run("smoke", "--no-flash")
+	if code != 1 || !strings.Contains(out, note) || !strings.Contains(out, "`bridgectl reload`") || strings.Contains(out, "(`bridgectl url`)") {
+		t.Errorf("smoke after secret without reload: exit %d\n%s%s", code, out, errs)
+	}
+	te.must("reload")
+	if out := te.must("url"); strings.Contains(out, "note:") {
+		t.Errorf("url after reload still notes a change:\n%s", out)
 	}
 }

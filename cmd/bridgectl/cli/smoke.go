@@ -46,15 +46,24 @@ func runSmoke(ctx context.Context, e *Env, args []string) error {
 			return usageError{"smoke: URL must be a full endpoint like https://HOST/mcp/SECRET"}
 		}
 		e.mask.add(strings.TrimPrefix(u.Path, "/mcp/"))
-	} else {
+	}
+	// The local endpoint carries the secret in .env; a daemon started before
+	// .env last changed still answers the old one.
+	changed := false
+	if endpoint == "" {
 		if err := c.cfg.CheckSecret(); err != nil {
 			return err
 		}
-		endpoint = localEndpoint(c.daemon(ctx).Addr, c.cfg.PathSecret)
+		d := c.daemon(ctx)
+		endpoint = localEndpoint(d.Addr, c.cfg.PathSecret)
+		changed = c.envChanged(d)
 	}
 	base := endpoint[:strings.Index(endpoint, "/mcp/")]
 	r := &report{w: e.Stdout}
 	fmt.Fprintf(e.Stdout, "smoke test of %s\n", endpoint)
+	if changed {
+		fmt.Fprintf(e.Stdout, "note: %s\n", envChangedNote(c.envPath))
+	}
 
 	if code, err := httpStatus(ctx, e, http.MethodGet, base+"/health"); err != nil || code != 200 {
 		r.fail("health: GET /health → %s — is the daemon running (`bridgectl status`)?", statusText(code, err))
@@ -73,7 +82,14 @@ func runSmoke(ctx context.Context, e *Env, args []string) error {
 	sess, err := connectMCP(cctx, e, endpoint)
 	cancel()
 	if err != nil {
-		r.fail("initialize: %v — check the secret (`bridgectl url`) and `bridgectl logs`", err)
+		switch {
+		case changed:
+			r.fail("initialize: %v — the daemon still serves the secret it started with: `bridgectl reload`, then smoke again", err)
+		case len(pos) == 1:
+			r.fail("initialize: %v — check the URL against `bridgectl url` and see `bridgectl logs`", err)
+		default:
+			r.fail("initialize: %v — see `bridgectl logs`", err)
+		}
 		return r.result()
 	}
 	defer sess.Close()

@@ -91,7 +91,7 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 		fmt.Fprintln(w, "daemon:    stopped — `bridgectl start`")
 	}
 	if r.EnvChanged {
-		fmt.Fprintf(w, "note:      %s changed after the daemon started: it still serves the old settings (secret, roots, ...) — `bridgectl reload`\n", r.EnvFile)
+		fmt.Fprintf(w, "note:      %s\n", envChangedNote(r.EnvFile))
 	}
 	fmt.Fprintf(w, "local:     %s\n", r.LocalEndpoint)
 	switch r.Tunnel {
@@ -128,6 +128,18 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 		fmt.Fprintf(w, "state dir: %s\n", r.StateDir)
 	}
 	return nil
+}
+
+// envChanged reports whether the running daemon d started before the .env
+// file was last written: it then serves older settings (a rotated secret,
+// other roots) than the file shows.
+func (c *ctl) envChanged(d daemonStatus) bool {
+	return d.PID != 0 && d.Info != nil && envChangedSince(c.envPath, d.Info.StartedAt)
+}
+
+// envChangedNote is what status, url and smoke say when envChanged.
+func envChangedNote(envFile string) string {
+	return envFile + " changed after the daemon started: it still serves the old settings (secret, roots, ...) — `bridgectl reload`"
 }
 
 // envChangedSince reports whether the .env file at path was modified in a
@@ -176,7 +188,7 @@ func (c *ctl) status(ctx context.Context) statusReport {
 	}
 	if d.Info != nil {
 		r.StartedAt = d.Info.StartedAt
-		r.EnvChanged = d.PID != 0 && envChangedSince(c.envPath, d.Info.StartedAt)
+		r.EnvChanged = c.envChanged(d)
 		if rep, err := json.Marshal(map[string]json.RawMessage{"harness": d.Info.Harness, "sandbox": d.Info.Sandbox, "approval": d.Info.Approval}); err == nil && (d.Info.Harness != nil || d.Info.Sandbox != nil || d.Info.Approval != nil) {
 			r.DaemonReports = rep
 		}

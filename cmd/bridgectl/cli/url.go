@@ -9,7 +9,7 @@ var urlCmd = &Command{
 	Name:  "url",
 	Usage: "url [--show]",
 	Short: "print the local and public MCP endpoints (masked unless --show)",
-	Long:  `The local endpoint is http://ADDR/mcp/SECRET on the daemon's address; the public one is the tunnel's URL with the same path. --show prints the secret in full — it is a credential: anyone with the URL can spend your DeepSeek balance.`,
+	Long:  `The local endpoint is http://ADDR/mcp/SECRET on the daemon's address; the public one is the tunnel's URL with the same path. The SECRET is the one in .env: when .env changed after the daemon started, a note says so (the daemon still answers the old secret until ` + "`bridgectl reload`" + `). --show prints the secret in full — it is a credential: anyone with the URL can spend your DeepSeek balance.`,
 	Run:   runURL,
 }
 
@@ -27,10 +27,15 @@ func runURL(ctx context.Context, e *Env, args []string) error {
 		note = "   (daemon not running)"
 	}
 	fmt.Fprintf(e.Stdout, "local:  %s%s\n", localEndpoint(d.Addr, c.cfg.PathSecret), note)
+	changed := c.envChanged(d)
 	if t := c.tunnel(); t.PID != 0 && t.Info != nil {
 		fmt.Fprintf(e.Stdout, "public: %s\n", t.Info.URL+"/mcp/"+c.cfg.PathSecret)
 	} else {
 		fmt.Fprintln(e.Stdout, "public: none (`bridgectl tunnel`)")
+	}
+	if changed {
+		// The URLs above carry the secret in .env; the daemon answers the old one.
+		fmt.Fprintf(e.Stdout, "note:   %s; until then these URLs get 404\n", envChangedNote(c.envPath))
 	}
 	return nil
 }
