@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
 var approveCmd = &Command{
@@ -84,6 +86,10 @@ func decideOne(e *Env, c *ctl, id string, approve bool, reason, how string) erro
 	}
 	if req.ID != "" {
 		id = req.ID
+	} else if full, err := resolveAnswered(c.dir, id); err != nil {
+		return err
+	} else if full != "" {
+		id = full // the queue says how it ended: expired, or decided by whom and when
 	}
 	if err := approvals.NewQueue(c.dir, zerolog.Nop()).Decide(id, approve, reason, approvalWho(e, how)); err != nil {
 		return decideError(id, err)
@@ -131,6 +137,38 @@ func resolveID(id string, reqs []approvals.PendingRequest) (approvals.PendingReq
 		return approvals.PendingRequest{}, nil
 	default:
 		return approvals.PendingRequest{}, fmt.Errorf("%d pending requests start with %q: give more of the id (see `bridgectl pending`)", len(matches), id)
+	}
+}
+
+// resolveAnswered finds the request a prefix (8 or more characters) names
+// among every request file in the queue, answered and expired ones too, so
+// that the queue can say what became of it. "" when none matches.
+func resolveAnswered(dir statedir.Dir, prefix string) (string, error) {
+	prefix = strings.TrimSpace(prefix)
+	if len(prefix) < 8 {
+		return "", nil
+	}
+	entries, err := os.ReadDir(dir.Approvals())
+	if err != nil {
+		return "", nil // no queue: the queue's own "unknown" says where to look
+	}
+	var matches []string
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".request.json")
+		if ok && id == prefix {
+			return id, nil
+		}
+		if ok && strings.HasPrefix(id, prefix) {
+			matches = append(matches, id)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return "", nil
+	case 1:
+		return matches[0], nil
+	default:
+		return "", fmt.Errorf("%d requests (answered or expired) start with %q: give more of the id (`bridgectl audit` shows them)", len(matches), prefix)
 	}
 }
 

@@ -136,3 +136,24 @@ func TestURLAndSmokeNoteEnvChanged(t *testing.T) {
 		t.Errorf("url after reload still notes a change:\n%s", out)
 	}
 }
+
+// Item 3: a prefix of an already decided request says what happened to it,
+// as the full id does, not "unknown approval id".
+func TestApprovePrefixOfDecidedRequest(t *testing.T) {
+	w := newApprovalWorld(t)
+	r, ch := w.submit(t, jobA, bash("make install"), time.Minute)
+	w.must("approve", r.ID)
+	decision(t, ch)
+	for _, cmd := range []string{"approve", "deny"} {
+		for _, id := range []string{r.ID, r.ID[:8]} {
+			_, errs, code := w.run(cmd, id)
+			if code != 1 || !strings.Contains(errs, "already decided") || !strings.Contains(errs, "approved by") || strings.Contains(errs, "unknown approval id") {
+				t.Errorf("%s %s of a decided request: exit %d %q", cmd, id, code, errs)
+			}
+		}
+	}
+	// A prefix nothing has: unknown, and where to look.
+	if _, errs, code := w.run("approve", "0123456789"); code != 1 || !strings.Contains(errs, "bridgectl pending") {
+		t.Errorf("approve of an unknown prefix: exit %d %q", code, errs)
+	}
+}
