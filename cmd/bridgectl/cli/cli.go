@@ -129,6 +129,10 @@ func Main(ctx context.Context, e *Env, args []string) int {
 	if errors.As(err, &se) {
 		return 1
 	}
+	var ce codeError
+	if errors.As(err, &ce) {
+		return ce.code
+	}
 	fmt.Fprintf(e.Stderr, "bridgectl: %v\n", err)
 	return 1
 }
@@ -221,6 +225,15 @@ func (u usageError) Error() string { return u.msg }
 type silentError struct{ msg string }
 
 func (s silentError) Error() string { return s.msg }
+
+// codeError is an outcome already reported on the output that has its own
+// exit status (documented in the command's --help).
+type codeError struct {
+	code int
+	msg  string
+}
+
+func (c codeError) Error() string { return c.msg }
 
 // flags is a command's flag set with the flags every command shares.
 type flags struct {

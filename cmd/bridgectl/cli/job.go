@@ -2,12 +2,22 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
+
+// exitJobEnded is job kill's exit status for a job that had already ended.
+const exitJobEnded = 3
 
 var jobCmd = &Command{
 	Name:  "job",
@@ -15,7 +25,14 @@ var jobCmd = &Command{
 	Short: "cancel a running agent job (it ends as cancelled)",
 	Long: `Calls the daemon's deepseek_agent_cancel tool on the local endpoint, so the
 daemon stops the job's harness (its whole process group) and records the job as
-cancelled, not error. The daemon must be running.`,
+cancelled, not error. The daemon must be running. ID is the job id
+` + "`bridgectl jobs`" + ` shows, or a unique prefix of 8 or more characters.
+
+exit status:
+  0  the job was cancelled
+  1  nothing was cancelled: no such job, or the daemon is not running or failed
+  2  usage: no ID, or a prefix that more than one job starts with (they are listed)
+  3  the job had already ended (its final status is printed); nothing was cancelled`,
 	Run: runJob,
 }
 
@@ -28,10 +45,20 @@ func runJob(ctx context.Context, e *Env, args []string) error {
 	if len(pos) != 2 || pos[0] != "kill" {
 		return usageError{"usage: bridgectl job kill ID"}
 	}
-	id := pos[1]
 	c, err := f.load()
 	if err != nil {
 		return err
+	}
+	id, err := c.resolveJobID(pos[1])
+	if err != nil {
+		return err
+	}
+	w := e.Stdout
+	// A job that ended needs no daemon: say how it ended.
+	before, loadErr := jobs.Load(c.dir, id)
+	if loadErr == nil && before.Status.Final() {
+		printEnded(w, before, e.Now())
+		return codeError{exitJobEnded, "the job had already ended"}
 	}
 	if err := c.cfg.CheckSecret(); err != nil {
 		return err
@@ -51,10 +78,117 @@ func runJob(ctx context.Context, e *Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("deepseek_agent_cancel: %w", err)
 	}
-	text := resultText(res)
 	if res.IsError {
-		return errors.New(text)
+		// The text is written for a model; the owner gets the facts.
+		if strings.Contains(resultText(res), jobs.ErrUnknownJob.Error()) {
+			return fmt.Errorf("no job %s: the running daemon does not know it (it never existed here or its results expired); `bridgectl jobs` lists the jobs of this state dir", id)
+		}
+		return fmt.Errorf("the daemon refused to cancel job %s: %s", id, truncate(resultText(res), 300))
 	}
-	fmt.Fprintln(e.Stdout, text)
-	return nil
+	// The structured part of the answer: the job's status, steps and elapsed time.
+	var after struct {
+		Status    jobs.Status `json:"status"`
+		Steps     int         `json:"steps"`
+		ElapsedMS int64       `json:"elapsed_ms"`
+	}
+	if b, err := json.Marshal(res.StructuredContent); err != nil || json.Unmarshal(b, &after) != nil || after.Status == "" {
+		return fmt.Errorf("the daemon's answer to cancelling job %s carries no status; `bridgectl jobs %s` shows the job", id, id)
+	}
+	elapsed := time.Duration(after.ElapsedMS) * time.Millisecond
+	was := "running"
+	if loadErr == nil {
+		was = string(before.Status)
+	}
+	switch {
+	case after.Status == jobs.StatusCancelled:
+		fmt.Fprintf(w, "cancelled job %s: it was %s (%s, %s elapsed); its harness and every process it started are stopped, and it has no result\n",
+			id, was, toolCalls(after.Steps), elapsed.Round(time.Second))
+		fmt.Fprintf(w, "`bridgectl jobs %s` shows the work it left\n", id)
+		return nil
+	case after.Status.Final():
+		// It ended on its own before the cancel reached it.
+		s, err := jobs.Load(c.dir, id)
+		if err != nil || !s.Status.Final() {
+			s = jobs.Snapshot{ID: id, Status: after.Status, Steps: after.Steps}
+		}
+		printEnded(w, s, e.Now())
+		return codeError{exitJobEnded, "the job had already ended"}
+	default:
+		return fmt.Errorf("job %s is still %s: the daemon did not confirm the cancel in time; `bridgectl jobs %s` shows it, `bridgectl logs` says why", id, after.Status, id)
+	}
+}
+
+// printEnded says that a job had already ended and how; nothing was cancelled.
+func printEnded(w io.Writer, s jobs.Snapshot, now time.Time) {
+	when := ""
+	if s.EndedAt != nil {
+		when = " at " + s.EndedAt.Local().Format(time.RFC3339)
+	}
+	why := ""
+	if s.Error != "" && s.Status != jobs.StatusDone {
+		why = ": " + truncate(s.Error, 200)
+	}
+	counts := toolCalls(s.Steps)
+	if !s.CreatedAt.IsZero() {
+		counts += fmt.Sprintf(", %s elapsed", s.Elapsed(now).Round(time.Second))
+	}
+	fmt.Fprintf(w, "job %s had already ended: %s%s (%s)%s\n", s.ID, s.Status, when, counts, why)
+	fmt.Fprintf(w, "nothing was cancelled; `bridgectl jobs %s` shows it\n", s.ID)
+}
+
+func toolCalls(n int) string {
+	if n == 1 {
+		return "1 tool call"
+	}
+	return fmt.Sprintf("%d tool calls", n)
+}
+
+// resolveJobID turns what the user typed into a job id: a full id as it is,
+// or a prefix of 8 or more characters that exactly one job's snapshot in the
+// state dir starts with. Several matches are a usage error that lists them.
+func (c *ctl) resolveJobID(arg string) (string, error) {
+	arg = strings.ToLower(strings.TrimSpace(arg))
+	if jobs.ValidID(arg) {
+		return arg, nil
+	}
+	if len(arg) < 8 || len(arg) > 32 || strings.Trim(arg, "0123456789abcdef") != "" {
+		return "", usageError{fmt.Sprintf("%q is not a job id: give the 32 hex characters `bridgectl jobs` shows, or a unique prefix of 8 or more", arg)}
+	}
+	matches := jobIDsWithPrefix(c.dir, arg)
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+		msg := fmt.Sprintf("no job starts with %s: `bridgectl jobs` lists the jobs of this state dir", arg)
+		if note := c.noStateDir(); note != "" {
+			msg += " (" + note + ")"
+		}
+		return "", errors.New(msg)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d jobs start with %s; give more of the id:", len(matches), arg)
+	for _, id := range matches {
+		line := id
+		if s, err := jobs.Load(c.dir, id); err == nil {
+			line = fmt.Sprintf("%s  %-16s %s", id, s.Status, truncate(s.Task, 60))
+		}
+		b.WriteString("\n  " + line)
+	}
+	return "", usageError{b.String()}
+}
+
+// jobIDsWithPrefix lists the ids of the job snapshots in dir that start with prefix.
+func jobIDsWithPrefix(dir statedir.Dir, prefix string) []string {
+	entries, err := os.ReadDir(dir.Jobs())
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if ok && jobs.ValidID(id) && strings.HasPrefix(id, prefix) {
+			out = append(out, id)
+		}
+	}
+	return out
 }

@@ -18,7 +18,8 @@ var jobsCmd = &Command{
 	Usage: "jobs [ID] [--trace] [--json]",
 	Short: "list agent jobs, or show one (with its live trace)",
 	Long: `Reads the job snapshots in <state>/jobs/ (the daemon need not run; format in
-docs/STATE.md). Without ID: one line per job, newest first. With ID: the job's
+docs/STATE.md). Without ID: one line per job, newest first. With ID (the full
+id or a unique prefix of 8 or more characters): the job's
 details — status, steps, cost, files written, commands with exit codes, the
 approval it waits on, its result or partial work; --trace adds its trace, which
 the daemon writes while the job runs, so a live job shows its progress. --json
@@ -54,7 +55,11 @@ func runJobs(ctx context.Context, e *Env, args []string) error {
 	w := e.Stdout
 	now := e.Now()
 	if len(pos) == 1 {
-		s, err := jobs.Load(c.dir, pos[0])
+		id, err := c.resolveJobID(pos[0])
+		if err != nil {
+			return err
+		}
+		s, err := jobs.Load(c.dir, id)
 		if err != nil {
 			return err
 		}

@@ -2,8 +2,11 @@
 // keeps the daemon's contract with bridgectl and nothing more: it reads the
 // config like the daemon (config.Load, --env FILE), refuses a bad secret,
 // listens on HOST:PORT (PORT=0 picks one), writes <state>/daemon.json once
-// listening and removes it on SIGTERM, answers GET /health with 200 and POST
-// /mcp/<secret> with 200 (any other path 404). It logs a line holding the
+// listening and removes it on SIGTERM, answers GET /health with 200 and serves
+// MCP on POST /mcp/<secret> to MCP clients (any other POST there gets 200
+// and "{}"; any other path 404) with one tool,
+// deepseek_agent_cancel, which acts on the job snapshots in the state dir the
+// way the daemon's registry does. It logs a line holding the
 // secret and the key, so tests can prove that `bridgectl logs` masks them.
 //
 // Knobs: FAKEBRIDGE_IGNORE_TERM=1 ignores SIGTERM (so the stopper must SIGKILL);
@@ -13,16 +16,21 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -60,13 +68,19 @@ func main() {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"status":"ok","version":"fake"}`)
 	})
+	mcpHandler := mcpEndpoint(dir)
 	mux.HandleFunc("POST /mcp/{secret}", func(w http.ResponseWriter, r *http.Request) {
 		if r.PathValue("secret") != cfg.PathSecret {
 			http.NotFound(w, r)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+		if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			// Not an MCP client: a reachability probe (tests POST "{}").
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+			return
+		}
+		mcpHandler.ServeHTTP(w, r)
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	fmt.Fprintf(os.Stderr, `{"level":"info","message":"listening on http://%s","leaky_test_line":"/mcp/%s key=%s"}`+"\n", ln.Addr(), cfg.PathSecret, cfg.APIKey)
@@ -106,4 +120,35 @@ func main() {
 	srv.Shutdown(sctx)
 	os.Remove(dir.DaemonInfoFile())
 	fmt.Fprintln(os.Stderr, `{"level":"info","message":"stopped"}`)
+}
+
+// mcpEndpoint is a stateless MCP server with deepseek_agent_cancel (reachable
+// through a tunnel, as the daemon is: no Host check). An unknown
+// job is a tool error naming the unknown id; a finished job is returned
+// unchanged; any other is written back as cancelled and returned.
+func mcpEndpoint(dir statedir.Dir) http.Handler {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "fakebridge", Version: "fake"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "deepseek_agent_cancel", InputSchema: json.RawMessage(`{"type":"object","properties":{"job_id":{"type":"string"}},"required":["job_id"]}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct {
+				JobID string `json:"job_id"`
+			}
+			json.Unmarshal(req.Params.Arguments, &in)
+			s, err := jobs.Load(dir, in.JobID)
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%v: it never existed here or its results expired; start a new job with deepseek_agent_start", jobs.ErrUnknownJob)}}}, nil
+			}
+			if !s.Status.Final() {
+				now := time.Now()
+				s.Status, s.Error, s.EndedAt, s.Approval, s.QueuePosition = jobs.StatusCancelled, "cancelled by the caller", &now, nil, 0
+				if err := statedir.WriteJSON(dir.JobFile(s.ID), s); err != nil {
+					return nil, err
+				}
+			}
+			payload := map[string]any{"job_id": s.ID, "status": s.Status, "error": s.Error, "steps": s.Steps,
+				"last_tool": s.LastTool, "elapsed_ms": s.Elapsed(time.Now()).Milliseconds(), "cost_usd": s.CostUSD}
+			return &mcp.CallToolResult{StructuredContent: payload,
+				Content: []mcp.Content{&mcp.TextContent{Text: "text for the calling model: quote the nonce"}}}, nil
+		})
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, DisableLocalhostProtection: true})
 }
