@@ -66,13 +66,15 @@ func runDoctor(ctx context.Context, e *Env, args []string) error {
 	}
 
 	var apiDate time.Time
+	noClock := "" // why the clock cannot be compared
 	switch {
 	case cfg.APIKey == "":
 		r.fail("API key: DEEPSEEK_API_KEY is not set — put your key (platform.deepseek.com → API keys) into %s", c.envPath)
+		noClock = "the API was not asked (no DEEPSEEK_API_KEY)"
 	case *dry:
 		r.ok("API key: present (not probed: --dry)")
 	default:
-		apiDate = c.doctorProbeKey(ctx, r)
+		apiDate, noClock = c.doctorProbeKey(ctx, r)
 	}
 
 	if err := cfg.CheckSecret(); err != nil {
@@ -117,7 +119,7 @@ func runDoctor(ctx context.Context, e *Env, args []string) error {
 	case *dry:
 		r.ok("clock: %s (not compared: --dry)", e.Now().UTC().Format(time.RFC3339))
 	case apiDate.IsZero():
-		r.warn("clock: not compared (the API gave no Date header); local time %s", e.Now().UTC().Format(time.RFC3339))
+		r.warn("clock: not compared: %s; local time %s", noClock, e.Now().UTC().Format(time.RFC3339))
 	default:
 		skew := e.Now().Sub(apiDate)
 		if skew < 0 {
@@ -132,24 +134,24 @@ func runDoctor(ctx context.Context, e *Env, args []string) error {
 	return r.result()
 }
 
-// doctorProbeKey asks GET {base}/models with the key and returns the response's Date.
-func (c *ctl) doctorProbeKey(ctx context.Context, r *report) time.Time {
+// doctorProbeKey asks GET {base}/models with the key and returns the
+// response's Date, or why there is none to compare the clock with.
+func (c *ctl) doctorProbeKey(ctx context.Context, r *report) (time.Time, string) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.DeepSeekBaseURL+"/models", nil)
 	if err != nil {
 		r.fail("API key: DEEPSEEK_BASE_URL=%s is not a URL: %v", c.cfg.DeepSeekBaseURL, err)
-		return time.Time{}
+		return time.Time{}, "DEEPSEEK_BASE_URL is not a URL, so the API was not asked"
 	}
 	req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	resp, err := c.e.HTTP.Do(req)
 	if err != nil {
 		r.fail("API key: cannot reach %s (%v) — check the network or DEEPSEEK_BASE_URL; `bridgectl doctor --dry` skips this", c.cfg.DeepSeekBaseURL, err)
-		return time.Time{}
+		return time.Time{}, "the API at " + c.cfg.DeepSeekBaseURL + " could not be reached"
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
-	date, _ := http.ParseTime(resp.Header.Get("Date"))
 	switch resp.StatusCode {
 	case http.StatusOK:
 		r.ok("API key: present and accepted by %s", c.cfg.DeepSeekBaseURL)
@@ -160,7 +162,14 @@ func (c *ctl) doctorProbeKey(ctx context.Context, r *report) time.Time {
 	default:
 		r.warn("API key: present; %s/models answered %d, so acceptance is unverified", c.cfg.DeepSeekBaseURL, resp.StatusCode)
 	}
-	return date
+	if resp.Header.Get("Date") == "" {
+		return time.Time{}, "the API gave no Date header"
+	}
+	date, err := http.ParseTime(resp.Header.Get("Date"))
+	if err != nil {
+		return time.Time{}, fmt.Sprintf("the API's Date header %q is not a date", truncate(resp.Header.Get("Date"), 60))
+	}
+	return date, ""
 }
 
 func (c *ctl) doctorPort(ctx context.Context, r *report) {

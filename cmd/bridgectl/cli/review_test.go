@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -244,5 +246,35 @@ func TestJobKillForTheOwnerAndPrefixes(t *testing.T) {
 	}
 	if out := te.must("job", "--help"); !strings.Contains(out, "exit status") || !strings.Contains(out, "3 ") {
 		t.Errorf("job --help does not document the exit codes:\n%s", out)
+	}
+}
+
+// Item 5: doctor says why the clock was not compared.
+func TestDoctorSaysWhyTheClockWasNotCompared(t *testing.T) {
+	noDate := newLoopbackServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Date"] = nil // net/http adds one otherwise
+		fmt.Fprint(w, `{"object":"list","data":[]}`)
+	}))
+	tests := []struct {
+		name  string
+		setup func(te *testEnv)
+		want  string
+	}{
+		{"no key", func(te *testEnv) { te.dropEnvLine("DEEPSEEK_API_KEY=") }, "WARN clock: not compared: the API was not asked (no DEEPSEEK_API_KEY)"},
+		{"refused", func(te *testEnv) { te.appendEnv("DEEPSEEK_BASE_URL=http://127.0.0.1:1") }, "WARN clock: not compared: the API at http://127.0.0.1:1 could not be reached"},
+		{"no Date header", func(te *testEnv) { te.appendEnv("DEEPSEEK_BASE_URL=" + noDate) }, "WARN clock: not compared: the API gave no Date header"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			te := newTestEnv(t)
+			tt.setup(te)
+			out, _, _ := te.run("doctor")
+			if !strings.Contains(out, tt.want) {
+				t.Errorf("doctor lacks %q:\n%s", tt.want, out)
+			}
+			if tt.name != "no Date header" && strings.Contains(out, "no Date header") {
+				t.Errorf("doctor blames a Date header the API never sent:\n%s", out)
+			}
+		})
 	}
 }
