@@ -39,12 +39,9 @@ func runLogs(ctx context.Context, e *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	path := c.dir.LogFile()
-	if c.cfg.LogFile != "" {
-		path = c.cfg.LogFile
-	}
+	path, startsWith := c.logFile(), "`bridgectl start`"
 	if *tunnel {
-		path = c.dir.TunnelLogFile()
+		path, startsWith = c.dir.TunnelLogFile(), "`bridgectl tunnel`"
 	}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) && !*follow {
@@ -52,7 +49,7 @@ func runLogs(ctx context.Context, e *Env, args []string) error {
 			fmt.Fprintf(e.Stdout, "not running; %s\n", note)
 			return nil
 		}
-		fmt.Fprintf(e.Stdout, "no log yet at %s (it starts with `bridgectl start`)\n", path)
+		fmt.Fprintf(e.Stdout, "no log yet at %s (it starts with %s)\n", path, startsWith)
 		return nil
 	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -69,6 +66,14 @@ func runLogs(ctx context.Context, e *Env, args []string) error {
 		return nil
 	}
 	return followLog(ctx, e.Stdout, path, int64(len(b)))
+}
+
+// logFile is the daemon's log: BRIDGE_LOG_FILE if set, else <state>/bridge.log.
+func (c *ctl) logFile() string {
+	if c.cfg.LogFile != "" {
+		return c.cfg.LogFile
+	}
+	return c.dir.LogFile()
 }
 
 func printLogLine(w io.Writer, l string) {

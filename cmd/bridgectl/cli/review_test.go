@@ -278,3 +278,29 @@ func TestDoctorSaysWhyTheClockWasNotCompared(t *testing.T) {
 		})
 	}
 }
+
+// Item 6: start names the log the daemon writes: BRIDGE_LOG_FILE when set.
+func TestStartNamesTheLogFile(t *testing.T) {
+	te := newTestEnv(t)
+	logFile := filepath.Join(te.dir, "custom.log")
+	te.appendEnv("BRIDGE_LOG_FILE=" + logFile)
+	out := te.must("start")
+	if !strings.Contains(out, "log: "+logFile) || strings.Contains(out, "log: "+filepath.Join(te.state, "bridge.log")) {
+		t.Errorf("start with BRIDGE_LOG_FILE:\n%s", out)
+	}
+	te.must("stop")
+	te.dropEnvLine("BRIDGE_LOG_FILE=")
+	if out := te.must("start"); !strings.Contains(out, "log: "+filepath.Join(te.state, "bridge.log")) {
+		t.Errorf("start without BRIDGE_LOG_FILE:\n%s", out)
+	}
+}
+
+// Item 7: logs --tunnel with no tunnel log points at `bridgectl tunnel`.
+func TestLogsTunnelPointsAtTunnel(t *testing.T) {
+	te := newTestEnv(t)
+	te.must("start")
+	out := te.must("logs", "--tunnel")
+	if !strings.Contains(out, "`bridgectl tunnel`") || strings.Contains(out, "`bridgectl start`") {
+		t.Errorf("logs --tunnel without a tunnel:\n%s", out)
+	}
+}

@@ -12,7 +12,8 @@ var startCmd = &Command{
 	Usage: "start [--foreground]",
 	Short: "start the daemon in the background and wait until /health answers",
 	Long: `Runs ` + "`bridge serve --env FILE`" + ` in its own session with a pid file (<state>/bridge.pid)
-and its output appended to <state>/bridge.log after a start marker line. It
+and its output appended to <state>/bridge.log after a start marker line (the
+daemon's own log goes to BRIDGE_LOG_FILE when that is set). It
 returns once the daemon wrote <state>/daemon.json and GET /health answered: a
 live pid alone is not proof of a live server.
 
@@ -72,7 +73,11 @@ func runStart(ctx context.Context, e *Env, args []string) error {
 	}
 	fmt.Fprintf(e.Stdout, "started: pid %d, listening on http://%s\n", st.PID, st.Addr)
 	fmt.Fprintf(e.Stdout, "endpoint: %s\n", localEndpoint(st.Addr, c.cfg.PathSecret))
-	fmt.Fprintf(e.Stdout, "log: %s\n", c.dir.LogFile())
+	if lf := c.logFile(); lf != c.dir.LogFile() {
+		fmt.Fprintf(e.Stdout, "log: %s (BRIDGE_LOG_FILE; output from before the daemon opened it is in %s)\n", lf, c.dir.LogFile())
+	} else {
+		fmt.Fprintf(e.Stdout, "log: %s\n", lf)
+	}
 	return nil
 }
 
