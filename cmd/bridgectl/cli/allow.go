@@ -25,7 +25,10 @@ Broad roots are refused unless --force: /, /home, /root, /Users, your home
 directory, /tmp, /var, /usr, /etc, /opt, system directories, a drive root such as
 C:\ and the like — an agent could then work anywhere in them. A root that
 contains the bridge's state directory or its .env file is always refused: a job
-must never reach the approval queue or the API key.`,
+must never reach the approval queue or the API key. A root that holds the
+bridge binary or Claude Code is allowed with a warning: the daemon refuses a
+workspace that holds either (a job could replace a program that runs outside
+the sandbox), but the root's other subdirectories stay usable.`,
 	Run: runAllow,
 }
 
@@ -100,6 +103,9 @@ func runAllow(ctx context.Context, e *Env, args []string) error {
 		fmt.Fprintf(e.Stdout, "removed %s from DEEPSEEK_ALLOWED_ROOTS in %s\n", dir, c.envPath)
 	} else {
 		fmt.Fprintf(e.Stdout, "allowed %s (DEEPSEEK_ALLOWED_ROOTS in %s)\n", dir, c.envPath)
+		for _, h := range c.heldBy(dir) {
+			fmt.Fprintf(e.Stderr, "warning: %s\n", h.warning(dir))
+		}
 	}
 	if err := c.reread(); err != nil {
 		return err
@@ -160,6 +166,65 @@ func (c *ctl) checkRoot(arg string, force bool) (string, error) {
 		return "", fmt.Errorf("refused: %s is inside the bridge's state directory %s; a job must never reach it — pick a directory outside", real, state)
 	}
 	return real, nil
+}
+
+// heldPath is a path the daemon protects that lies in an allowed root.
+type heldPath struct {
+	path, what string
+	// refused: allow refuses a root that holds it (the state dir, the .env);
+	// for the binaries it only warns.
+	refused bool
+}
+
+// warning says what a root that holds h means for workspaces.
+func (h heldPath) warning(root string) string {
+	s := fmt.Sprintf("%s holds %s (%s): the daemon refuses %s itself, and every directory in it that holds that path, as a workspace; subdirectories that do not hold it stay usable", root, h.path, h.what, root)
+	if h.refused {
+		s += fmt.Sprintf(". `bridgectl allow` refuses such a root: `bridgectl allow --remove %s`, then allow a narrower directory", root)
+	}
+	return s
+}
+
+// heldBy lists the protected paths inside root, as the daemon's workspace
+// admission sees them (sandbox.AdmitWorkspace: a path and its resolved form):
+// the state dir, the .env file, the bridge binary (it runs every job's
+// approval child outside the sandbox) and Claude Code (it runs every job).
+func (c *ctl) heldBy(root string) []heldPath {
+	roots := []string{filepath.Clean(root)}
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		roots = append(roots, r)
+	}
+	cands := []heldPath{
+		{c.dir.Root, "the bridge's state directory", true},
+		{c.envPath, "the .env file with the API key", true},
+	}
+	if b, err := findBridge(c.e); err == nil {
+		if abs, err := filepath.Abs(b); err == nil {
+			cands = append(cands, heldPath{abs, "the bridge binary, which runs every job's approval child outside the sandbox", false})
+		}
+	}
+	if h := c.findHarness(); h != "" {
+		if abs, err := filepath.Abs(h); err == nil {
+			cands = append(cands, heldPath{abs, "the Claude Code binary, which runs every job outside the sandbox", false})
+		}
+	}
+	var out []heldPath
+	for _, h := range cands {
+		forms := []string{filepath.Clean(h.path)}
+		if r, err := filepath.EvalSymlinks(h.path); err == nil {
+			forms = append(forms, r)
+		}
+	found:
+		for _, r := range roots {
+			for _, f := range forms {
+				if within(r, f) {
+					out = append(out, h)
+					break found
+				}
+			}
+		}
+	}
+	return out
 }
 
 func (c *ctl) home() string {

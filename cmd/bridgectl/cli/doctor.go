@@ -257,12 +257,21 @@ func (c *ctl) doctorRoots(r *report) {
 		case !fi.IsDir():
 			r.fail("allowed root %s is not a directory — `bridgectl allow --remove %s`", root, root)
 			bad++
-		case within(root, c.dir.Root):
-			r.fail("allowed root %s contains the state directory %s — a job could reach the approval queue; remove the root or move BRIDGE_STATE_DIR", root, c.dir.Root)
-			bad++
 		default:
 			if why := broadRoot(root, c.home()); why != "" {
 				r.warn("allowed root %s is %s — an agent may work anywhere in it", root, why)
+			}
+			for _, h := range c.heldBy(root) {
+				switch {
+				case h.path == c.dir.Root:
+					r.fail("allowed root %s contains the state directory %s — a job could reach the approval queue; `bridgectl allow --remove %s` and allow a narrower directory, or move BRIDGE_STATE_DIR", root, c.dir.Root, root)
+					bad++
+				case h.refused:
+					r.fail("allowed root %s contains the .env file %s with the API key — `bridgectl allow --remove %s` and allow a narrower directory, or move the .env file", root, h.path, root)
+					bad++
+				default:
+					r.warn("allowed root %s", h.warning(root))
+				}
 			}
 		}
 	}

@@ -304,3 +304,49 @@ func TestLogsTunnelPointsAtTunnel(t *testing.T) {
 		t.Errorf("logs --tunnel without a tunnel:\n%s", out)
 	}
 }
+
+// Item 8: a root that holds the bridge binary or the pinned Claude Code is
+// allowed with a warning; one that holds the state dir or .env is warned
+// about at start and in doctor.
+func TestRootsHoldingProtectedPaths(t *testing.T) {
+	proj := filepath.Join(t.TempDir(), "proj")
+	bridgeBin := filepath.Join(proj, "bin", "bridge")
+	claude := filepath.Join(proj, ".cache", "bin", "claude")
+	for _, p := range []string{bridgeBin, claude} {
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\necho 2.1.328\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(filepath.Join(proj, "src"), 0o700)
+	te := newTestEnv(t, "BRIDGE_BIN="+bridgeBin, "BRIDGE_CLAUDE_BIN="+claude)
+	out, errs, code := te.run("allow", proj)
+	if code != 0 || !strings.Contains(out, "allowed "+proj) {
+		t.Fatalf("allow proj: exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"warning", bridgeBin, "the bridge binary", claude, "Claude Code", "refuses " + proj, "subdirectories"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("allow of a root holding the binaries lacks %q:\n%s", want, errs)
+		}
+	}
+	if _, errs, code := te.run("allow", filepath.Join(proj, "src")); code != 0 || strings.Contains(errs, "warning") {
+		t.Errorf("allow proj/src: exit %d %q", code, errs)
+	}
+
+	// A hand-written root that holds the state dir and the .env: start and doctor say so.
+	te2 := newTestEnv(t)
+	te2.appendEnv("DEEPSEEK_ALLOWED_ROOTS=" + te2.dir)
+	out, errs, code = te2.run("start")
+	if code != 0 {
+		t.Fatalf("start: exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"warning", te2.dir, "state dir", te2.envFile} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("start with a root holding the state dir and .env lacks %q:\n%s", want, errs)
+		}
+	}
+	out, _, _ = te2.run("doctor", "--dry")
+	if !strings.Contains(out, "allowed root "+te2.dir+" contains the state directory") || !strings.Contains(out, "allowed root "+te2.dir+" contains the .env file "+te2.envFile) {
+		t.Errorf("doctor with a root holding the state dir and .env:\n%s", out)
+	}
+}

@@ -52,6 +52,13 @@ func runStart(ctx context.Context, e *Env, args []string) error {
 		fmt.Fprintf(e.Stderr, "note: removing a stale pid file (pid %d is gone)\n", s.StalePID)
 		os.Remove(c.dir.PIDFile())
 	}
+	// Roots written by hand are not checked by `bridgectl allow`: say what
+	// job admission will refuse in them.
+	for _, root := range c.cfg.AllowedRoots {
+		for _, h := range c.heldBy(root) {
+			fmt.Fprintf(e.Stderr, "warning: allowed root %s\n", h.warning(root))
+		}
+	}
 	if *fg {
 		return c.startForeground()
 	}
