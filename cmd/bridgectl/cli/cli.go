@@ -47,7 +47,7 @@ func commands() []*Command {
 		jobsCmd, jobCmd,
 		pendingCmd, approveCmd, denyCmd, auditCmd, approvalCmd,
 		tunnelCmd, untunnelCmd,
-		smokeCmd, doctorCmd,
+		smokeCmd, doctorCmd, versionCmd,
 	}
 }
 
@@ -145,6 +145,9 @@ func dispatch(ctx context.Context, e *Env, args []string) error {
 		case a == "-h" || a == "--help" || a == "-help":
 			printHelp(e.Stdout)
 			return nil
+		case a == "--version" || a == "-version":
+			fmt.Fprintf(e.Stdout, "bridgectl %s\n", Version)
+			return nil
 		case a == "--env" || a == "-env":
 			if len(args) < 2 {
 				return usageError{"--env needs a FILE"}
@@ -192,7 +195,7 @@ func lookup(name string) *Command {
 func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "bridgectl — run, rotate, tunnel and watch the DeepSeek MCP bridge")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "usage: bridgectl [--env FILE] COMMAND [flags]")
+	fmt.Fprintln(w, "usage: bridgectl [--env FILE] COMMAND [flags]    (bridgectl --version, --help)")
 	fmt.Fprintln(w)
 	cmds := commands()
 	width := 0

@@ -8,15 +8,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// version is bridgectl's client version in MCP handshakes.
-const version = "0.1.0"
-
 // connectMCP opens an MCP session to endpoint (a full /mcp/<secret> URL) with
 // the official Go SDK. The caller closes the session.
 func connectMCP(ctx context.Context, e *Env, endpoint string) (*mcp.ClientSession, error) {
 	// No overall client timeout: a tool call may stream for minutes; ctx bounds it.
 	hc := &http.Client{Transport: e.HTTP.Transport}
-	client := mcp.NewClient(&mcp.Implementation{Name: "bridgectl", Version: version}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "bridgectl", Version: Version}, nil)
 	return client.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:             endpoint,
 		HTTPClient:           hc,

@@ -19,7 +19,7 @@ var smokeCmd = &Command{
 	Long: `Checks, one line each: GET /health answers 200; a bare /mcp gives 404; a wrong
 secret gives 404; MCP initialize works on the endpoint; tools/list names
 deepseek_flash; one deepseek_flash call returns an answer (this spends a few
-tokens; --no-flash skips it). URL is a full endpoint (https://HOST/mcp/SECRET);
+tokens; --no-flash skips it). URL is a full endpoint such as https://HOST/mcp/SECRET —
 without it the local endpoint is used. Output is masked unless --show.`,
 	Run: runSmoke,
 }
