@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -60,6 +62,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "approval-prompt":
 		return runApprovalPrompt(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version", "-v":
+		fs := flag.NewFlagSet("bridge version", flag.ContinueOnError)
+		if code, ok := parseFlags(fs, rest, commandHelp["version"], stdout, stderr); !ok {
+			return code
+		}
 		fmt.Fprintf(stdout, "bridge %s\n", version)
 		return exitOK
 	case "help", "--help", "-h":
@@ -84,4 +90,23 @@ var commandHelp = map[string]string{
 	"stdio":           stdioUsage,
 	"approval-prompt": approvalHelp,
 	"version":         "Usage: bridge version\n\nPrints the bridge's version.\n",
+}
+
+// parseFlags parses a command's flags the one way every command does: asked-for
+// help (-h, --help) goes to stdout with exit 0, so that ` + "`| less`" + ` shows it; a
+// mistake goes to stderr with the help and exit 2. ok is false when the
+// command must return code now.
+func parseFlags(fs *flag.FlagSet, args []string, help string, stdout, stderr io.Writer) (code int, ok bool) {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, help)
+		return exitOK, false
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %v\n\n%s", fs.Name(), err, help)
+		return exitConfig, false
+	}
+	return exitOK, true
 }

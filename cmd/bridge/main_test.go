@@ -61,6 +61,44 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// Asked-for help goes to stdout with exit 0 (so `| less` shows it); a usage
+// mistake goes to stderr with exit 2.
+func TestHelpStreams(t *testing.T) {
+	tests := []struct {
+		args  []string
+		code  int
+		want  string
+		toOut bool
+	}{
+		{[]string{"help"}, exitOK, "Usage:", true},
+		{[]string{"--help"}, exitOK, "Usage:", true},
+		{[]string{"help", "serve"}, exitOK, "Usage: bridge serve", true},
+		{[]string{"serve", "--help"}, exitOK, "Usage: bridge serve", true},
+		{[]string{"serve", "-h"}, exitOK, "Usage: bridge serve", true},
+		{[]string{"stdio", "--help"}, exitOK, "Usage: bridge stdio", true},
+		{[]string{"approval-prompt", "--help"}, exitOK, "Usage: bridge approval-prompt", true},
+		{[]string{"version", "--help"}, exitOK, "Usage: bridge version", true},
+		{[]string{"serve", "--bogus"}, exitConfig, "Usage: bridge serve", false},
+		{[]string{"stdio", "--bogus"}, exitConfig, "Usage: bridge stdio", false},
+		{[]string{"approval-prompt", "--bogus"}, exitConfig, "Usage: bridge approval-prompt", false},
+		{[]string{"frobnicate"}, exitConfig, "Usage:", false},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			cleanEnv(t, nil)
+			var out, errb lockedBuffer
+			code := run(t.Context(), tt.args, strings.NewReader(""), &out, &errb)
+			got, other := out.String(), errb.String()
+			if !tt.toOut {
+				got, other = other, got
+			}
+			if code != tt.code || !strings.Contains(got, tt.want) || other != "" {
+				t.Fatalf("exit %d (want %d); stdout %q; stderr %q", code, tt.code, out.String(), errb.String())
+			}
+		})
+	}
+}
+
 func TestCommands(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing.env") // its directory exists
 	tests := []struct {
@@ -76,8 +114,8 @@ func TestCommands(t *testing.T) {
 		{"version", []string{"version"}, nil, exitOK, "bridge dev", ""},
 		{"help", []string{"--help"}, nil, exitOK, "bridge serve", ""},
 		{"help serve", []string{"help", "serve"}, nil, exitOK, "MCP_PATH_SECRET", ""},
-		{"serve --help", []string{"serve", "--help"}, nil, exitOK, "", "Usage: bridge serve"},
-		{"stdio --help", []string{"stdio", "--help"}, nil, exitOK, "", "Usage: bridge stdio"},
+		{"serve --help", []string{"serve", "--help"}, nil, exitOK, "Usage: bridge serve", ""},
+		{"stdio --help", []string{"stdio", "--help"}, nil, exitOK, "Usage: bridge stdio", ""},
 		{"serve with an argument", []string{"serve", "extra"}, nil, exitConfig, "", "unexpected arguments"},
 		{"serve without a secret", []string{"serve"}, map[string]string{"MCP_PATH_SECRET": ""}, exitConfig, "", "bridgectl secret"},
 		{"serve with a short secret", []string{"serve"}, map[string]string{"MCP_PATH_SECRET": "short"}, exitConfig, "", "at least 16"},
@@ -91,7 +129,7 @@ func TestCommands(t *testing.T) {
 		{"bad log level", []string{"serve"}, map[string]string{"BRIDGE_LOG_LEVEL": "loud"}, exitConfig, "", "BRIDGE_LOG_LEVEL"},
 		{"approval-prompt without --config", []string{"approval-prompt"}, nil, exitConfig, "", "needs --config FILE"},
 		{"approval-prompt with a missing config", []string{"approval-prompt", "--config", "/nonexistent/approval.json"}, nil, exitConfig, "", "/nonexistent/approval.json"},
-		{"approval-prompt --help", []string{"approval-prompt", "--help"}, nil, exitOK, "", "Usage: bridge approval-prompt"},
+		{"approval-prompt --help", []string{"approval-prompt", "--help"}, nil, exitOK, "Usage: bridge approval-prompt", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

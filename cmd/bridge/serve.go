@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -62,16 +61,11 @@ type setup struct {
 	flash  *deepseek.Client
 }
 
-func newSetup(name string, args []string, stderr io.Writer, help string) (*setup, int) {
+func newSetup(name string, args []string, stdout, stderr io.Writer, help string) (*setup, int) {
 	fs := flag.NewFlagSet("bridge "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, help) }
 	envFile := fs.String("env", "", "the .env file to read")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, exitOK
-		}
-		return nil, exitConfig
+	if code, ok := parseFlags(fs, args, help, stdout, stderr); !ok {
+		return nil, code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "bridge %s: unexpected arguments %q\n\n%s", name, fs.Args(), help)
@@ -103,7 +97,7 @@ func newSetup(name string, args []string, stderr io.Writer, help string) (*setup
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	st, code := newSetup("serve", args, stderr, serveHelp)
+	st, code := newSetup("serve", args, stdout, stderr, serveHelp)
 	if st == nil {
 		return code
 	}
@@ -154,14 +148,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 func runApprovalPrompt(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bridge approval-prompt", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, approvalHelp) }
 	file := fs.String("config", "", "the job's approval config (written by the daemon)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitConfig
+	if code, ok := parseFlags(fs, args, approvalHelp, stdout, stderr); !ok {
+		return code
 	}
 	if *file == "" || fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "bridge approval-prompt: needs --config FILE and nothing else\n\n%s", approvalHelp)

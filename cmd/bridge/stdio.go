@@ -28,7 +28,7 @@ BRIDGE_LOG_FILE or stderr, never stdout.
 // runStdio serves deepseek_flash alone: a second job registry on the same
 // state dir next to a running daemon would race it over the job files.
 func runStdio(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	st, code := newSetup("stdio", args, stderr, stdioUsage)
+	st, code := newSetup("stdio", args, stdout, stderr, stdioUsage)
 	if st == nil {
 		return code
 	}

@@ -43,11 +43,8 @@ flags:
 // Run parses args and serves until ctx ends.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("deepseek-double", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	addr := fs.String("addr", "127.0.0.1:0", "loopback address to listen on")
 	key := fs.String("key", deepseektest.DefaultKey, "API key the double accepts")
 	script := fs.String("script", "", "JSON script of turns (see above)")
@@ -55,18 +52,22 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	logFile := fs.String("log", "", "append one JSON line per request to this file (keys redacted)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			// Asked-for help goes to stdout, so that `| less` shows it.
+			fmt.Fprint(stdout, usage)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
 			return nil
 		}
-		return err
+		return usageError{err}
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (see --help)", fs.Args())
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
 	if err := checkLoopback(*addr); err != nil {
-		return err
+		return usageError{err}
 	}
 	if *delayMS < 0 {
-		return fmt.Errorf("--delay-ms must not be negative")
+		return usageError{fmt.Errorf("--delay-ms must not be negative")}
 	}
 	var scriptData []byte
 	if *script != "" {
@@ -103,6 +104,25 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "listening %s\n", srv.URL())
 	<-ctx.Done()
 	return nil
+}
+
+// usageError is a mistake on the command line (exit 2); any other error
+// of Run is a failure to serve (exit 1).
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() + " (see deepseek-double --help)" }
+func (u usageError) Unwrap() error { return u.err }
+
+// exitCode is the process's exit status for Run's error.
+func exitCode(err error) int {
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue):
+		return 2
+	}
+	return 1
 }
 
 // defaultAnswer makes clear the answer came from the double.

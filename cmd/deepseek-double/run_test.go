@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,10 +136,44 @@ func TestHelpDocumentsScriptFormat(t *testing.T) {
 	if err := Run(t.Context(), []string{"--help"}, &out, &errb); err != nil {
 		t.Fatal(err)
 	}
+	// Asked-for help goes to stdout (so `| less` shows it), nothing to stderr.
 	for _, want := range []string{"--script", "tool_calls", "retry_after", "break", "listening http://HOST:PORT", "-delay-ms"} {
-		if !strings.Contains(errb.String(), want) {
-			t.Errorf("--help lacks %q:\n%s", want, errb.String())
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--help lacks %q on stdout:\n%s", want, out.String())
 		}
+	}
+	if errb.Len() != 0 {
+		t.Errorf("--help wrote to stderr: %q", errb.String())
+	}
+}
+
+// A usage mistake exits 2, a failure to serve 1; neither prints on stdout.
+func TestExitCodes(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { taken.Close() })
+	cases := []struct {
+		args []string
+		code int
+	}{
+		{[]string{"--bogus"}, 2},
+		{[]string{"extra"}, 2},
+		{[]string{"--addr", "0.0.0.0:0"}, 2},
+		{[]string{"--delay-ms", "-1"}, 2},
+		{[]string{"--script", filepath.Join(t.TempDir(), "missing.json")}, 1},
+		{[]string{"--addr", taken.Addr().String()}, 1},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			err := Run(t.Context(), tc.args, &out, &errb)
+			if code := exitCode(err); code != tc.code || out.Len() != 0 {
+				t.Errorf("Run(%q) = %v: exit %d, want %d; stdout %q", tc.args, err, code, tc.code, out.String())
+			}
+		})
 	}
 }
 
