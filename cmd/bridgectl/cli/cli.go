@@ -329,6 +329,11 @@ func (f *flags) loadWith(loadConfig func(string, config.Lookup) (config.Config, 
 		return nil, err // it says how to create the file
 	}
 	if err != nil {
+		// A bad value: say where it may come from. A .env that cannot be
+		// read at all (its directory is missing) is named by err already.
+		if _, serr := os.Stat(config.ResolveEnvFile(f.env, e.Getenv)); serr != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w (fix the value in %s or the environment)", err, config.ResolveEnvFile(f.env, e.Getenv))
 	}
 	e.mask.add(cfg.Secrets()...)

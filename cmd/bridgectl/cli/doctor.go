@@ -48,7 +48,11 @@ func runDoctor(ctx context.Context, e *Env, args []string) error {
 	_, missingErr := config.LoadFrom(f.env, e.Getenv)
 	cfg, err := config.LoadMissingOK(f.env, e.Getenv)
 	if err != nil {
-		r.fail("config: %v — fix it in %s or the environment", err, envPath)
+		if _, serr := os.Stat(envPath); serr != nil {
+			r.fail("config: %v", err) // the .env itself cannot be read: err names it
+		} else {
+			r.fail("config: %v — fix it in %s or the environment", err, envPath)
+		}
 		return r.result()
 	}
 	e.mask.add(cfg.Secrets()...)

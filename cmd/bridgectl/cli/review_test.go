@@ -374,3 +374,45 @@ func TestHelpIsWholeAndVersion(t *testing.T) {
 		}
 	}
 }
+
+// Item 10: status points a disabled bridge at enable and a missing secret at
+// secret; a named .env whose directory is missing is named as such.
+func TestStatusNextSteps(t *testing.T) {
+	te := newTestEnv(t)
+	te.must("disable")
+	out := te.must("status")
+	if !strings.Contains(out, "daemon:    stopped — `bridgectl enable`, then `bridgectl start`") {
+		t.Errorf("status of a disabled bridge:\n%s", out)
+	}
+	te.must("enable")
+	if out := te.must("status"); !strings.Contains(out, "daemon:    stopped — `bridgectl start`") {
+		t.Errorf("status of an enabled, stopped bridge:\n%s", out)
+	}
+
+	te.dropEnvLine("MCP_PATH_SECRET=")
+	out = te.must("status")
+	if !strings.Contains(out, "local:     none: no MCP_PATH_SECRET — run `bridgectl secret`") || strings.Contains(out, "/mcp/\n") {
+		t.Errorf("status without a secret:\n%s", out)
+	}
+
+	for _, tt := range []struct{ path, want string }{
+		{filepath.Join(te.dir, "nonexistent.env"), "`bridgectl --env " + filepath.Join(te.dir, "nonexistent.env") + " secret` creates it"},
+		{filepath.Join(te.dir, "nodir", "x.env"), "its directory " + filepath.Join(te.dir, "nodir") + " does not exist"},
+	} {
+		_, errs, code := te.run("--env", tt.path, "status")
+		if code != 1 || !strings.Contains(errs, tt.want) || strings.Contains(errs, "fix the value in") {
+			t.Errorf("--env %s status: exit %d %q", tt.path, code, errs)
+		}
+	}
+}
+
+// doctor names a .env whose directory is missing without telling the user
+// to fix a value in it.
+func TestDoctorEnvFileInAMissingDir(t *testing.T) {
+	te := newTestEnv(t)
+	path := filepath.Join(te.dir, "nodir", "x.env")
+	out, _, code := te.run("--env", path, "doctor", "--dry")
+	if code != 1 || !strings.Contains(out, "FAIL config: env file "+path+": its directory") || strings.Contains(out, "fix it in") {
+		t.Errorf("doctor --env in a missing dir: exit %d\n%s", code, out)
+	}
+}

@@ -88,7 +88,11 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 	case "unhealthy":
 		fmt.Fprintf(w, "daemon:    pid %d alive but /health on %s does not answer — `bridgectl logs`, then `bridgectl restart`\n", r.PID, r.Addr)
 	default:
-		fmt.Fprintln(w, "daemon:    stopped — `bridgectl start`")
+		if r.Enabled {
+			fmt.Fprintln(w, "daemon:    stopped — `bridgectl start`")
+		} else {
+			fmt.Fprintln(w, "daemon:    stopped — `bridgectl enable`, then `bridgectl start`")
+		}
 	}
 	if r.EnvChanged {
 		fmt.Fprintf(w, "note:      %s\n", envChangedNote(r.EnvFile))
@@ -194,11 +198,17 @@ func (c *ctl) status(ctx context.Context) statusReport {
 		}
 	}
 	r.LocalEndpoint = localEndpoint(d.Addr, c.cfg.PathSecret)
+	if c.cfg.PathSecret == "" {
+		r.LocalEndpoint = "none: no MCP_PATH_SECRET — run `bridgectl secret`"
+	}
 	t := c.tunnel()
 	switch {
 	case t.PID != 0 && t.Info != nil:
 		r.Tunnel, r.TunnelPID = t.Info.Kind, t.PID
 		r.PublicEndpoint = t.Info.URL + "/mcp/" + c.cfg.PathSecret
+		if c.cfg.PathSecret == "" {
+			r.PublicEndpoint = "none: no MCP_PATH_SECRET — run `bridgectl secret`"
+		}
 	case t.Info != nil || t.StalePID != 0:
 		r.Tunnel = "dead"
 	default:
