@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -260,5 +262,24 @@ func TestStdio(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("stdio did not end on EOF")
+	}
+}
+
+// bridge serve on a taken port says what to do next, as bridgectl start does.
+func TestServeOnATakenPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	dir := cleanEnv(t, map[string]string{"PORT": port})
+	var out, errb lockedBuffer
+	code := run(t.Context(), []string{"serve"}, strings.NewReader(""), &out, &errb)
+	logs, _ := os.ReadFile(filepath.Join(dir, "bridge.log"))
+	for _, s := range []string{errb.String(), string(logs)} {
+		if code != exitFail || !strings.Contains(s, "address already in use") || !strings.Contains(s, "sport = :"+port) || !strings.Contains(s, "PORT") {
+			t.Errorf("serve on a taken port: exit %d\n%s", code, s)
+		}
 	}
 }

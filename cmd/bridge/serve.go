@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"strings"
+	"syscall"
 
 	"github.com/rs/zerolog"
 
@@ -137,13 +140,32 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	defer server.ServeDebug(ctx, st.cfg.DebugAddr, st.log)() // loopback-only pprof and goroutine count for `make bench`; off unless set
 	if err := srv.ListenAndServe(ctx); err != nil {
-		st.log.Error().Err(err).Msg("serve")
+		hint := listenHint(err, st.cfg)
+		if hint == "" {
+			st.log.Error().Err(err).Msg("serve")
+		} else {
+			st.log.Error().Err(err).Msg(hint)
+			hint = ": " + hint
+		}
 		if st.cfg.LogFile != "" {
-			fmt.Fprintf(stderr, "bridge serve: %v\n", err)
+			fmt.Fprintf(stderr, "bridge serve: %v%s\n", err, hint)
 		}
 		return exitFail
 	}
 	return exitOK
+}
+
+// listenHint is the next step after a listen error: for a taken port, how to
+// find what holds it and how to pick another ("" for other errors).
+func listenHint(err error, cfg config.Config) string {
+	if !errors.Is(err, syscall.EADDRINUSE) && !strings.Contains(err.Error(), "address already in use") {
+		return ""
+	}
+	where := ".env or the environment"
+	if cfg.EnvFile != "" {
+		where = cfg.EnvFile + " or the environment"
+	}
+	return fmt.Sprintf("port %d on %s is taken: stop whatever listens there (`ss -ltnp 'sport = :%d'`; a bridge already running? `bridgectl status`), or set PORT in %s (PORT=0 picks a free port)", cfg.Port, cfg.Host, cfg.Port, where)
 }
 
 func runApprovalPrompt(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
