@@ -78,8 +78,9 @@ func TestJobKill(t *testing.T) {
 	if out := w.must("jobs"); !strings.Contains(out, p.JobID+"  running") {
 		t.Fatalf("jobs before kill:\n%s", out)
 	}
-	out := w.must("job", "kill", p.JobID)
-	if !strings.Contains(out, "cancel") {
+	// By an 8-character prefix; the text is for the owner, not the model.
+	out := w.must("job", "kill", p.JobID[:8])
+	if !strings.Contains(out, "cancelled job "+p.JobID+": it was running") || strings.Contains(out, "nonce") || strings.Contains(out, "deepseek_agent") {
 		t.Fatalf("job kill: %q", out)
 	}
 	// The snapshot is written by another process: poll it.
@@ -89,7 +90,11 @@ func TestJobKill(t *testing.T) {
 	if left := procsWithMarker("BRIDGE_JOB_ID=" + p.JobID); len(left) > 0 {
 		t.Fatalf("the job's processes are still alive: %v", left)
 	}
-	if _, errs, code := w.ctl("job", "kill", strings.Repeat("0", 32)); code == 0 || errs == "" {
+	// Again: it had already ended, nothing is cancelled (exit 3).
+	if out, errs, code := w.ctl("job", "kill", p.JobID); code != 3 || !strings.Contains(out, "had already ended: cancelled") {
+		t.Fatalf("killing an ended job: %d %q %q", code, out, errs)
+	}
+	if _, errs, code := w.ctl("job", "kill", strings.Repeat("0", 32)); code != 1 || !strings.Contains(errs, "no job") || !strings.Contains(errs, "`bridgectl jobs`") {
 		t.Fatalf("killing an unknown job: %d %q", code, errs)
 	}
 }
