@@ -23,6 +23,10 @@ FUZZTIME ?= 2m
 SHORT_FUZZTIME ?= 100000x
 E2E_TIMEOUT ?= 40m
 UNIT_TIMEOUT ?= 20m
+# What `bridge version` and `bridgectl version` print: the git description of
+# the checkout (dev outside git).
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
 
 .PHONY: all build demo test deps vet fmt-check cross test-unit test-e2e fuzz fuzz-short bench clean
 
@@ -31,7 +35,7 @@ all: build
 build:
 	@mkdir -p $(BIN)
 	@for c in $(CMDS); do \
-	  if [ -f cmd/$$c/main.go ]; then echo "go build -o $(BIN)/$$c ./cmd/$$c"; $(GO) build -o $(BIN)/$$c ./cmd/$$c; fi; \
+	  if [ -f cmd/$$c/main.go ]; then echo "go build -o $(BIN)/$$c ./cmd/$$c"; $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/$$c ./cmd/$$c; fi; \
 	done
 
 # The agent step runs the real, pinned Claude Code (installed into .cache/ by
@@ -79,7 +83,7 @@ fuzz:
 
 bench:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/bridge ./cmd/bridge
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/bridge ./cmd/bridge
 	$(GO) build -o $(BIN)/deepseek-double ./cmd/deepseek-double
 	$(GO) build -o $(BIN)/bench-standin ./bench/standin
 	$(GO) build -o $(BIN)/bridge-bench ./cmd/bridge-bench
