@@ -116,6 +116,8 @@ func Classify(req Request, p Policy) Verdict {
 		return classifyFile(req, args, p)
 	}
 	switch {
+	case slices.Contains(sandbox.DeniedTools, req.Tool):
+		return Verdict{Decision: Deny, Reason: req.Tool + " is never allowed in a job: it would act outside the workspace or past the job's end", Summary: summarize(req)}
 	case networkTools[req.Tool]:
 		return Verdict{Decision: Ask, Reason: req.Tool + " reaches the network: a human decides", Summary: summarize(req)}
 	case slices.Contains(HarmlessTools, req.Tool):

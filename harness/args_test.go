@@ -60,3 +60,29 @@ func TestArgsPermissionLayer(t *testing.T) {
 		})
 	}
 }
+
+// TestArgsOfferOnlyTheJobTools: Claude Code offers exactly the named
+// built-in tools (--tools), so a tool a release adds, or one that skips the
+// permission prompt (EnterWorktree moved a job outside its workspace), is
+// not there unless named.
+func TestArgsOfferOnlyTheJobTools(t *testing.T) {
+	for _, tc := range []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{}, strings.Join(DefaultTools, ",")},
+		{Spec{PermissionPromptTool: "mcp__bridge__approve"}, strings.Join(DefaultTools, ",")},
+		{Spec{Tools: []string{"Read"}}, "Read"},
+		{Spec{Tools: []string{}}, ""},
+	} {
+		v, ok := flagValue(Args(tc.spec), "--tools")
+		if !ok || v != tc.want {
+			t.Errorf("%+v: --tools %q (present %v), want %q", tc.spec, v, ok, tc.want)
+		}
+	}
+	for _, never := range []string{"EnterWorktree", "ExitWorktree", "CronCreate", "ScheduleWakeup", "SendMessage", "ListAgents", "Skill", "Workflow"} {
+		if slices.Contains(DefaultTools, never) {
+			t.Errorf("DefaultTools offers %s", never)
+		}
+	}
+}

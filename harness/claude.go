@@ -189,6 +189,22 @@ func setEnv(env []string, name, value string) []string {
 	return append(env, name+"="+value)
 }
 
+// DefaultTools are the built-in tools a job is offered (Claude Code's
+// --tools): files, commands, the network tools that wait for a human,
+// subagents and background-task control. Whatever a Claude Code release adds
+// is not offered until it is named here. Left out on purpose (2.1.328 offers
+// them by default, and they never reach the permission prompt tool):
+// EnterWorktree/ExitWorktree — moves the session into a git worktree outside
+// the workspace, where commands then wrote unattended (found in review);
+// CronCreate/CronDelete/CronList and ScheduleWakeup — scheduling, meaningless
+// in a one-shot job; SendMessage and ListAgents — other sessions; Skill and
+// Workflow — instructions a job could plant in its own workspace; and
+// ReportFindings.
+var DefaultTools = []string{
+	"Bash", "Edit", "Monitor", "NotebookEdit", "Read", "Task", "TaskStop",
+	"ToolSearch", "WebFetch", "WebSearch", "Write",
+}
+
 // Args is the argv (without the binary) of the harness for spec.
 func Args(spec Spec) []string {
 	mode, tools := spec.PermissionMode, spec.AllowedTools
@@ -211,6 +227,11 @@ func Args(spec Spec) []string {
 		// Workspace .claude/settings*.json and .mcp.json must not widen what the job may do.
 		"--setting-sources", "user", "--strict-mcp-config",
 	}
+	offered := spec.Tools
+	if offered == nil {
+		offered = DefaultTools
+	}
+	args = append(args, "--tools", strings.Join(offered, ","))
 	if len(tools) > 0 {
 		args = append(args, "--allowedTools", strings.Join(tools, ","))
 	}

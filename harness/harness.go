@@ -62,6 +62,10 @@ type Spec struct {
 	PermissionMode string
 	AllowedTools   []string
 
+	// Tools are the only built-in tools Claude Code offers the job
+	// (--tools); nil means DefaultTools. Anything not named is not there.
+	Tools []string
+
 	// Optional hooks for the approval and sandbox layers.
 	SettingsFile         string // --settings
 	MCPConfigFile        string // --mcp-config (with --strict-mcp-config always on)

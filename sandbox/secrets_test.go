@@ -239,7 +239,7 @@ func TestClaudeSettingsHideFromFileTools(t *testing.T) {
 	cases := []struct {
 		name string
 		hide []string
-		want []string // nil: no permissions.deny at all
+		want []string // after the denied tools, which are always there
 	}{
 		{"none", nil, nil},
 		{"two files", []string{"/w/.env", "/w/sub/../sub/.env.local"},
@@ -248,15 +248,9 @@ func TestClaudeSettingsHideFromFileTools(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			perms := ClaudeSettings(SettingsOptions{Sandbox: true, HideFromFileTools: c.hide})["permissions"].(map[string]any)
-			got, ok := perms["deny"].([]string)
-			if c.want == nil {
-				if _, present := perms["deny"]; present {
-					t.Errorf("permissions.deny present: %v", perms["deny"])
-				}
-				return
-			}
-			if !ok || !slices.Equal(got, c.want) {
-				t.Errorf("permissions.deny %q, want %q", got, c.want)
+			got, _ := perms["deny"].([]string)
+			if want := append(slices.Clone(DeniedTools), c.want...); !slices.Equal(got, want) {
+				t.Errorf("permissions.deny %q, want %q", got, want)
 			}
 		})
 	}

@@ -64,6 +64,18 @@ var AskTools = []string{
 	"Agent", "Skill",
 }
 
+// DeniedTools are Claude Code tools a job must never use, whatever a human
+// or the approval mode says; the settings deny them outright, behind the
+// harness not offering them (harness.DefaultTools). EnterWorktree moved a
+// job's session into a git worktree outside its workspace, where the OS
+// sandbox then let commands write (found in review); the others schedule
+// work past the job, reach other sessions, or load instructions from the
+// workspace the job writes.
+var DeniedTools = []string{
+	"EnterWorktree", "ExitWorktree", "CronCreate", "CronDelete", "CronList",
+	"ScheduleWakeup", "SendMessage", "ListAgents", "RemoteTrigger", "Skill", "Workflow",
+}
+
 // DefaultDenyEnv are environment variables unset for sandboxed commands.
 // The harness holds a token for the model endpoint; a command must not print it.
 var DefaultDenyEnv = []string{
@@ -133,7 +145,7 @@ func ClaudeSettings(o SettingsOptions) map[string]any {
 		"defaultMode":                  "default",
 		"disableBypassPermissionsMode": "disable",
 	}
-	var deny []string
+	deny := append([]string(nil), DeniedTools...)
 	if o.FileToolDenyRules {
 		for _, p := range o.DenyWrite {
 			// "//" anchors a permission rule at the filesystem root.
@@ -145,9 +157,7 @@ func ClaudeSettings(o SettingsOptions) map[string]any {
 		abs := "/" + filepath.Clean(p)
 		deny = append(deny, "Read("+abs+")", "Edit("+abs+")")
 	}
-	if deny != nil {
-		perms["deny"] = deny
-	}
+	perms["deny"] = deny
 	return map[string]any{"sandbox": sb, "permissions": perms}
 }
 

@@ -91,8 +91,8 @@ func TestClaudeSettingsShape(t *testing.T) {
 			t.Errorf("permissions.ask lacks %s: %v", tool, got.Permissions.Ask)
 		}
 	}
-	if got.Permissions.Deny != nil {
-		t.Errorf("permissions.deny = %v, want none unless asked for", got.Permissions.Deny)
+	if !slices.Equal(got.Permissions.Deny, DeniedTools) || !slices.Contains(got.Permissions.Deny, "EnterWorktree") {
+		t.Errorf("permissions.deny = %v, want the denied tools %v and nothing else unless asked for", got.Permissions.Deny, DeniedTools)
 	}
 	if got.Permissions.DisableBypassPermissionsMode != "disable" {
 		t.Errorf("disableBypassPermissionsMode = %q", got.Permissions.DisableBypassPermissionsMode)
@@ -102,7 +102,7 @@ func TestClaudeSettingsShape(t *testing.T) {
 	if off["sandbox"].(map[string]any)["enabled"] != false {
 		t.Errorf("BRIDGE_SANDBOX=off must give sandbox.enabled=false: %v", off["sandbox"])
 	}
-	wantDeny := []string{"Read(//s)", "Read(//s/**)", "Edit(//s)", "Edit(//s/**)"}
+	wantDeny := append(slices.Clone(DeniedTools), "Read(//s)", "Read(//s/**)", "Edit(//s)", "Edit(//s/**)")
 	if d := off["permissions"].(map[string]any)["deny"]; !reflect.DeepEqual(d, wantDeny) {
 		t.Errorf("permissions.deny = %v, want %v", d, wantDeny)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -284,7 +285,7 @@ func TestGuardPrepareHidesTheWorkspacesSecretFiles(t *testing.T) {
 			}
 			secret := []string{filepath.Join(ws, ".env"), filepath.Join(ws, "sub", ".env.local")}
 			readable := []string{filepath.Join(ws, ".env.example"), filepath.Join(ws, "main.go"), ws}
-			var wantRules []string
+			wantRules := slices.Clone(sandbox.DeniedTools)
 			for _, p := range secret {
 				wantRules = append(wantRules, "Read(/"+p+")", "Edit(/"+p+")")
 			}
