@@ -26,17 +26,21 @@ const (
 
 // AuditRecord is one line of the audit log.
 type AuditRecord struct {
-	Time     time.Time  `json:"time"`
-	Event    string     `json:"event"`
-	ID       string     `json:"id,omitempty"` // approval id, for queued requests
-	JobID    string     `json:"job_id,omitempty"`
-	Tool     string     `json:"tool,omitempty"`
-	Summary  string     `json:"summary,omitempty"`
-	Verdict  Action     `json:"verdict,omitempty"`  // what the rules said
-	Decision Action     `json:"decision,omitempty"` // what happened: allow or deny
-	Reason   string     `json:"reason,omitempty"`
-	By       string     `json:"by,omitempty"`
-	Expires  *time.Time `json:"expires,omitempty"`
+	Time    time.Time `json:"time"`
+	Event   string    `json:"event"`
+	ID      string    `json:"id,omitempty"` // approval id, for queued requests
+	JobID   string    `json:"job_id,omitempty"`
+	Tool    string    `json:"tool,omitempty"`
+	Summary string    `json:"summary,omitempty"`
+	// Input is the tool input the rules saw (strings over 4 KiB clipped and
+	// marked), on auto and pending records: what was allowed, denied or
+	// queued, beyond the one-line summary.
+	Input    map[string]any `json:"input,omitempty"`
+	Verdict  Action         `json:"verdict,omitempty"`  // what the rules said
+	Decision Action         `json:"decision,omitempty"` // what happened: allow or deny
+	Reason   string         `json:"reason,omitempty"`
+	By       string         `json:"by,omitempty"`
+	Expires  *time.Time     `json:"expires,omitempty"`
 }
 
 // AppendAudit appends one record to the audit log (mode 0600).

@@ -162,11 +162,11 @@ func (p *Prompter) Answer(ctx context.Context, req Request) Answer {
 	p.queue.audit(AuditRecord{Event: EventRequest, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Verdict: v.Decision, Reason: v.Reason})
 	switch v.Decision {
 	case Allow:
-		p.queue.audit(AuditRecord{Event: EventAuto, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Decision: Allow, Reason: v.Reason, By: "rules"})
+		p.queue.audit(AuditRecord{Event: EventAuto, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Input: displayInput(req.Input), Decision: Allow, Reason: v.Reason, By: "rules"})
 		return allowAnswer(req.Input)
 	case Ask:
 	default:
-		p.queue.audit(AuditRecord{Event: EventAuto, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Decision: Deny, Reason: v.Reason, By: "rules"})
+		p.queue.audit(AuditRecord{Event: EventAuto, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Input: displayInput(req.Input), Decision: Deny, Reason: v.Reason, By: "rules"})
 		return denyAnswer("Denied by the bridge's approval rules: " + v.Reason + ". Do not try to work around this denial; report it in your final answer.")
 	}
 	if src := p.approvalOffSource(); src != "" {

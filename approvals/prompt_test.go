@@ -252,6 +252,11 @@ func TestRunPromptEndToEnd(t *testing.T) {
 			t.Errorf("audit record without the job id: %+v", r)
 		}
 		ev = append(ev, r.Event+":"+string(r.Decision))
+		// auto and pending records carry what the rules saw, not only the
+		// one-line summary.
+		if (r.Event == EventAuto || r.Event == EventPending) && r.Tool != "" && r.Input == nil {
+			t.Errorf("%s record of %s has no input: %+v", r.Event, r.Tool, r)
+		}
 	}
 	for _, want := range []string{"request:", "auto:allow", "auto:deny", "pending:", "human:allow", "human:deny"} {
 		found := false

@@ -175,7 +175,7 @@ func (q *Queue) Submit(ctx context.Context, jobID string, req Request, v Verdict
 		testHookPending(pr)
 	}
 	exp := pr.Expires
-	q.audit(AuditRecord{Event: EventPending, ID: id, JobID: jobID, Tool: req.Tool, Summary: v.Summary, Verdict: v.Decision, Reason: v.Reason, Expires: &exp})
+	q.audit(AuditRecord{Event: EventPending, ID: id, JobID: jobID, Tool: req.Tool, Summary: v.Summary, Input: pr.Input, Verdict: v.Decision, Reason: v.Reason, Expires: &exp})
 	q.log.Warn().Str("approval", id).Str("job", jobID).Str("tool", req.Tool).Str("summary", v.Summary).
 		Msg("waiting for a human: bridgectl approve " + id)
 

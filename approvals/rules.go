@@ -243,11 +243,17 @@ func clip(s string) string {
 	if len(s) <= maxSummary {
 		return s
 	}
-	cut := maxSummary
-	for cut > 0 && !utf8Start(s[cut]) {
-		cut--
+	// Keep both ends: what a long command ends with (`echo <400 a's> ; rm -rf
+	// ~/x`) matters as much as how it starts.
+	head, tail := maxSummary*2/3, maxSummary/4
+	for head > 0 && !utf8Start(s[head]) {
+		head--
 	}
-	return s[:cut] + "…"
+	from := len(s) - tail
+	for from < len(s) && !utf8Start(s[from]) {
+		from++
+	}
+	return fmt.Sprintf("%s … [%d bytes cut] … %s", s[:head], from-head, s[from:])
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

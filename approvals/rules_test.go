@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 )
@@ -511,8 +512,15 @@ func TestClassify(t *testing.T) {
 func TestSummaryIsClipped(t *testing.T) {
 	w := newWorld(t)
 	v := Classify(Request{"Bash", map[string]any{"command": "echo " + strings.Repeat("é", 1000)}}, w.policy)
-	if len(v.Summary) > maxSummary+len("…") || !strings.HasSuffix(v.Summary, "…") || !strings.HasPrefix(v.Summary, "Bash: echo") {
-		t.Fatalf("summary not clipped: %d bytes %q…", len(v.Summary), v.Summary[:20])
+	if len(v.Summary) > maxSummary+len(" … [0000 bytes cut] … ") || !utf8.ValidString(v.Summary) ||
+		!strings.Contains(v.Summary, " bytes cut] … ") || !strings.HasPrefix(v.Summary, "Bash: echo") || !strings.HasSuffix(v.Summary, "é") {
+		t.Fatalf("summary not clipped: %d bytes %q", len(v.Summary), v.Summary)
+	}
+	// The end of a long command is kept: that is where `; rm -rf` hides
+	// (found in review: the audit log showed only the a's).
+	v = Classify(Request{"Bash", map[string]any{"command": "echo " + strings.Repeat("a", 450) + " ; rm -rf ~/precious"}}, w.policy)
+	if !strings.HasSuffix(v.Summary, "; rm -rf ~/precious") || len(v.Summary) > maxSummary+len(" … [0000 bytes cut] … ") {
+		t.Errorf("summary %q hides the end of the command", v.Summary)
 	}
 }
 
