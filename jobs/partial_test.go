@@ -11,7 +11,7 @@ import (
 )
 
 // What a stopped job reports: a command it started is listed even when its
-// result never came (exit status unknown), and a file is listed as written or
+// result never came (with a note saying so), and a file is listed as written or
 // touched only when its Write/Edit succeeded.
 func TestStoppedJobReportsWhatItReallyDid(t *testing.T) {
 	e := newEnv(t, nil)
@@ -34,7 +34,7 @@ func TestStoppedJobReportsWhatItReallyDid(t *testing.T) {
 	if err != nil || got.Status != StatusCancelled {
 		t.Fatalf("cancel = %s, %v", got.Status, err)
 	}
-	want := []struct{ cmd, status string }{{"make test", "exit 2"}, {"sleep 300", "exit status unknown"}}
+	want := []struct{ cmd, status string }{{"make test", "exit 2"}, {"sleep 300", NoteNoResult}}
 	if len(got.Commands) != len(want) {
 		t.Fatalf("commands = %+v", got.Commands)
 	}
@@ -49,7 +49,7 @@ func TestStoppedJobReportsWhatItReallyDid(t *testing.T) {
 	if got.Partial == nil || !slices.Equal(got.Partial.FilesTouched, []string{ok}) {
 		t.Errorf("partial files_touched = %+v, want only %s", got.Partial, ok)
 	}
-	if d := e.onDisk(s.ID); len(d.Commands) != 2 || d.Commands[1].Status() != "exit status unknown" {
+	if d := e.onDisk(s.ID); len(d.Commands) != 2 || d.Commands[1].Status() != NoteNoResult {
 		t.Errorf("on disk commands = %+v", d.Commands)
 	}
 	run.end(harness.Exit{})
@@ -63,12 +63,57 @@ func TestCommandStatus(t *testing.T) {
 		{Command{Command: "ls", ExitCode: intp(0)}, "exit 0"},
 		{Command{Command: "false", ExitCode: intp(1)}, "exit 1"},
 		{Command{Command: "rm -rf /", Denied: true}, "denied"},
-		{Command{Command: "sleep 9"}, "exit status unknown"},
+		{Command{Command: "sleep 9"}, "running"},
+		{Command{Command: "sleep 9", Note: NoteNotRun}, NoteNotRun},
 	} {
 		if got := c.c.Status(); got != c.want {
 			t.Errorf("%q: %s, want %s", c.c.Command, got, c.want)
 		}
 	}
+}
+
+// TestSettleCommands: once a job ends, a command without a result says why;
+// the one it waited on approval for never ran, the others may have run.
+func TestSettleCommands(t *testing.T) {
+	cmds := func() []Command {
+		return []Command{{Command: "ls", ExitCode: intp(0)}, {Command: "rm x", Denied: true}, {Command: "make &"}, {Command: "ls; id"}}
+	}
+	waited := cmds()
+	settleCommands(waited, true)
+	stopped := cmds()
+	settleCommands(stopped, false)
+	for _, tc := range []struct {
+		got  []Command
+		want []string
+	}{
+		{waited, []string{"exit 0", "denied", NoteNoResult, NoteNotRun}},
+		{stopped, []string{"exit 0", "denied", NoteNoResult, NoteNoResult}},
+	} {
+		for i, w := range tc.want {
+			if g := tc.got[i].Status(); g != w {
+				t.Errorf("command %q: %s, want %s", tc.got[i].Command, g, w)
+			}
+		}
+	}
+}
+
+// A command Claude Code refuses itself (no exit status, an error) says so.
+func TestCommandRefusedByTheHarness(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.start("task")
+	run := e.nextRun()
+	blocked := evToolResult("b1", true, nil)
+	blocked.ToolResult.Text = "Blocked: sleep 120 followed by other commands\nmore"
+	run.send(evToolUse("b1", "Bash", "sleep 120; ls"), blocked)
+	waitFor(t, e, s.ID, func(s Snapshot) bool { return len(s.Commands) == 1 && s.Commands[0].Note != "" })
+	got, err := e.r.Cancel(t.Context(), s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := got.Commands[0].Status(); st != "failed without an exit status: Blocked: sleep 120 followed by other commands" {
+		t.Errorf("status %q", st)
+	}
+	run.end(harness.Exit{})
 }
 
 // waitFor waits on the registry's change notifications until ok holds.

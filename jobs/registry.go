@@ -213,6 +213,7 @@ func (r *Registry) reload() error {
 			if n := harness.KillJobProcesses(s.ID); n > 0 {
 				r.log.Warn().Str("job", s.ID).Int("processes", n).Msg("killed leftover harness processes of an interrupted job")
 			}
+			settleCommands(j.snap.Commands, s.Status == StatusWaitingApproval)
 			j.snap.Status = StatusInterrupted
 			j.snap.Error = fmt.Sprintf("the bridge stopped while the job was %s; it did not finish", s.Status)
 			j.snap.Nonce, j.snap.Result, j.snap.Approval = "", "", nil
@@ -481,6 +482,16 @@ func lastLines(s string, n int) string {
 	return strings.TrimSpace(strings.Join(lines, " | "))
 }
 
+// firstLine is the first non-empty line of s, clipped to n bytes.
+func firstLine(s string, n int) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return harness.Clip(l, n)
+		}
+	}
+	return "(no output)"
+}
+
 // apply folds one harness event into the job.
 func (r *Registry) apply(j *job, ev harness.Event) {
 	r.mu.Lock()
@@ -506,14 +517,19 @@ func (r *Registry) apply(j *job, ev harness.Event) {
 		j.tools[tu.ID] = tu
 		j.tally[tu.Name]++
 		// A command is listed as soon as it starts, so a job stopped while
-		// it runs still reports it (exit status unknown until its result).
+		// it runs still reports it ("running" until its result, then a note
+		// if the job ends first: settleCommands).
 		if tu.Name == "Bash" && len(s.Commands) < MaxCommands {
 			j.cmdAt[tu.ID] = len(s.Commands)
 			s.Commands = append(s.Commands, Command{Command: tu.Command})
 		}
 		s.Trace = appendTrace(s.Trace, &s.TraceDropped, TraceEntry{Time: ev.Time, Kind: "tool_use", Tool: tu.Name, Detail: tu.Detail})
 		if s.Steps > s.MaxSteps {
-			r.stopLocked(j, StatusError, fmt.Sprintf("the job hit its step ceiling of %d tool calls and was stopped", s.MaxSteps))
+			calls := "tool calls"
+			if s.MaxSteps == 1 {
+				calls = "tool call"
+			}
+			r.stopLocked(j, StatusError, fmt.Sprintf("the job hit its step ceiling of %d %s and was stopped", s.MaxSteps, calls))
 		}
 	case harness.KindToolResult:
 		tr := ev.ToolResult
@@ -525,6 +541,9 @@ func (r *Registry) apply(j *job, ev harness.Event) {
 			if i, ok := j.cmdAt[tr.ToolUseID]; ok {
 				delete(j.cmdAt, tr.ToolUseID)
 				s.Commands[i].ExitCode, s.Commands[i].Denied = tr.ExitCode, tr.Denied
+				if tr.ExitCode == nil && !tr.Denied && tr.IsError {
+					s.Commands[i].Note = notePrefixFailed + firstLine(tr.Text, 160)
+				}
 			}
 		}
 		// A file counts as written, or touched, only once its tool succeeded:
@@ -665,6 +684,7 @@ func (r *Registry) endLocked(j *job, out outcome) {
 	exp := now.Add(r.opts.ResultTTL)
 	s := &j.snap
 	r.setUsageLocked(j, out.usage)
+	settleCommands(s.Commands, s.Status == StatusWaitingApproval)
 	s.Status = out.status
 	s.EndedAt, s.ExpiresAt = &now, &exp
 	s.Approval = nil

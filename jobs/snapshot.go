@@ -62,19 +62,50 @@ type Command struct {
 	ExitCode *int `json:"exit_code,omitempty"`
 	// Denied: the permission layer refused it; it never ran.
 	Denied bool `json:"denied,omitempty"`
+	// Note says what is known when there is no exit status: it never ran
+	// (the job ended while it waited for approval), the job ended before its
+	// result, or the harness refused it with an error.
+	Note string `json:"note,omitempty"`
 }
 
-// Status is how the command ended, in words: "denied", "exit N", or "exit
-// status unknown" (its result never came: still running, or the job stopped
-// first).
+// The notes of commands without an exit status.
+const (
+	NoteNotRun       = "not run: the job ended while it waited for approval"
+	NoteNoResult     = "no result: the job ended before the command reported one (it may have run in part)"
+	notePrefixFailed = "failed without an exit status: "
+)
+
+// Status is how the command ended, in words: "denied", "exit N", its Note,
+// or "running" (no result yet, the job still going).
 func (c Command) Status() string {
 	switch {
 	case c.Denied:
 		return "denied"
 	case c.ExitCode != nil:
 		return fmt.Sprintf("exit %d", *c.ExitCode)
+	case c.Note != "":
+		return c.Note
 	default:
-		return "exit status unknown"
+		return "running"
+	}
+}
+
+// settleCommands gives every command that has no result a note, once its
+// job has ended: the one a job waited on approval for never ran.
+func settleCommands(cmds []Command, waitingApproval bool) {
+	var open []int
+	for i, c := range cmds {
+		if !c.Denied && c.ExitCode == nil && c.Note == "" {
+			open = append(open, i)
+		}
+	}
+	for _, i := range open {
+		cmds[i].Note = NoteNoResult
+	}
+	// While a job waits for approval Claude Code runs nothing else, so the
+	// last open command is the one waiting.
+	if waitingApproval && len(open) > 0 {
+		cmds[open[len(open)-1]].Note = NoteNotRun
 	}
 }
 
