@@ -284,7 +284,7 @@ func (c *ctl) printLogTail(path, what string, n int) {
 		ls = ls[len(ls)-n:]
 	}
 	for _, l := range ls {
-		fmt.Fprintf(c.e.Stderr, "  | %s\n", l)
+		fmt.Fprintf(c.e.Stderr, "  | %s\n", visibleLine(l, maxLogLine))
 	}
 }
 

@@ -83,7 +83,7 @@ func runJob(ctx context.Context, e *Env, args []string) error {
 		if strings.Contains(resultText(res), jobs.ErrUnknownJob.Error()) {
 			return fmt.Errorf("no job %s: the running daemon does not know it (it never existed here or its results expired); `bridgectl jobs` lists the jobs of this state dir", id)
 		}
-		return fmt.Errorf("the daemon refused to cancel job %s: %s", id, truncate(resultText(res), 300))
+		return fmt.Errorf("the daemon refused to cancel job %s: %s", id, oneLine(resultText(res), 300))
 	}
 	// The structured part of the answer: the job's status, steps and elapsed time.
 	var after struct {
@@ -126,7 +126,7 @@ func printEnded(w io.Writer, s jobs.Snapshot, now time.Time) {
 	}
 	why := ""
 	if s.Error != "" && s.Status != jobs.StatusDone {
-		why = ": " + truncate(s.Error, 200)
+		why = ": " + oneLine(s.Error, 200)
 	}
 	counts := toolCalls(s.Steps)
 	if !s.CreatedAt.IsZero() {
@@ -170,7 +170,7 @@ func (c *ctl) resolveJobID(arg string) (string, error) {
 	for _, id := range matches {
 		line := id
 		if s, err := jobs.Load(c.dir, id); err == nil {
-			line = fmt.Sprintf("%s  %-16s %s", id, s.Status, truncate(s.Task, 60))
+			line = fmt.Sprintf("%s  %-16s %s", id, s.Status, oneLine(s.Task, 60))
 		}
 		b.WriteString("\n  " + line)
 	}

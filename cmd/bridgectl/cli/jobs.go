@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
@@ -23,7 +25,12 @@ id or a unique prefix of 8 or more characters): the job's
 details — status, steps, cost, files written, commands with exit codes, the
 approval it waits on, its result or partial work; --trace adds its trace, which
 the daemon writes while the job runs, so a live job shows its progress. --json
-prints the snapshot(s) as JSON.`,
+prints the snapshot(s) as JSON.
+
+Text that comes from the MCP caller (task, workspace) or the model (result,
+notes, commands, paths, tool names) is shown with its control characters
+escaped (ESC prints as \u{1b}, BEL as \u{7}), so it cannot move the cursor,
+repaint the terminal or write the clipboard.`,
 	Run: runJobs,
 }
 
@@ -92,30 +99,64 @@ func runJobs(ctx context.Context, e *Env, args []string) error {
 	}
 	for _, s := range snaps {
 		fmt.Fprintf(w, "%s  %-16s %3d steps  %8s  %s  %s\n", s.ID, s.Status, s.Steps,
-			s.Elapsed(now).Round(time.Second), s.CreatedAt.Local().Format("2006-01-02 15:04"), truncate(s.Task, 60))
+			s.Elapsed(now).Round(time.Second), s.CreatedAt.Local().Format("2006-01-02 15:04"), oneLine(s.Task, 60))
 	}
 	return nil
 }
 
+// printJSON prints v as indented JSON. encoding/json escapes the C0
+// controls; DEL, the C1 controls and the bidi controls it leaves raw are
+// escaped here too (\uXXXX, the same string to a JSON reader), so --json on
+// a terminal cannot carry an escape sequence or reorder text either.
 func printJSON(w io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%s\n", b)
+	fmt.Fprintf(w, "%s\n", escapeJSONControls(b))
 	return nil
 }
 
+// escapeJSONControls rewrites the controls encoding/json leaves raw as \uXXXX
+// escapes. They occur only inside strings (JSON's own syntax is ASCII), where
+// the escape means the same rune.
+func escapeJSONControls(b []byte) []byte {
+	if !bytes.ContainsFunc(b, needsJSONEscape) {
+		return b
+	}
+	var out bytes.Buffer
+	for _, r := range string(b) {
+		if needsJSONEscape(r) {
+			fmt.Fprintf(&out, `\u%04x`, r)
+			continue
+		}
+		out.WriteRune(r)
+	}
+	return out.Bytes()
+}
+
+func needsJSONEscape(r rune) bool {
+	return r == 0x7f || (r >= 0x80 && r <= 0x9f) || unicode.Is(unicode.Bidi_Control, r)
+}
+
+// blockIndent lines up the later lines of a multi-line field (result, error)
+// under its first.
+const blockIndent = "            "
+
+// printJob shows one job for its owner. Every text from the MCP caller (task,
+// workspace) or the model (result, notes, commands, paths, tools, approval
+// summary, error) goes through visible, so no escape sequence it carries
+// reaches the terminal.
 func printJob(w io.Writer, s jobs.Snapshot, now time.Time) {
 	fmt.Fprintf(w, "job:        %s\nstatus:     %s\n", s.ID, s.Status)
 	if s.QueuePosition > 0 {
 		fmt.Fprintf(w, "queue:      position %d\n", s.QueuePosition)
 	}
 	if s.Approval != nil {
-		fmt.Fprintf(w, "waiting on: approval %s — %s (`bridgectl approve %s` or `bridgectl deny %s`)\n", s.Approval.ID, s.Approval.Summary, s.Approval.ID, s.Approval.ID)
+		fmt.Fprintf(w, "waiting on: approval %s — %s (`bridgectl approve %s` or `bridgectl deny %s`)\n", s.Approval.ID, oneLine(s.Approval.Summary, 200), s.Approval.ID, s.Approval.ID)
 	}
-	fmt.Fprintf(w, "steps:      %d of at most %d%s\n", s.Steps, s.MaxSteps, ifNotEmpty(", last tool ", s.LastTool))
-	fmt.Fprintf(w, "workspace:  %s\n", s.Workspace)
+	fmt.Fprintf(w, "steps:      %d of at most %d%s\n", s.Steps, s.MaxSteps, ifNotEmpty(", last tool ", visibleLine(s.LastTool, 80)))
+	fmt.Fprintf(w, "workspace:  %s\n", visibleLine(s.Workspace, 1000))
 	fmt.Fprintf(w, "created:    %s (%s elapsed)\n", s.CreatedAt.Local().Format(time.RFC3339), s.Elapsed(now).Round(time.Second))
 	if s.EndedAt != nil {
 		fmt.Fprintf(w, "ended:      %s\n", s.EndedAt.Local().Format(time.RFC3339))
@@ -123,24 +164,24 @@ func printJob(w io.Writer, s jobs.Snapshot, now time.Time) {
 	if s.CostUSD > 0 || !s.Usage.IsZero() {
 		fmt.Fprintf(w, "cost:       $%.4f (%d in, %d cached, %d out tokens)\n", s.CostUSD, s.Usage.InputTokens, s.Usage.CacheReadTokens, s.Usage.OutputTokens)
 	}
-	fmt.Fprintf(w, "task:       %s\n", truncate(s.Task, 300))
+	fmt.Fprintf(w, "task:       %s\n", oneLine(s.Task, 300))
 	for _, fw := range s.FilesWritten {
-		fmt.Fprintf(w, "wrote:      %s\n", fw)
+		fmt.Fprintf(w, "wrote:      %s\n", visibleLine(fw, 1000))
 	}
 	for _, cmd := range s.Commands {
-		fmt.Fprintf(w, "ran:        %-8s %s\n", cmd.Status(), truncate(cmd.Command, 120))
+		fmt.Fprintf(w, "ran:        %-8s %s\n", cmd.Status(), oneLine(cmd.Command, 120))
 	}
 	if s.Error != "" {
-		fmt.Fprintf(w, "error:      %s\n", s.Error)
+		fmt.Fprintf(w, "error:      %s\n", visibleBlock(s.Error, 4000, blockIndent))
 	}
 	if s.Partial != nil {
-		fmt.Fprintf(w, "partial:    %s\n", s.Partial.Label)
+		fmt.Fprintf(w, "partial:    %s\n", oneLine(s.Partial.Label, 200))
 		for _, n := range s.Partial.Notes {
-			fmt.Fprintf(w, "  note:     %s\n", truncate(n, 200))
+			fmt.Fprintf(w, "  note:     %s\n", oneLine(n, 200))
 		}
 	}
 	if s.Result != "" {
-		fmt.Fprintf(w, "result:     %s\n", s.Result)
+		fmt.Fprintf(w, "result:     %s\n", visibleBlock(s.Result, len(s.Result), blockIndent))
 	}
 	if s.Nonce != "" {
 		fmt.Fprintf(w, "nonce:      %s\n", s.Nonce)
@@ -167,8 +208,8 @@ func printTrace(w io.Writer, s jobs.Snapshot) {
 		if t.Denied {
 			extra = append(extra, "denied")
 		}
-		fmt.Fprintf(w, "  %s  %-11s %-10s %s%s\n", t.Time.Local().Format("15:04:05"), t.Kind, t.Tool,
-			truncate(t.Detail, 160), ifNotEmpty("  [", strings.Join(extra, ", "))+ifNotEmpty("", closeBracket(extra)))
+		fmt.Fprintf(w, "  %s  %-11s %-10s %s%s\n", t.Time.Local().Format("15:04:05"), t.Kind, visibleLine(t.Tool, 80),
+			oneLine(t.Detail, 160), ifNotEmpty("  [", strings.Join(extra, ", "))+ifNotEmpty("", closeBracket(extra)))
 	}
 }
 

@@ -19,7 +19,8 @@ var logsCmd = &Command{
 	Short: "print the daemon's log (masked); -f follows it",
 	Long: `Prints the last N lines (default 50) of the daemon's log: BRIDGE_LOG_FILE if set,
 else <state>/bridge.log. --tunnel prints cloudflared's log instead. The path
-secret, the API key and the tunnel token are masked in every line. -f keeps
+secret, the API key and the tunnel token are masked in every line, and control
+characters (which a job's text can carry) are shown escaped, as \u{1b}. -f keeps
 printing new lines until Ctrl-C.`,
 	Run: runLogs,
 }
@@ -76,11 +77,16 @@ func (c *ctl) logFile() string {
 	return c.dir.LogFile()
 }
 
+// printLogLine prints one log line, cut to maxLogLine bytes, with its
+// terminal controls made visible.
 func printLogLine(w io.Writer, l string) {
+	cut := ""
 	if len(l) > maxLogLine {
-		l = l[:maxLogLine] + " …(cut)"
+		l, cut = l[:maxLogLine], " …(cut)"
 	}
-	fmt.Fprintln(w, l)
+	// The log holds text from jobs (tools, summaries, a raw stderr line):
+	// controls are shown, never sent to the terminal.
+	fmt.Fprintln(w, visibleLine(l, maxLogLine)+cut)
 }
 
 // followLog prints lines appended to path after offset until ctx ends. A

@@ -213,6 +213,25 @@ func visible(s string, limit int) string {
 	return b.String()
 }
 
+// oneLine is untrusted text for a one-line field: whitespace runs (newlines,
+// carriage returns, tabs) become one space, at most n runes are kept, and the
+// controls left (escape sequences, BEL, backspace, C1, bidi) are made visible.
+func oneLine(s string, n int) string {
+	return visible(truncate(s, n), n)
+}
+
+// visibleLine is untrusted text shown exactly on one line, such as a path:
+// visible, with newlines as \n too; at most limit runes are kept.
+func visibleLine(s string, limit int) string {
+	return strings.ReplaceAll(visible(s, limit), "\n", `\n`)
+}
+
+// visibleBlock is untrusted multi-line text under a label: visible, its
+// later lines indented to line up with the first.
+func visibleBlock(s string, limit int, indent string) string {
+	return indentLines(visible(s, limit), indent)
+}
+
 // indentLines indents every line after the first.
 func indentLines(s, indent string) string {
 	return strings.ReplaceAll(s, "\n", "\n"+indent)

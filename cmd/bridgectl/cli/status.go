@@ -72,9 +72,7 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 	}
 	r := c.status(ctx)
 	if *asJSON {
-		b, _ := json.MarshalIndent(r, "", "  ")
-		fmt.Fprintf(e.Stdout, "%s\n", b)
-		return nil
+		return printJSON(e.Stdout, r)
 	}
 	w := e.Stdout
 	if r.Enabled {
@@ -122,7 +120,7 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 	} else {
 		fmt.Fprintf(w, "jobs:      %d not finished (`bridgectl jobs` for more)\n", len(r.Jobs))
 		for _, j := range r.Jobs {
-			fmt.Fprintf(w, "  %s  %-16s %3d steps  %s\n", j.ID, j.Status, j.Steps, j.Task)
+			fmt.Fprintf(w, "  %s  %-16s %3d steps  %s\n", j.ID, j.Status, j.Steps, visible(j.Task, 60))
 		}
 	}
 	fmt.Fprintf(w, "env file:  %s%s\n", r.EnvFile, ifNotEmpty("", missingNote(r.EnvFile)))
