@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -220,7 +221,7 @@ func TestPendingApproveDeny(t *testing.T) {
 		{"deny after approve", []string{"deny", r1.ID, "--reason", "changed my mind"}, 1, "was approved by bridgectl approve"},
 		{"unknown id", []string{"approve", unknown}, 1, "no approval request \"" + unknown + "\" is waiting"},
 		{"unknown id names pending", []string{"deny", unknown}, 1, "`bridgectl pending` lists the open ones"},
-		{"not an id", []string{"approve", "../../etc/passwd"}, 1, "`bridgectl pending`"},
+		{"not an id", []string{"approve", "../../etc/passwd"}, 2, "is not an approval request id: give the 32 hex characters `bridgectl pending` shows"},
 		{"prefix of nothing", []string{"approve", "0123456789"}, 1, "`bridgectl pending`"},
 		{"no id", []string{"approve"}, 2, "approve needs one request ID"},
 		{"two ids", []string{"deny", r1.ID, r2.ID}, 2, "deny needs one request ID"},
@@ -252,12 +253,13 @@ func TestApprovePrefixAmbiguous(t *testing.T) {
 	if r, err := resolveID("abcdef001", reqs); err != nil || r.ID != reqs[0].ID {
 		t.Fatalf("unique prefix: %v %+v", err, r)
 	}
-	if r, err := resolveID("abcdef0", reqs); err != nil || r.ID != "" {
-		t.Fatalf("a prefix under 8 characters must not match: %v %+v", err, r)
+	if r, err := resolveID("abcdef0", reqs); !errors.As(err, new(usageError)) || r.ID != "" {
+		t.Fatalf("a prefix under 8 characters must not match, as a usage error: %v %+v", err, r)
 	}
-	// And through the command: a 7-character prefix of a real request is refused.
+	// And through the command: a 7-character prefix of a real request is a
+	// usage error (exit 2), as for `bridgectl jobs`.
 	r, ch := w.submit(t, jobA, bash("make install"), time.Minute)
-	if _, errs, code := w.run("approve", r.ID[:7]); code != 1 || !strings.Contains(errs, "bridgectl pending") {
+	if _, errs, code := w.run("approve", r.ID[:7]); code != 2 || !strings.Contains(errs, "8 or more") || !strings.Contains(errs, "bridgectl pending") {
 		t.Fatalf("short prefix: exit %d %q", code, errs)
 	}
 	noDecision(t, ch)

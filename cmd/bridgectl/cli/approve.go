@@ -19,7 +19,7 @@ var approveCmd = &Command{
 	Short: "let a waiting tool call run (or --watch: answer requests live)",
 	Long: `approve ID lets the tool call of request ID run; the job continues. ID is the
 id ` + "`bridgectl pending`" + ` shows (a unique prefix of 8 or more characters will
-do). --reason is kept in the audit log. A request that has expired was already
+do; anything shorter, or not hex, is a usage mistake: exit 2). --reason is kept in the audit log. A request that has expired was already
 denied and cannot be approved; one that was already answered cannot be changed.
 
 approve --watch is a live prompt for a second terminal. It shows each new
@@ -76,6 +76,10 @@ func runApprove(ctx context.Context, e *Env, args []string) error {
 
 // decideOne answers one request and reports it; every failure says what to do.
 func decideOne(e *Env, c *ctl, id string, approve bool, reason, how string) error {
+	id, err := requestIDArg(id)
+	if err != nil {
+		return err
+	}
 	reqs, err := pendingRequests(c.dir)
 	if err != nil {
 		return err
@@ -113,20 +117,35 @@ func decideOne(e *Env, c *ctl, id string, approve bool, reason, how string) erro
 	return nil
 }
 
-// resolveID finds the pending request id names: the full id, or a unique
-// prefix of at least 8 characters. A full id that is not pending is passed
-// through (zero request) so the queue says why: expired, answered or unknown.
-func resolveID(id string, reqs []approvals.PendingRequest) (approvals.PendingRequest, error) {
-	id = strings.TrimSpace(id)
+// requestIDArg checks what the user typed as a request id: the 32 hex
+// characters of an id or a prefix of 8 or more, any case. Anything else is a
+// usage error (exit 2), as for `bridgectl jobs ID`.
+func requestIDArg(arg string) (string, error) {
+	id := strings.ToLower(strings.TrimSpace(arg))
 	if id == "" {
-		return approvals.PendingRequest{}, usageError{"the request ID is empty: see `bridgectl pending`"}
+		return "", usageError{"the request ID is empty: see `bridgectl pending`"}
+	}
+	if len(id) < 8 || len(id) > 32 || strings.Trim(id, "0123456789abcdef") != "" {
+		return "", usageError{fmt.Sprintf("%q is not an approval request id: give the 32 hex characters `bridgectl pending` shows, or a unique prefix of 8 or more", arg)}
+	}
+	return id, nil
+}
+
+// resolveID finds the pending request id names: the full id, or a unique
+// prefix of at least 8 characters (requestIDArg checked its form). A full id
+// that is not pending is passed through (zero request) so the queue says why:
+// expired, answered or unknown. Several matches are a usage error that lists them.
+func resolveID(id string, reqs []approvals.PendingRequest) (approvals.PendingRequest, error) {
+	id, err := requestIDArg(id)
+	if err != nil {
+		return approvals.PendingRequest{}, err
 	}
 	var matches []approvals.PendingRequest
 	for _, r := range reqs {
 		if r.ID == id {
 			return r, nil
 		}
-		if len(id) >= 8 && strings.HasPrefix(r.ID, id) {
+		if strings.HasPrefix(r.ID, id) {
 			matches = append(matches, r)
 		}
 	}
@@ -135,9 +154,13 @@ func resolveID(id string, reqs []approvals.PendingRequest) (approvals.PendingReq
 		return matches[0], nil
 	case 0:
 		return approvals.PendingRequest{}, nil
-	default:
-		return approvals.PendingRequest{}, fmt.Errorf("%d pending requests start with %q: give more of the id (see `bridgectl pending`)", len(matches), id)
 	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d pending requests start with %s; give more of the id (`bridgectl pending` shows them):", len(matches), id)
+	for _, r := range matches {
+		fmt.Fprintf(&b, "\n  %s  job %s  %s", r.ID, short(r.JobID), oneLine(r.Summary, 60))
+	}
+	return approvals.PendingRequest{}, usageError{b.String()}
 }
 
 // resolveAnswered finds the request a prefix (8 or more characters) names
@@ -168,7 +191,7 @@ func resolveAnswered(dir statedir.Dir, prefix string) (string, error) {
 	case 1:
 		return matches[0], nil
 	default:
-		return "", fmt.Errorf("%d requests (answered or expired) start with %q: give more of the id (`bridgectl audit` shows them)", len(matches), prefix)
+		return "", usageError{fmt.Sprintf("%d requests (answered or expired) start with %q: give more of the id (`bridgectl audit` shows them)", len(matches), prefix)}
 	}
 }
 

@@ -7,9 +7,9 @@ var denyCmd = &Command{
 	Usage: "deny ID [--reason R]",
 	Short: "refuse a waiting tool call; the reason reaches the model",
 	Long: `deny ID refuses the tool call of request ID (from ` + "`bridgectl pending`" + `; a
-unique prefix of 8 or more characters will do). The job continues without it:
-the model is told the reason, with the instruction not to work around the
-denial. Give the reason with --reason; it is also kept in the audit log. A
+unique prefix of 8 or more characters will do; anything shorter, or not hex, is
+a usage mistake: exit 2). The job continues without it: the model is told the
+reason, with the instruction not to work around the denial. Give the reason with --reason; it is also kept in the audit log. A
 request that expired was already denied; one already answered cannot be changed.`,
 	Run: runDeny,
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 )
 
 var statusCmd = &Command{
@@ -19,7 +20,8 @@ var statusCmd = &Command{
 	Long: `One screen for a glance: enabled or disabled, the daemon's pid and health, the
 local and public MCP endpoints (masked unless --show), approval mode, sandbox
 mode, whether the harness binary was found, the allowed roots and the agent jobs
-that are not finished. --json prints the same as one JSON object.`,
+that are not finished (how many wait for your approval: ` + "`bridgectl pending`" + `).
+--json prints the same as one JSON object.`,
 	Run: runStatus,
 }
 
@@ -118,7 +120,7 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 	if len(r.Jobs) == 0 {
 		fmt.Fprintln(w, "jobs:      none running")
 	} else {
-		fmt.Fprintf(w, "jobs:      %d not finished (`bridgectl jobs` for more)\n", len(r.Jobs))
+		fmt.Fprintf(w, "jobs:      %d not finished%s (`bridgectl jobs` for more)\n", len(r.Jobs), waitingNote(r.Jobs))
 		for _, j := range r.Jobs {
 			fmt.Fprintf(w, "  %s  %-16s %3d steps  %s\n", j.ID, j.Status, j.Steps, visible(j.Task, 60))
 		}
@@ -130,6 +132,24 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 		fmt.Fprintf(w, "state dir: %s\n", r.StateDir)
 	}
 	return nil
+}
+
+// waitingNote says how many of the unfinished jobs wait for a human, and
+// where to answer them ("" when none does).
+func waitingNote(js []jobLine) string {
+	n := 0
+	for _, j := range js {
+		if j.Status == string(jobs.StatusWaitingApproval) {
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return ", 1 waiting for your approval: `bridgectl pending` shows what it asks"
+	}
+	return fmt.Sprintf(", %d waiting for your approval: `bridgectl pending` shows what they ask", n)
 }
 
 // envChanged reports whether the running daemon d started before the .env
