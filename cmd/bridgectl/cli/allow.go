@@ -14,12 +14,18 @@ import (
 
 var allowCmd = &Command{
 	Name:  "allow",
-	Usage: "allow [DIR] [--remove] [--force]",
+	Usage: "allow [DIR] [--remove] [--force] [--reload]",
 	Short: "grant (or --remove) a root that agent workspaces may lie in",
 	Long: `Without DIR: lists DEEPSEEK_ALLOWED_ROOTS. With DIR: resolves it (absolute,
 symlinks followed; it must be an existing directory), adds it to
 DEEPSEEK_ALLOWED_ROOTS in .env (every other line kept) and reloads a running
 daemon. --remove takes it out again.
+
+A reload ends every unfinished agent job (queued, running, waiting for
+approval) as interrupted. So while the daemon has such jobs, allow writes .env
+but does NOT reload: it names the jobs, and the daemon keeps its old roots
+until ` + "`bridgectl reload`" + ` (run it when they are done). --reload reloads
+anyway, interrupting them (they are named).
 
 Broad roots are refused unless --force: /, /home, /root, /Users, your home
 directory, /tmp, /var, /usr, /etc, /opt, system directories, a drive root such as
@@ -36,6 +42,7 @@ func runAllow(ctx context.Context, e *Env, args []string) error {
 	f := newFlags(e, false)
 	remove := f.Bool("remove", false, "remove DIR from the allowed roots")
 	force := f.Bool("force", false, "allow a broad root such as your home directory")
+	reload := f.Bool("reload", false, "reload the daemon even if that interrupts unfinished jobs")
 	pos, err := f.parse(args)
 	if err != nil {
 		return err
@@ -50,6 +57,9 @@ func runAllow(ctx context.Context, e *Env, args []string) error {
 	if len(pos) == 0 {
 		if *remove {
 			return usageError{"allow --remove needs the DIR to remove"}
+		}
+		if *reload {
+			return usageError{"allow --reload goes with a DIR to allow or --remove (to reload alone: bridgectl reload)"}
 		}
 		if len(c.cfg.AllowedRoots) == 0 {
 			fmt.Fprintln(e.Stdout, "no allowed roots: every agent workspace is refused; `bridgectl allow DIR` grants one")
@@ -110,7 +120,22 @@ func runAllow(ctx context.Context, e *Env, args []string) error {
 	if err := c.reread(); err != nil {
 		return err
 	}
-	d, err := c.reloadDaemon(ctx)
+	if d := c.daemon(ctx); d.PID != 0 && !*reload {
+		if open := c.unfinishedJobs(); len(open) > 0 {
+			are, them, they := "are", "them", "they are"
+			if len(open) == 1 {
+				are, them, they = "is", "it", "it is"
+			}
+			fmt.Fprintf(e.Stdout, "NOT reloaded: %s %s not finished, and a reload would interrupt %s:\n", countJobs(len(open)), are, them)
+			printJobLines(e.Stdout, open)
+			fmt.Fprintf(e.Stdout, "the daemon (pid %d) keeps the old roots until it reloads: run `bridgectl reload` when %s done (`bridgectl jobs` shows the jobs); `bridgectl reload` now, or allow with --reload, interrupts %s\n", d.PID, they, them)
+			return nil
+		}
+	}
+	d, iw, err := c.reloadDaemon(ctx)
+	if iw != nil {
+		defer c.reportInterrupted(*iw) // after what is said below
+	}
 	switch {
 	case errors.Is(err, errNotRunning):
 		fmt.Fprintln(e.Stdout, "the daemon is not running; the change applies at `bridgectl start`")

@@ -14,7 +14,8 @@ var disableCmd = &Command{
 	Short: "stop everything and refuse `bridgectl start` until `bridgectl enable`",
 	Long: `Writes <state>/disabled, then stops the tunnel and the daemon. While the flag
 exists, ` + "`bridgectl start`" + `, ` + "`restart`" + ` and the systemd unit's start (which runs
-` + "`bridgectl start --foreground`" + `) refuse. A kill switch for when you are away.`,
+` + "`bridgectl start --foreground`" + `) refuse. A kill switch for when you are away.
+Unfinished agent jobs end as interrupted; disable names them.`,
 	Run: runDisable,
 }
 

@@ -13,7 +13,9 @@ var reloadCmd = &Command{
 	Long: `Stops the daemon and starts it again with the current .env (a new secret, new
 roots, ...). The tunnel process is not touched, so its public URL stays the same.
 The daemon comes back on the same port (with PORT=0 the port it had is reused),
-so the tunnel's origin keeps working. Running agent jobs end as interrupted.`,
+so the tunnel's origin keeps working. Unfinished agent jobs (queued, running,
+waiting for approval) end as interrupted: reload names them afterwards
+(` + "`bridgectl jobs`" + ` lists them before; ` + "`bridgectl job kill ID`" + ` ends one as cancelled).`,
 	Run: runReload,
 }
 
@@ -22,7 +24,10 @@ func runReload(ctx context.Context, e *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := c.reloadDaemon(ctx)
+	st, iw, err := c.reloadDaemon(ctx)
+	if iw != nil {
+		defer c.reportInterrupted(*iw) // after the lines below, or before the error
+	}
 	if err != nil {
 		return err
 	}
@@ -37,11 +42,13 @@ func runReload(ctx context.Context, e *Env, args []string) error {
 var errNotRunning = errors.New("the daemon is not running: start it with `bridgectl start`")
 
 // reloadDaemon restarts a running daemon on the port it had (when PORT is 0)
-// and leaves the tunnel alone.
-func (c *ctl) reloadDaemon(ctx context.Context) (daemonStatus, error) {
+// and leaves the tunnel alone. Once it has stopped the daemon, it returns an
+// interruptWatch (also with an error) for the caller to report the jobs the
+// reload interrupted with c.reportInterrupted.
+func (c *ctl) reloadDaemon(ctx context.Context) (daemonStatus, *interruptWatch, error) {
 	s := c.daemon(ctx)
 	if s.PID == 0 {
-		return daemonStatus{}, errNotRunning
+		return daemonStatus{}, nil, errNotRunning
 	}
 	prevPort := portOf(s.Addr)
 	pin := 0
@@ -51,11 +58,14 @@ func (c *ctl) reloadDaemon(ctx context.Context) (daemonStatus, error) {
 	if t := c.tunnel(); t.PID != 0 && t.Info != nil && c.cfg.Port != 0 && originPort(t.Info.Origin) != c.cfg.Port {
 		fmt.Fprintf(c.e.Stderr, "warning: the tunnel forwards to %s but PORT is now %d: run `bridgectl untunnel && bridgectl tunnel` after this\n", t.Info.Origin, c.cfg.Port)
 	}
+	iw := c.watchInterrupts()
 	if unit, user := systemdUnit(s.PID); unit != "" {
-		return c.restartUnit(ctx, unit, user, s.PID)
+		st, err := c.restartUnit(ctx, unit, user, s.PID)
+		return st, &iw, err
 	}
 	if _, err := c.stopDaemon(ctx); err != nil {
-		return daemonStatus{}, err
+		return daemonStatus{}, &iw, err
 	}
-	return c.startDaemon(ctx, pin, true)
+	st, err := c.startDaemon(ctx, pin, true)
+	return st, &iw, err
 }

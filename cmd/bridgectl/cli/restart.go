@@ -11,7 +11,9 @@ var restartCmd = &Command{
 	Short: "stop the daemon and the tunnel, then start the daemon (and the same kind of tunnel)",
 	Long: `Like ` + "`bridgectl stop`" + ` followed by ` + "`bridgectl start`" + `. If a tunnel was running it is
 started again: a named tunnel keeps its hostname, a quick tunnel gets a NEW
-trycloudflare URL. To keep the tunnel and its URL, use ` + "`bridgectl reload`" + `.`,
+trycloudflare URL. To keep the tunnel and its URL, use ` + "`bridgectl reload`" + `.
+Unfinished agent jobs (queued, running, waiting for approval) end as
+interrupted; restart names them.`,
 	Run: runRestart,
 }
 

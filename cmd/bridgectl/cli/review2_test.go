@@ -177,3 +177,165 @@ func TestStatusPointsAtPendingAndShortApprovalIDs(t *testing.T) {
 		t.Errorf("approve of an unknown prefix: exit %d %q", code, errs)
 	}
 }
+
+// daemonPID is the pid the daemon's daemon.json records (0: none).
+func (te *testEnv) daemonPID() int {
+	te.t.Helper()
+	var info struct {
+		PID int `json:"pid"`
+	}
+	b, err := os.ReadFile(filepath.Join(te.state, "daemon.json"))
+	if err != nil || json.Unmarshal(b, &info) != nil {
+		return 0
+	}
+	return info.PID
+}
+
+// jobStatus is the status a job's snapshot reads now.
+func (te *testEnv) jobStatus(id string) jobs.Status {
+	te.t.Helper()
+	var s jobs.Snapshot
+	b, err := os.ReadFile(filepath.Join(te.state, "jobs", id+".json"))
+	if err != nil || json.Unmarshal(b, &s) != nil {
+		te.t.Fatalf("read job %s: %v", id, err)
+	}
+	return s.Status
+}
+
+// Item 2: `allow` does not reload a daemon with unfinished jobs (it would
+// interrupt them) unless --reload; reload, restart and stop name the jobs
+// they interrupted.
+func TestAllowKeepsJobsAndStopsNameInterruptedJobs(t *testing.T) {
+	te := newTestEnv(t)
+	projA, projB := filepath.Join(te.dir, "projects", "a"), filepath.Join(te.dir, "projects", "b")
+	for _, d := range []string{projA, projB} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	te.must("start")
+	pid := te.daemonPID()
+	t0 := time.Now().Add(-time.Minute).UTC()
+	ended := t0.Add(30 * time.Second)
+	snap := func(id string, st jobs.Status, task string) jobs.Snapshot {
+		s := jobs.Snapshot{Version: jobs.SnapshotVersion, ID: id, Status: st, Task: task, Workspace: projA, CreatedAt: t0, MaxSteps: 120}
+		if st.Final() {
+			s.EndedAt = &ended
+		}
+		return s
+	}
+	running := snap("a1b2c3d4e5f6"+strings.Repeat("1", 20), jobs.StatusRunning, "reverse witness.txt "+eraseLine)
+	waiting := snap("a1b2c3d4e5f6"+strings.Repeat("2", 20), jobs.StatusWaitingApproval, "deploy the site")
+	queued := snap("a1b2c3d4e5f6"+strings.Repeat("3", 20), jobs.StatusQueued, "later")
+	done := snap("a1b2c3d4e5f6"+strings.Repeat("4", 20), jobs.StatusDone, "finished long ago")
+	te.writeJobs(running, waiting, queued, done)
+
+	// allow with unfinished jobs: .env written, no reload, the jobs named.
+	out, errs, code := te.run("allow", projA)
+	if code != 0 {
+		t.Fatalf("allow with running jobs: exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"allowed " + projA, "NOT reloaded", "3 jobs are not finished",
+		"a1b2c3d4e5f6  running", "a1b2c3d4e5f6  waiting_approval", "a1b2c3d4e5f6  queued", "reverse witness.txt benign\\u{1b}[2K fake line", "deploy the site",
+		"`bridgectl reload` when they are done", "allow with --reload, interrupts them"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("allow with unfinished jobs lacks %q:\n%s", want, out)
+		}
+	}
+	noRawControls(t, "allow", out+errs)
+	if strings.Contains(out, "reloaded: pid") || strings.Contains(out, "finished long ago") {
+		t.Errorf("allow reloaded, or named a finished job:\n%s", out)
+	}
+	if te.daemonPID() != pid {
+		t.Errorf("allow restarted the daemon: pid %d → %d", pid, te.daemonPID())
+	}
+	if st := te.jobStatus(running.ID); st != jobs.StatusRunning {
+		t.Errorf("allow interrupted a job: %s", st)
+	}
+	if env, _ := os.ReadFile(te.envFile); !strings.Contains(string(env), "DEEPSEEK_ALLOWED_ROOTS="+projA) {
+		t.Errorf(".env lacks the new root:\n%s", env)
+	}
+
+	// reload interrupts them and says which.
+	out = te.must("reload")
+	for _, want := range []string{"reloaded: pid", "interrupted 3 jobs", "a1b2c3d4e5f6  running", "a1b2c3d4e5f6  waiting_approval", "a1b2c3d4e5f6  queued", "deploy the site"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("reload lacks %q:\n%s", want, out)
+		}
+	}
+	noRawControls(t, "reload", out)
+	if strings.Contains(out, "finished long ago") {
+		t.Errorf("reload names a job that had ended before:\n%s", out)
+	}
+	for _, s := range []jobs.Snapshot{running, waiting, queued} {
+		if st := te.jobStatus(s.ID); st != jobs.StatusInterrupted {
+			t.Errorf("job %s after reload: %s", s.ID, st)
+		}
+	}
+
+	// allow --reload reloads anyway and names what it interrupted.
+	te.writeJobs(snap("b0b0b0b0b0b0"+strings.Repeat("5", 20), jobs.StatusRunning, "one more"))
+	pid = te.daemonPID()
+	out = te.must("allow", projB, "--reload")
+	for _, want := range []string{"allowed " + projB, "reloaded: pid", "interrupted 1 job:", "b0b0b0b0b0b0  running", "one more"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("allow --reload lacks %q:\n%s", want, out)
+		}
+	}
+	if te.daemonPID() == pid {
+		t.Errorf("allow --reload did not reload")
+	}
+
+	// No unfinished job: allow reloads as before, and nothing was interrupted.
+	out = te.must("allow", "--remove", projB)
+	if !strings.Contains(out, "reloaded: pid") || strings.Contains(out, "interrupted") || strings.Contains(out, "NOT reloaded") {
+		t.Errorf("allow --remove without jobs:\n%s", out)
+	}
+
+	// restart and stop name the jobs they interrupt, too.
+	te.writeJobs(snap("c0c0c0c0c0c0"+strings.Repeat("6", 20), jobs.StatusRunning, "restart victim"))
+	out = te.must("restart")
+	if !strings.Contains(out, "interrupted 1 job:") || !strings.Contains(out, "c0c0c0c0c0c0  running           restart victim") || !strings.Contains(out, "started: pid") {
+		t.Errorf("restart:\n%s", out)
+	}
+	te.writeJobs(snap("d0d0d0d0d0d0"+strings.Repeat("7", 20), jobs.StatusWaitingApproval, "stop victim"))
+	out = te.must("stop")
+	if !strings.Contains(out, "daemon stopped") || !strings.Contains(out, "interrupted 1 job:") || !strings.Contains(out, "d0d0d0d0d0d0  waiting_approval  stop victim") {
+		t.Errorf("stop:\n%s", out)
+	}
+	// Nothing running: nothing interrupted, and allow says when it applies.
+	if out := te.must("stop"); strings.Contains(out, "interrupted") {
+		t.Errorf("stop with nothing running:\n%s", out)
+	}
+	if out := te.must("allow", projB); !strings.Contains(out, "the daemon is not running") {
+		t.Errorf("allow without a daemon:\n%s", out)
+	}
+
+	for _, cmd := range []string{"allow", "reload", "restart", "stop"} {
+		if out := te.must(cmd, "--help"); !strings.Contains(out, "interrupted") {
+			t.Errorf("%s --help does not say what happens to running jobs:\n%s", cmd, out)
+		}
+	}
+	if out := te.must("allow", "--help"); !strings.Contains(out, "--reload") {
+		t.Errorf("allow --help lacks --reload:\n%s", out)
+	}
+}
+
+// A daemon that must be killed (it ignores SIGTERM) cannot mark its jobs:
+// stop still names them, and says their snapshots are fixed at the next start.
+func TestStopNamesJobsOfAKilledDaemon(t *testing.T) {
+	old := stopGrace
+	stopGrace = 500 * time.Millisecond
+	t.Cleanup(func() { stopGrace = old })
+	te := newTestEnv(t, "FAKEBRIDGE_IGNORE_TERM=1")
+	te.must("start")
+	job := jobs.Snapshot{Version: jobs.SnapshotVersion, ID: "e0e0e0e0e0e0" + strings.Repeat("8", 20), Status: jobs.StatusRunning, Task: "stuck",
+		CreatedAt: time.Now().UTC(), MaxSteps: 120}
+	te.writeJobs(job)
+	out := te.must("stop")
+	for _, want := range []string{"daemon stopped", "1 job was not finished", "killed", "e0e0e0e0e0e0  running           stuck", "interrupted"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stop of a killed daemon lacks %q:\n%s", want, out)
+		}
+	}
+}

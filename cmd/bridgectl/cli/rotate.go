@@ -17,7 +17,9 @@ checks that the old local URL now answers 404. The full new URL — the public
 one if a tunnel runs, else the local one — is copied to the clipboard when a
 tool is available (wl-copy, xclip, pbcopy, clip.exe; a tool that fails is
 named with its exit status and first line of output) and printed masked
-(--show prints it in full). Update the connector URL in your MCP host.`,
+(--show prints it in full). Update the connector URL in your MCP host.
+Unfinished agent jobs end as interrupted, as with reload (they are named): a
+leaked secret is revoked at once.`,
 	Run: runRotate,
 }
 
@@ -34,7 +36,11 @@ func runRotate(ctx context.Context, e *Env, args []string) error {
 	fmt.Fprintf(e.Stdout, "new secret written to %s\n", c.envPath)
 	var d daemonStatus
 	if wasRunning {
-		d, err = c.reloadDaemon(ctx)
+		var iw *interruptWatch
+		d, iw, err = c.reloadDaemon(ctx)
+		if iw != nil {
+			defer c.reportInterrupted(*iw)
+		}
 		if err != nil {
 			return fmt.Errorf("the new secret is in .env but the reload failed: %w", err)
 		}

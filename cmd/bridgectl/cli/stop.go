@@ -10,8 +10,10 @@ var stopCmd = &Command{
 	Usage: "stop",
 	Short: "stop the daemon and the tunnel",
 	Long: `Sends SIGTERM to the daemon's and the tunnel's process groups, waits up to 10 s
-for each to exit, then SIGKILLs what is left, and removes the pid files. Running
-agent jobs end as interrupted (the daemon stops them on SIGTERM).`,
+for each to exit, then SIGKILLs what is left, and removes the pid files.
+Unfinished agent jobs (queued, running, waiting for approval) end as
+interrupted — the daemon stops them on SIGTERM — and stop names them afterwards
+(` + "`bridgectl job kill ID`" + ` ends one as cancelled instead).`,
 	Run: runStop,
 }
 
@@ -32,7 +34,12 @@ func (c *ctl) stopAll(ctx context.Context) error {
 	case tpid != 0:
 		fmt.Fprintf(c.e.Stdout, "tunnel stopped (pid %d)\n", tpid)
 	}
+	iw := c.watchInterrupts()
 	dpid, derr := c.stopDaemon(ctx)
+	if dpid != 0 {
+		// Its jobs: after what is said below, or before the error.
+		defer c.reportInterrupted(iw)
+	}
 	switch {
 	case derr != nil:
 		return fmt.Errorf("daemon: %w", derr)

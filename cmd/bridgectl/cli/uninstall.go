@@ -17,7 +17,8 @@ var uninstallCmd = &Command{
 tunnel.json and the disabled flag. --purge removes the whole state directory:
 job snapshots, the approval queue, the audit log and a named tunnel's token.
 The .env file and the binaries are never touched (delete them yourself). If
-systemd user units are installed, it prints the commands to remove them.`,
+systemd user units are installed, it prints the commands to remove them.
+Unfinished agent jobs end as interrupted, as with stop (they are named).`,
 	Run: runUninstall,
 }
 

@@ -9,6 +9,10 @@
 // way the daemon's registry does. It logs a line holding the
 // secret and the key, so tests can prove that `bridgectl logs` masks them.
 //
+// On SIGTERM it marks the unfinished job snapshots interrupted, as the
+// registry's Close does (the daemon also marks leftovers at start; this
+// double does not, so tests can put live jobs in before starting it).
+//
 // Knobs: FAKEBRIDGE_IGNORE_TERM=1 ignores SIGTERM (so the stopper must SIGKILL);
 // FAKEBRIDGE_CHILD=1 starts a `sleep` child in its process group that outlives
 // it unless the whole group is killed.
@@ -118,6 +122,7 @@ func main() {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Shutdown(sctx)
+	interruptJobs(dir)
 	os.Remove(dir.DaemonInfoFile())
 	fmt.Fprintln(os.Stderr, `{"level":"info","message":"stopped"}`)
 }
@@ -151,4 +156,20 @@ func mcpEndpoint(dir statedir.Dir) http.Handler {
 				Content: []mcp.Content{&mcp.TextContent{Text: "text for the calling model: quote the nonce"}}}, nil
 		})
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, DisableLocalhostProtection: true})
+}
+
+// interruptJobs ends every unfinished job snapshot as interrupted, as the
+// daemon's registry does when it shuts down.
+func interruptJobs(dir statedir.Dir) {
+	snaps, _ := jobs.LoadAll(dir)
+	now := time.Now()
+	for _, s := range snaps {
+		if s.Status.Final() {
+			continue
+		}
+		s.Status, s.Error, s.EndedAt, s.Approval, s.QueuePosition = jobs.StatusInterrupted, "the bridge shut down while the job was running", &now, nil, 0
+		if err := statedir.WriteJSON(dir.JobFile(s.ID), s); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
 }
