@@ -793,6 +793,20 @@ func TestClipboardToolThatStaysBehind(t *testing.T) {
 	if !returned {
 		<-ch // the child is gone, so rotate returns now
 	}
+	// The child exits just after its write; the cleanup's leftover check
+	// must not catch it in between (it did, now and then). Another process
+	// exits: nothing to wait on but its absence, so poll, bounded.
+	gone := time.NewTimer(10 * time.Second)
+	defer gone.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for left := te.leftovers(); len(left) > 0; left = te.leftovers() {
+		select {
+		case <-gone.C:
+			t.Fatalf("the clipboard tool's child did not exit: %v", left)
+		case <-tick.C:
+		}
+	}
 }
 
 // TestNamedEnvFileMissing: a .env file named by BRIDGE_ENV_FILE or --env that
