@@ -19,8 +19,9 @@ var approveCmd = &Command{
 	Short: "let a waiting tool call run (or --watch: answer requests live)",
 	Long: `approve ID lets the tool call of request ID run; the job continues. ID is the
 id ` + "`bridgectl pending`" + ` shows (a unique prefix of 8 or more characters will
-do; anything shorter, or not hex, is a usage mistake: exit 2). --reason is kept in the audit log. A request that has expired was already
-denied and cannot be approved; one that was already answered cannot be changed.
+do; anything shorter, or not hex, is a usage mistake: exit 2). --reason is
+kept in the audit log. A request that has expired was already denied and
+cannot be approved; one that was already answered cannot be changed.
 
 approve --watch is a live prompt for a second terminal. It shows each new
 request in full — the job, the tool, the command or path, why it needs a human
