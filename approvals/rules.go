@@ -86,6 +86,51 @@ var fileTools = map[string][]pathArg{
 
 var networkTools = map[string]bool{"WebFetch": true, "WebSearch": true}
 
+// writeTools are the file tools that change a file.
+var writeTools = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true}
+
+// runLaterDirs and runLaterFiles name workspace paths whose contents other
+// programs run later on the owner's machine, outside any sandbox: git's
+// config and hooks (core.fsmonitor runs at the owner's next `git status`),
+// Claude Code's project settings and MCP servers (hooks,
+// enableAllProjectMcpServers), editors' task files, hook managers' dirs,
+// shell start-up files. Claude Code's sandbox refuses its commands writes to
+// most of them; its file tools run outside the sandbox, so the rules deny
+// them a write there — with approval off too (found in review: an Edit of
+// .git/config planted an fsmonitor that ran with the owner's environment).
+var (
+	runLaterDirs  = []string{".git", ".claude", ".vscode", ".idea", ".husky", ".githooks"}
+	runLaterFiles = []string{".mcp.json", ".gitmodules", ".gitconfig", ".bashrc", ".bash_profile", ".bash_login",
+		".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".ripgreprc", ".envrc", ".npmrc", ".yarnrc", ".yarnrc.yml"}
+)
+
+// runsLater returns the workspace-relative path when path (absolute, or
+// relative to the workspace) lies in a runLaterDirs dir or names a
+// runLaterFiles file, anywhere below the workspace.
+func runsLater(path, workspace string) (string, bool) {
+	rel := path
+	if filepath.IsAbs(path) {
+		found := false
+		for _, ws := range []string{workspace, resolvedOrSelf(workspace)} {
+			if r, err := filepath.Rel(ws, path); err == nil && r != ".." && !strings.HasPrefix(r, "../") {
+				rel, found = r, true
+				break
+			}
+		}
+		if !found {
+			return "", false
+		}
+	}
+	comps := strings.Split(filepath.Clean(rel), string(filepath.Separator))
+	for i, c := range comps {
+		c = strings.ToLower(c)
+		if i < len(comps)-1 && slices.Contains(runLaterDirs, c) || i == len(comps)-1 && (slices.Contains(runLaterFiles, c) || slices.Contains(runLaterDirs, c)) {
+			return rel, true
+		}
+	}
+	return "", false
+}
+
 // maxSummary bounds the one-line summary shown to a human (the full input is
 // in the request file).
 const maxSummary = 400
@@ -122,6 +167,11 @@ func Classify(req Request, p Policy) Verdict {
 		return Verdict{Decision: Ask, Reason: req.Tool + " reaches the network: a human decides", Summary: summarize(req)}
 	case slices.Contains(HarmlessTools, req.Tool):
 		return Verdict{Decision: Allow, Reason: req.Tool + " only touches the harness's own bookkeeping", Summary: summarize(req)}
+	case slices.Contains(DelegationTools, req.Tool) && req.Input["isolation"] != nil && req.Input["isolation"] != "":
+		// isolation "worktree" runs the subagent in a git worktree of the
+		// repository around the workspace, where its commands wrote the
+		// owner's refs (found in review); "remote" leaves the machine.
+		return Verdict{Decision: Deny, Reason: fmt.Sprintf("a subagent with isolation %v would work outside the workspace: start it without isolation", req.Input["isolation"]), Summary: summarize(req)}
 	case slices.Contains(DelegationTools, req.Tool):
 		return Verdict{Decision: Allow, Reason: req.Tool + " starts a subagent whose own tool calls are checked the same way", Summary: summarize(req)}
 	case req.Tool == "AskUserQuestion":
@@ -171,6 +221,13 @@ func classifyFile(req Request, args []pathArg, p Policy) Verdict {
 		}
 		shown = append(shown, s)
 		d := g.Admit(path)
+		if writeTools[req.Tool] {
+			for _, c := range []string{path, d.Resolved} {
+				if rel, later := runsLater(c, p.Workspace); c != "" && later {
+					return Verdict{Decision: Deny, Reason: fmt.Sprintf("%s is run later outside any sandbox (by git, Claude Code, an editor or a shell): no job may write it, and its commands cannot either", rel), Summary: clip(req.Tool + " " + strings.Join(shown, " "))}
+				}
+			}
+		}
 		switch {
 		case d.Protected:
 			return Verdict{Decision: Deny, Reason: d.Reason + " (its state dir, its .env or a credential store): no job may touch it", Summary: clip(req.Tool + " " + strings.Join(shown, " "))}

@@ -484,6 +484,22 @@ func TestClassify(t *testing.T) {
 		{"unknown tool", Request{"FrobnicateTool", in("x", 1.0)}, Ask, "not known"},
 		{"mcp tool", Request{"mcp__other__do", in()}, Ask, "MCP tool"},
 		{"agent", Request{"Agent", in("prompt", "x")}, Allow, "subagent"},
+		// Found in review: an isolated subagent works in a git worktree outside
+		// the workspace; files that git, Claude Code, editors or shells run
+		// later outside any sandbox may not be written by file tools.
+		{"agent isolated in a worktree", Request{"Agent", in("prompt", "x", "isolation", "worktree")}, Deny, "isolation worktree"},
+		{"agent isolated remotely", Request{"Agent", in("prompt", "x", "isolation", "remote")}, Deny, "outside the workspace"},
+		{"edit .git/config", Request{"Edit", in("file_path", w.ws+"/.git/config", "old_string", "a", "new_string", "b")}, Deny, ".git/config is run later"},
+		{"write a git hook", Request{"Write", in("file_path", ".git/hooks/pre-commit", "content", "x")}, Deny, "run later"},
+		{"write a nested repo's config", Request{"Write", in("file_path", w.ws+"/sub/.git/config", "content", "x")}, Deny, "run later"},
+		{"write project settings", Request{"Write", in("file_path", w.ws+"/.claude/settings.json", "content", "{}")}, Deny, "run later"},
+		{"write .mcp.json", Request{"Write", in("file_path", w.ws+"/.mcp.json", "content", "{}")}, Deny, "run later"},
+		{"write an editor task", Request{"Write", in("file_path", w.ws+"/.vscode/tasks.json", "content", "{}")}, Deny, "run later"},
+		{"write a shell rc, any case", Request{"Write", in("file_path", w.ws+"/.BashRC", "content", "x")}, Deny, "run later"},
+		{"notebook into .husky", Request{"NotebookEdit", in("notebook_path", w.ws+"/.husky/pre-commit", "new_source", "x")}, Deny, "run later"},
+		{"read .git/config is fine", Request{"Read", in("file_path", w.ws+"/.git/config")}, Allow, ""},
+		{"write .gitignore is fine", Request{"Write", in("file_path", w.ws+"/.gitignore", "content", "x")}, Allow, ""},
+		{"write a file named like a dir part", Request{"Write", in("file_path", w.ws+"/docs/git/config", "content", "x")}, Allow, ""},
 		{"skill", Request{"Skill", in("skill", "x")}, Deny, "never allowed in a job"},
 		{"worktree", Request{"EnterWorktree", in("name", "esc")}, Deny, "never allowed in a job"},
 		{"cron", Request{"CronCreate", in("cron", "* * * * *")}, Deny, "never allowed in a job"},

@@ -86,6 +86,11 @@ func TestJobCannotLeaveItsWorkspaceThroughClaudeCodeTools(t *testing.T) {
 				{"wakeup", dt.Call("ScheduleWakeup", map[string]any{"delaySeconds": 60, "prompt": "again"})},
 				{"message", dt.Call("SendMessage", map[string]any{"to": "anyone", "message": "hi"})},
 				{"skill", dt.Call("Skill", map[string]any{"skill": "x"})},
+				// An isolated subagent runs in a worktree of the repository
+				// around the workspace (found in review: it deleted the
+				// owner's branch there).
+				{"isolated agent", dt.Call("Agent", map[string]any{"description": "iso", "prompt": "work",
+					"subagent_type": "general-purpose", "isolation": "worktree", "run_in_background": false})},
 			}
 			var turns []dt.Turn
 			for _, s := range steps {
@@ -108,8 +113,8 @@ func TestJobCannotLeaveItsWorkspaceThroughClaudeCodeTools(t *testing.T) {
 			if c.P.Status != "done" || len(results) != len(steps) {
 				t.Fatalf("%s after %d steps, %d tool results: %s", c.P.Status, c.P.Steps, len(results), c.Text)
 			}
-			for _, name := range []string{"worktree", "cron", "wakeup", "message", "skill"} {
-				if r := byStep[name]; !strings.Contains(r, "No such tool available") && !strings.Contains(r, "denied") {
+			for _, name := range []string{"worktree", "cron", "wakeup", "message", "skill", "isolated agent"} {
+				if r := byStep[name]; !strings.Contains(r, "No such tool available") && !strings.Contains(strings.ToLower(r), "denied") {
 					t.Errorf("%s was not refused: %q", name, r)
 				}
 			}
@@ -129,6 +134,85 @@ func TestJobCannotLeaveItsWorkspaceThroughClaudeCodeTools(t *testing.T) {
 			})
 			if err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// Files that git, Claude Code, an editor or a shell run later on the owner's
+// machine, outside any sandbox, may not be written by the job's file tools
+// (which run outside the sandbox too) — found in review: an Edit of
+// .git/config planted a core.fsmonitor that ran at the owner's next `git
+// status`, and a planted .claude/settings.json hook and .mcp.json server ran
+// in the owner's own Claude Code. Refused with approval off and with a
+// careless human; nothing changes on disk.
+func TestJobCannotPlantWhatRunsLaterOutsideTheSandbox(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"off", "on"} {
+		t.Run("approval "+mode, func(t *testing.T) {
+			t.Parallel()
+			g := startGuardedBridge(t, map[string]string{"BRIDGE_CC_APPROVAL": mode})
+			if mode == "on" {
+				g.approveEverything(t)
+			}
+			ws := g.workspace(t, map[string]string{"main.txt": "x\n"})
+			cmd := exec.Command("git", "init", "-q", ws)
+			cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("git init: %v\n%s", err, out)
+			}
+			gitConfig := filepath.Join(ws, ".git", "config")
+			before, err := os.ReadFile(gitConfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			planted := map[string]string{
+				".claude/settings.json":        `{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"id"}]}]}}`,
+				".mcp.json":                    `{"mcpServers":{"x":{"command":"sh","args":["-c","id"]}}}`,
+				".git/hooks/pre-commit":        "#!/bin/sh\nid\n",
+				".vscode/tasks.json":           `{"version":"2.0.0","tasks":[{"label":"x","command":"id","runOptions":{"runOn":"folderOpen"}}]}`,
+				"sub/.git/hooks/post-checkout": "#!/bin/sh\nid\n",
+			}
+			var turns []dt.Turn
+			var names []string
+			for rel, content := range planted {
+				names = append(names, rel)
+				turns = append(turns, dt.ToolCalls(dt.Call("Write", map[string]any{"file_path": filepath.Join(ws, rel), "content": content})))
+			}
+			// Claude Code edits only a file it has read; reading it is fine.
+			turns = append(turns, dt.ToolCalls(dt.Call("Read", map[string]any{"file_path": gitConfig})))
+			names = append(names, ".git/config")
+			turns = append(turns, dt.ToolCalls(dt.Call("Edit", map[string]any{"file_path": gitConfig,
+				"old_string": "bare = false", "new_string": "bare = false\n\tfsmonitor = \"id; false #\""})))
+			g.d.ScriptAnthropic(append(turns, dt.Text("planted"))...)
+			cs := goSDKClient(t, g.URL())
+			c := startJob(t, cs, "Set up the project.", ws)
+			if c.P.Status != "done" {
+				c = waitSettled(t, cs, c.P.JobID, jobLimit)
+			}
+			results := toolResults(g.d)
+			if c.P.Status != "done" || len(results) != len(names)+1 {
+				t.Fatalf("%s after %d steps, %d results: %s", c.P.Status, c.P.Steps, len(results), c.Text)
+			}
+			if read := results[len(names)-1]; !strings.Contains(read, "repositoryformatversion") {
+				t.Errorf("reading .git/config was refused: %.300q", read)
+			}
+			results = append(results[:len(names)-1], results[len(names):]...) // the writes and the edit
+			for i, name := range names {
+				if !strings.Contains(results[i], "run later outside any sandbox") {
+					t.Errorf("%s was not refused by the rules: %.300q", name, results[i])
+				}
+			}
+			for rel := range planted {
+				if _, err := os.Stat(filepath.Join(ws, rel)); err == nil {
+					t.Errorf("%s was written", rel)
+				}
+			}
+			if after, _ := os.ReadFile(gitConfig); string(after) != string(before) {
+				t.Errorf(".git/config changed:\n%s", after)
+			}
+			if len(c.P.FilesWritten) != 0 {
+				t.Errorf("files_written %v", c.P.FilesWritten)
 			}
 		})
 	}
