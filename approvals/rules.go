@@ -155,6 +155,13 @@ func Classify(req Request, p Policy) Verdict {
 		if v.Decision == Allow && truthy(req.Input["dangerouslyDisableSandbox"]) {
 			v.Decision, v.Reason = Ask, "the command asks to run outside the OS sandbox (dangerouslyDisableSandbox)"
 		}
+		// A process that keeps running beside the job's later tool calls can
+		// swap a symlink between the rules' check of a file tool's path and
+		// Claude Code's write (an attack review landed racing Writes outside
+		// the workspace this way), so only a human starts one.
+		if bg, set := req.Input["run_in_background"]; v.Decision == Allow && (req.Tool == "Monitor" || set && bg != nil && bg != false) {
+			v.Decision, v.Reason = Ask, "the command keeps running in the background, beside the job's later tool calls: a human decides"
+		}
 		return v
 	}
 	if args, ok := fileTools[req.Tool]; ok {
