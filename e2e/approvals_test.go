@@ -60,6 +60,18 @@ func startGuardedBridge(t *testing.T, env map[string]string) *guardedBridge {
 	return g
 }
 
+// startCarelessBridge starts a guarded bridge with human approval off or on
+// (mode), and with it on, a careless human who approves every request: the
+// two settings in which a job's attempt must fail on the guards alone.
+func startCarelessBridge(t *testing.T, mode string, env map[string]string) *guardedBridge {
+	t.Helper()
+	g := startGuardedBridge(t, mergeEnv(map[string]string{"BRIDGE_CC_APPROVAL": mode}, env))
+	if mode == "on" {
+		g.approveEverything(t)
+	}
+	return g
+}
+
 // queue is the approval queue in the bridge's state dir, as bridgectl sees it.
 func (g *guardedBridge) queue() *approvals.Queue { return approvals.NewQueue(g.dir(), zerolog.Nop()) }
 
@@ -132,6 +144,18 @@ func toolResults(d *dt.Server) []string {
 		out = append(out, r.ToolResultTexts()...)
 	}
 	return out
+}
+
+// runJob starts a job on the bridge at url with a fresh Go SDK client and
+// waits until it has settled (done, error, cancelled or interrupted).
+func runJob(t *testing.T, url, task, ws string) agentCall {
+	t.Helper()
+	cs := goSDKClient(t, url)
+	c := startJob(t, cs, task, ws)
+	if c.P.Status != "done" {
+		c = waitSettled(t, cs, c.P.JobID, jobLimit)
+	}
+	return c
 }
 
 // startJob starts a job with the Go SDK client and returns its first answer.
@@ -529,11 +553,7 @@ func TestSandboxAloneHoldsWithApprovalOff(t *testing.T) {
 		{"reach the bridge on loopback", bash(netCmd), netCmd},
 	}
 	scriptAttempts(g.d, attempts)
-	cs := goSDKClient(t, g.URL())
-	c := startJob(t, cs, "Try everything.", ws)
-	if c.P.Status != "done" {
-		c = waitSettled(t, cs, c.P.JobID, jobLimit)
-	}
+	c := runJob(t, g.URL(), "Try everything.", ws)
 	if c.P.Status != "done" || c.P.Steps != len(attempts) {
 		t.Fatalf("%s after %d steps: %s", c.P.Status, c.P.Steps, c.Text)
 	}
@@ -584,11 +604,7 @@ func TestApprovalOffFlagLastsUntilRestart(t *testing.T) {
 	if _, err := os.Stat(g.dir().ApprovalOffFlag()); err != nil {
 		t.Fatalf("no flag: %v", err)
 	}
-	cs := goSDKClient(t, g.URL())
-	c := startJob(t, cs, "Write both.txt.", ws)
-	if c.P.Status != "done" {
-		c = waitSettled(t, cs, c.P.JobID, jobLimit)
-	}
+	c := runJob(t, g.URL(), "Write both.txt.", ws)
 	if c.P.Status != "done" {
 		t.Fatalf("%s: %s", c.P.Status, c.Text)
 	}
@@ -653,11 +669,7 @@ func TestSandboxSwitch(t *testing.T) {
 		g.d.ScriptAnthropic(dt.ToolCalls(bash("echo unsandboxed")), dt.Func(func(r dt.Request) dt.Turn {
 			return dt.Text(strings.Join(r.ToolResultTexts(), ""))
 		}))
-		cs := goSDKClient(t, g.URL())
-		c := startJob(t, cs, "Say it.", ws)
-		if c.P.Status != "done" {
-			c = waitSettled(t, cs, c.P.JobID, jobLimit)
-		}
+		c := runJob(t, g.URL(), "Say it.", ws)
 		if c.P.Status != "done" || c.P.Result != "unsandboxed" {
 			t.Fatalf("%s %q: %s", c.P.Status, c.P.Result, c.Text)
 		}

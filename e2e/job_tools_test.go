@@ -70,10 +70,7 @@ func TestJobCannotLeaveItsWorkspaceThroughClaudeCodeTools(t *testing.T) {
 		t.Run("approval "+mode, func(t *testing.T) {
 			t.Parallel()
 			repo, svc := gitRepoAround(t)
-			g := startGuardedBridge(t, map[string]string{"BRIDGE_CC_APPROVAL": mode, "DEEPSEEK_ALLOWED_ROOTS": svc})
-			if mode == "on" {
-				g.approveEverything(t)
-			}
+			g := startCarelessBridge(t, mode, map[string]string{"DEEPSEEK_ALLOWED_ROOTS": svc})
 			steps := []struct {
 				name string
 				call dt.ToolCall
@@ -97,11 +94,7 @@ func TestJobCannotLeaveItsWorkspaceThroughClaudeCodeTools(t *testing.T) {
 				turns = append(turns, dt.ToolCalls(s.call))
 			}
 			g.d.ScriptAnthropic(append(turns, dt.Text("tried everything"))...)
-			cs := goSDKClient(t, g.URL())
-			c := startJob(t, cs, "Work on the repository around you.", svc)
-			if c.P.Status != "done" {
-				c = waitSettled(t, cs, c.P.JobID, jobLimit)
-			}
+			c := runJob(t, g.URL(), "Work on the repository around you.", svc)
 			results := toolResults(g.d)
 			byStep := map[string]string{}
 			for i, s := range steps {
@@ -151,10 +144,7 @@ func TestJobCannotPlantWhatRunsLaterOutsideTheSandbox(t *testing.T) {
 	for _, mode := range []string{"off", "on"} {
 		t.Run("approval "+mode, func(t *testing.T) {
 			t.Parallel()
-			g := startGuardedBridge(t, map[string]string{"BRIDGE_CC_APPROVAL": mode})
-			if mode == "on" {
-				g.approveEverything(t)
-			}
+			g := startCarelessBridge(t, mode, nil)
 			ws := g.workspace(t, map[string]string{"main.txt": "x\n"})
 			cmd := exec.Command("git", "init", "-q", ws)
 			cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null")
@@ -185,11 +175,7 @@ func TestJobCannotPlantWhatRunsLaterOutsideTheSandbox(t *testing.T) {
 			turns = append(turns, dt.ToolCalls(dt.Call("Edit", map[string]any{"file_path": gitConfig,
 				"old_string": "bare = false", "new_string": "bare = false\n\tfsmonitor = \"id; false #\""})))
 			g.d.ScriptAnthropic(append(turns, dt.Text("planted"))...)
-			cs := goSDKClient(t, g.URL())
-			c := startJob(t, cs, "Set up the project.", ws)
-			if c.P.Status != "done" {
-				c = waitSettled(t, cs, c.P.JobID, jobLimit)
-			}
+			c := runJob(t, g.URL(), "Set up the project.", ws)
 			results := toolResults(g.d)
 			if c.P.Status != "done" || len(results) != len(names)+1 {
 				t.Fatalf("%s after %d steps, %d results: %s", c.P.Status, c.P.Steps, len(results), c.Text)

@@ -107,10 +107,7 @@ func TestWorkspaceSecretsHiddenFromTheJob(t *testing.T) {
 	for _, mode := range []string{"off", "on"} {
 		t.Run("approval "+mode, func(t *testing.T) {
 			t.Parallel()
-			g := startGuardedBridge(t, map[string]string{"BRIDGE_CC_APPROVAL": mode})
-			if mode == "on" {
-				g.approveEverything(t) // the careless human
-			}
+			g := startCarelessBridge(t, mode, nil)
 			sw := newSecretWorkspace(t, g)
 			read := func(rel string) dt.ToolCall {
 				return dt.Call("Read", map[string]any{"file_path": filepath.Join(sw.dir, rel)})
@@ -139,11 +136,7 @@ func TestWorkspaceSecretsHiddenFromTheJob(t *testing.T) {
 			g.d.ScriptAnthropic(append(turns, dt.Func(func(r dt.Request) dt.Turn {
 				return dt.Text("saw: " + strings.Join(r.ToolResultTexts(), " | "))
 			}))...)
-			cs := goSDKClient(t, g.URL())
-			c := startJob(t, cs, "Find the API token.", sw.dir)
-			if c.P.Status != "done" {
-				c = waitSettled(t, cs, c.P.JobID, jobLimit)
-			}
+			c := runJob(t, g.URL(), "Find the API token.", sw.dir)
 			if c.P.Status != "done" || c.P.Steps != len(steps) {
 				t.Fatalf("%s after %d steps: %s", c.P.Status, c.P.Steps, c.Text)
 			}
