@@ -108,20 +108,11 @@ var (
 // relative to the workspace) lies in a runLaterDirs dir or names a
 // runLaterFiles file, anywhere below the workspace.
 func runsLater(path, workspace string) (string, bool) {
-	rel := path
-	if filepath.IsAbs(path) {
-		found := false
-		for _, ws := range []string{workspace, resolvedOrSelf(workspace)} {
-			if r, err := filepath.Rel(ws, path); err == nil && r != ".." && !strings.HasPrefix(r, "../") {
-				rel, found = r, true
-				break
-			}
-		}
-		if !found {
-			return "", false
-		}
+	rel, below := belowWorkspace(path, workspace)
+	if !below {
+		return "", false
 	}
-	comps := strings.Split(filepath.Clean(rel), string(filepath.Separator))
+	comps := strings.Split(rel, string(filepath.Separator))
 	for i, c := range comps {
 		c = strings.ToLower(c)
 		if i < len(comps)-1 && slices.Contains(runLaterDirs, c) || i == len(comps)-1 && (slices.Contains(runLaterFiles, c) || slices.Contains(runLaterDirs, c)) {
@@ -129,6 +120,21 @@ func runsLater(path, workspace string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// belowWorkspace returns path relative to the workspace (as given or with
+// its symlinks resolved), cleaned; a relative path is taken as relative to
+// the workspace already. below is false for an absolute path elsewhere.
+func belowWorkspace(path, workspace string) (rel string, below bool) {
+	if !filepath.IsAbs(path) {
+		return filepath.Clean(path), true
+	}
+	for _, ws := range []string{workspace, resolvedOrSelf(workspace)} {
+		if r, err := filepath.Rel(ws, path); ws != "" && err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+			return r, true
+		}
+	}
+	return filepath.Clean(path), false
 }
 
 // maxSummary bounds the one-line summary shown to a human (the full input is
@@ -259,16 +265,8 @@ func classifyFile(req Request, args []pathArg, p Policy) Verdict {
 // workspace's own path is left out, so a project under ~/my.envoy/ is not
 // flagged as a whole.
 func namesDotEnv(path, workspace string) bool {
-	if filepath.IsAbs(path) {
-		clean := filepath.Clean(path)
-		for _, ws := range []string{workspace, resolvedOrSelf(workspace)} {
-			if ws != "" && (clean == ws || strings.HasPrefix(clean, ws+string(filepath.Separator))) {
-				path = strings.TrimPrefix(clean[len(ws):], string(filepath.Separator))
-				break
-			}
-		}
-	}
-	for _, comp := range strings.Split(path, string(filepath.Separator)) {
+	rel, _ := belowWorkspace(path, workspace) // outside: every component counts
+	for _, comp := range strings.Split(rel, string(filepath.Separator)) {
 		if strings.Contains(strings.ToLower(comp), ".env") {
 			return true
 		}
