@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -155,7 +157,7 @@ func newEnv(t *testing.T, mod func(*Options)) *env {
 	e := &env{t: t, dir: dir, root: root, ws: ws, h: newFakeHarness()}
 	e.opts = Options{
 		Dir: dir, Harness: e.h, Gateway: DirectGateway{BaseURL: "http://127.0.0.1:1/anthropic", Key: "sk-test-double-key"},
-		Model: "deepseek-flash", Roots: []string{root}, MaxConcurrent: 2, MaxQueue: 2, MaxSteps: 10,
+		Guard: rootGuard{roots: []string{root}, state: dir.Root}, Model: "deepseek-flash", MaxConcurrent: 2, MaxQueue: 2, MaxSteps: 10,
 		JobTimeout: time.Hour, ResultTTL: 2 * time.Hour, TraceInterval: 50 * time.Millisecond,
 	}
 	if mod != nil {
@@ -247,3 +249,30 @@ func (g DirectGateway) Revoke(string) {}
 
 // Close knows no usage; the harness's own result line supplies it.
 func (g DirectGateway) Close(string) (Metered, error) { return Metered{}, nil }
+
+// rootGuard admits workspaces under roots, never the state dir, and
+// prepares nothing: the daemon's guard without its approval and sandbox files.
+type rootGuard struct {
+	roots []string
+	state string
+}
+
+func (g rootGuard) Admit(dir string) (string, error) {
+	ws, err := sandbox.AdmitWorkspace(g.roots, dir, g.state)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrWorkspace, err)
+	}
+	return ws, nil
+}
+
+func (rootGuard) Prepare(context.Context, *harness.Spec) error { return nil }
+
+// prepareGuard is a rootGuard whose Prepare runs prepare.
+type prepareGuard struct {
+	rootGuard
+	prepare func(context.Context, *harness.Spec) error
+}
+
+func (g prepareGuard) Prepare(ctx context.Context, spec *harness.Spec) error {
+	return g.prepare(ctx, spec)
+}

@@ -71,19 +71,15 @@ type Options struct {
 	Gateway ModelGateway
 	Model   string // DEEPSEEK_MODEL: the harness's model and the price of its usage
 
-	Roots         []string // DEEPSEEK_ALLOWED_ROOTS
-	MaxConcurrent int      // BRIDGE_MAX_CONCURRENT (default 2)
-	MaxQueue      int      // BRIDGE_MAX_QUEUE (0 = no queue: busy means refused)
-	MaxSteps      int      // BRIDGE_MAX_STEPS (default 120)
+	MaxConcurrent int // BRIDGE_MAX_CONCURRENT (default 2)
+	MaxQueue      int // BRIDGE_MAX_QUEUE (0 = no queue: busy means refused)
+	MaxSteps      int // BRIDGE_MAX_STEPS (default 120)
 	JobTimeout    time.Duration
 	ResultTTL     time.Duration // never shorter than JobTimeout
 	TraceInterval time.Duration // snapshot writes while running, at most one per interval
 
-	// Admit checks a workspace; default AdmitWorkspace(Roots, Dir.Root, dir).
-	Admit func(dir string) (string, error)
-	// Prepare may add files and flags to a job's harness spec (approval and
-	// sandbox layers) before it starts.
-	Prepare func(ctx context.Context, spec *harness.Spec) error
+	// Guard admits each workspace and prepares each harness spec.
+	Guard Guard
 
 	Logger *zerolog.Logger
 }
@@ -146,8 +142,8 @@ func New(opts Options) (*Registry, error) {
 	if opts.Dir.Root == "" {
 		return nil, errors.New("jobs: no state dir")
 	}
-	if opts.Harness == nil || opts.Gateway == nil {
-		return nil, errors.New("jobs: a Harness and a ModelGateway are required")
+	if opts.Harness == nil || opts.Gateway == nil || opts.Guard == nil {
+		return nil, errors.New("jobs: a Harness, a ModelGateway and a Guard are required")
 	}
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 2
@@ -166,10 +162,6 @@ func New(opts Options) (*Registry, error) {
 	}
 	if opts.TraceInterval <= 0 {
 		opts.TraceInterval = DefaultInterval
-	}
-	if opts.Admit == nil {
-		roots, state := opts.Roots, opts.Dir.Root
-		opts.Admit = func(dir string) (string, error) { return AdmitWorkspace(roots, state, dir) }
 	}
 	for _, d := range []string{opts.Dir.Jobs(), opts.Dir.HarnessRoot()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -301,7 +293,7 @@ func (r *Registry) Start(ctx context.Context, req StartRequest) (Snapshot, error
 	case req.Timeout < 0:
 		return Snapshot{}, fmt.Errorf("%w: timeout_seconds must be positive (at most %d)", ErrBadInput, int(r.opts.JobTimeout/time.Second))
 	}
-	ws, err := r.opts.Admit(req.Workspace)
+	ws, err := r.opts.Guard.Admit(req.Workspace)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -399,10 +391,8 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 		ConfigDir: r.opts.Dir.HarnessDir(j.id), BaseURL: baseURL, Token: token, Model: r.opts.Model,
 	}
 	r.mu.Unlock()
-	if r.opts.Prepare != nil {
-		if err := r.opts.Prepare(r.ctx, &spec); err != nil {
-			return outcome{status: StatusError, reason: "could not prepare the harness: " + err.Error()}
-		}
+	if err := r.opts.Guard.Prepare(r.ctx, &spec); err != nil {
+		return outcome{status: StatusError, reason: "could not prepare the harness: " + err.Error()}
 	}
 	r.mu.Lock()
 	if j.stopStatus != "" { // cancelled or shut down before the harness started

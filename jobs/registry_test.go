@@ -658,12 +658,12 @@ func TestWaitEndedByCallerReturnsCurrentState(t *testing.T) {
 func TestCancelBeforeHarnessStartsNeverStartsIt(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	e := newEnv(t, func(o *Options) {
-		o.Prepare = func(ctx context.Context, spec *harness.Spec) error {
+		o.Guard = prepareGuard{o.Guard.(rootGuard), func(ctx context.Context, spec *harness.Spec) error {
 			spec.SettingsFile = "/x/settings.json"
 			close(entered)
 			<-release
 			return nil
-		}
+		}}
 	})
 	s := e.start("x")
 	<-entered

@@ -1,29 +1,22 @@
 package jobs
 
 import (
-	"errors"
-	"fmt"
+	"context"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 )
 
 // ErrWorkspace: the workspace was refused; the message says why and what to do.
-var ErrWorkspace = errors.New("workspace refused")
+var ErrWorkspace = sandbox.ErrWorkspace
 
-// AdmitWorkspace is the registry's default workspace check (Options.Admit):
-// sandbox.AdmitWorkspace against roots, with the state dir protected, so the
-// registry fails closed on its own. Its errors wrap ErrWorkspace.
-func AdmitWorkspace(roots []string, stateDir, dir string) (string, error) {
-	var protected []string
-	if stateDir != "" {
-		protected = append(protected, stateDir)
-	}
-	ws, err := sandbox.AdmitWorkspace(roots, dir, protected...)
-	if oe := (*sandbox.OverlapError)(nil); errors.As(err, &oe) {
-		return "", fmt.Errorf("%w: %w (the bridge's state dir, BRIDGE_STATE_DIR)", ErrWorkspace, err)
-	}
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrWorkspace, err)
-	}
-	return ws, nil
+// Guard is the approval and sandbox layer the registry runs every job
+// through (package guard in the daemon).
+type Guard interface {
+	// Admit checks a caller's workspace and returns the path the job runs
+	// in; a refusal wraps ErrWorkspace and tells the caller what to do.
+	Admit(dir string) (string, error)
+	// Prepare adds the job's harness files and flags to spec before it
+	// starts.
+	Prepare(ctx context.Context, spec *harness.Spec) error
 }

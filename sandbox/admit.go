@@ -51,6 +51,9 @@ const maxLinkHops = 40
 
 var errTooManyLinks = errors.New("too many levels of symbolic links")
 
+// ErrWorkspace marks a refused workspace; the message says why and what to do.
+var ErrWorkspace = errors.New("workspace refused")
+
 // globMeta are the characters that make a path a glob pattern.
 const globMeta = "*?[{"
 

@@ -104,9 +104,9 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*jobs.Registry, *model
 		log.Info().Str("claude", bin).Strs("roots", cfg.AllowedRoots).Msg("agent jobs can run")
 	}
 	var gw jobs.ModelGateway = refusingGateway{errNoKeyForJobs}
-	admit := g.admit
+	var jg jobs.Guard = g
 	if noKey {
-		admit = func(string) (string, error) { return "", errNoKeyForJobs }
+		jg = refusingGuard{g}
 	} else {
 		gw = proxyGateway{mp}
 		info.ModelProxy = strings.TrimPrefix(mp.URL(), "http://")
@@ -115,10 +115,8 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*jobs.Registry, *model
 		Dir:           dir,
 		Harness:       &harness.ClaudeCode{Bin: bin, LookupErr: lerr, Environ: os.Environ(), NoRetries: true},
 		Gateway:       gw,
-		Admit:         admit,
-		Prepare:       g.prepare,
+		Guard:         jg,
 		Model:         cfg.Model,
-		Roots:         cfg.AllowedRoots,
 		MaxConcurrent: cfg.MaxConcurrent,
 		MaxQueue:      cfg.MaxQueue,
 		MaxSteps:      cfg.MaxSteps,

@@ -48,6 +48,8 @@ const (
 // workspace, writes each job's harness files (the approval child's config, the
 // MCP config that launches it, Claude Code's settings) so the job learns
 // nothing it can change, and shows a job waiting for a human.
+var _ jobs.Guard = (*guard)(nil)
+
 type guard struct {
 	dir        statedir.Dir
 	exe        string // this bridge binary: the approval child
@@ -143,19 +145,19 @@ func (g *guard) protected() []string {
 	return out
 }
 
-// admit is the registry's workspace check: refused while the sandbox is on
+// Admit is the registry's workspace check: refused while the sandbox is on
 // but cannot run, else sandbox.AdmitWorkspace against the allowed roots and
 // the protected paths.
-func (g *guard) admit(dir string) (string, error) {
+func (g *guard) Admit(dir string) (string, error) {
 	if g.sandboxErr != nil {
 		return "", fmt.Errorf("agent jobs are refused because the OS sandbox cannot run: %w", g.sandboxErr)
 	}
 	ws, err := sandbox.AdmitWorkspace(g.roots, dir, g.protected()...)
 	if oe := (*sandbox.OverlapError)(nil); errors.As(err, &oe) {
-		return "", fmt.Errorf("%w: %w (%s)", jobs.ErrWorkspace, err, g.whatIs(oe.Protected))
+		return "", fmt.Errorf("%w: %w (%s)", sandbox.ErrWorkspace, err, g.whatIs(oe.Protected))
 	}
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", jobs.ErrWorkspace, err)
+		return "", fmt.Errorf("%w: %w", sandbox.ErrWorkspace, err)
 	}
 	return ws, nil
 }
@@ -175,10 +177,10 @@ func (g *guard) whatIs(p string) string {
 	return "a protected path"
 }
 
-// prepare writes the job's harness files and points spec at them. The files
+// Prepare writes the job's harness files and points spec at them. The files
 // live in the job's harness dir inside the state dir, which the job can
 // neither read nor write; the approval child learns its job from them alone.
-func (g *guard) prepare(_ context.Context, spec *harness.Spec) error {
+func (g *guard) Prepare(_ context.Context, spec *harness.Spec) error {
 	if g.exe == "" || !filepath.IsAbs(g.exe) {
 		return fmt.Errorf("cannot locate this bridge's own executable (%q) to run as the approval child", g.exe)
 	}

@@ -56,7 +56,7 @@ func benchPrepare(b *testing.B, files int) {
 	for i := 0; b.Loop(); i++ {
 		spec := harness.Spec{JobID: fmt.Sprintf("%032x", i), Workspace: ws}
 		start := time.Now()
-		if err := f.g.prepare(b.Context(), &spec); err != nil {
+		if err := f.g.Prepare(b.Context(), &spec); err != nil {
 			b.Fatal(err)
 		}
 		took = append(took, time.Since(start))

@@ -135,7 +135,7 @@ func TestGuardPrepareWritesTheJobsHarnessFiles(t *testing.T) {
 			f := newGuardFixture(t, tc.env, nil)
 			ws := f.workspace(t)
 			spec := harness.Spec{JobID: "0123456789abcdef0123456789abcdef", Workspace: ws, ConfigDir: f.dir.HarnessDir("0123456789abcdef0123456789abcdef")}
-			if err := f.g.prepare(t.Context(), &spec); err != nil {
+			if err := f.g.Prepare(t.Context(), &spec); err != nil {
 				t.Fatal(err)
 			}
 			hd := f.dir.HarnessDir(spec.JobID)
@@ -259,7 +259,7 @@ func TestGuardPrepareHidesTheWorkspacesSecretFiles(t *testing.T) {
 				}
 			}
 			spec := harness.Spec{JobID: "0123456789abcdef0123456789abcdef", Workspace: ws}
-			if err := f.g.prepare(t.Context(), &spec); err != nil {
+			if err := f.g.Prepare(t.Context(), &spec); err != nil {
 				t.Fatal(err)
 			}
 			raw, err := os.ReadFile(spec.SettingsFile)
@@ -344,7 +344,7 @@ func TestGuardModesAndAdmission(t *testing.T) {
 				t.Errorf("approval mode %q, want %q", got, tc.approval)
 			}
 			ws := f.workspace(t)
-			got, err := f.g.admit(ws)
+			got, err := f.g.Admit(ws)
 			switch {
 			case tc.admitError == "" && (err != nil || got != ws):
 				t.Errorf("admit = %q, %v", got, err)
@@ -370,7 +370,7 @@ func TestGuardAdmitRefusesWhatAJobMustNotReach(t *testing.T) {
 		{"the root holding the env file", filepath.Dir(f.env), "outside every allowed root"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := f.g.admit(tc.dir)
+			_, err := f.g.Admit(tc.dir)
 			if err == nil || !errors.Is(err, jobs.ErrWorkspace) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("admit(%s) = %v, want ErrWorkspace with %q", tc.dir, err, tc.want)
 			}
@@ -379,7 +379,7 @@ func TestGuardAdmitRefusesWhatAJobMustNotReach(t *testing.T) {
 	// A state dir inside a root: the root itself overlaps it and is refused.
 	g2 := newGuardFixture(t, nil, nil)
 	g2.g.roots = []string{filepath.Dir(g2.dir.Root)}
-	if _, err := g2.g.admit(filepath.Dir(g2.dir.Root)); err == nil || !strings.Contains(err.Error(), "overlaps") ||
+	if _, err := g2.g.Admit(filepath.Dir(g2.dir.Root)); err == nil || !strings.Contains(err.Error(), "overlaps") ||
 		!strings.Contains(err.Error(), "BRIDGE_STATE_DIR") {
 		t.Errorf("a workspace holding the state dir: %v", err)
 	}
@@ -403,12 +403,12 @@ func TestGuardAdmitRefusesWhatAJobMustNotReach(t *testing.T) {
 				g3.g.harnessBin = bin
 			}
 			what := map[string]string{"bridge": "the bridge binary", "claude": "the Claude Code binary"}[which]
-			_, err := g3.g.admit(proj)
+			_, err := g3.g.Admit(proj)
 			if err == nil || !errors.Is(err, jobs.ErrWorkspace) || !strings.Contains(err.Error(), "overlaps") ||
 				!strings.Contains(err.Error(), what) || strings.Contains(err.Error(), "state dir") {
 				t.Errorf("admit(%s) = %v, want ErrWorkspace naming %s and no state dir", proj, err, what)
 			}
-			if _, err := g3.g.admit(filepath.Join(g3.root)); err == nil {
+			if _, err := g3.g.Admit(filepath.Join(g3.root)); err == nil {
 				t.Errorf("admit(root holding %s) = nil, want refused", bin)
 			}
 		})
@@ -421,7 +421,7 @@ func TestGuardPrepareNeedsTheBridgeExecutable(t *testing.T) {
 	f := newGuardFixture(t, nil, nil)
 	f.g.exe = ""
 	spec := harness.Spec{JobID: "0123456789abcdef0123456789abcdef", Workspace: f.workspace(t)}
-	if err := f.g.prepare(t.Context(), &spec); err == nil || !strings.Contains(err.Error(), "approval child") {
+	if err := f.g.Prepare(t.Context(), &spec); err == nil || !strings.Contains(err.Error(), "approval child") {
 		t.Fatalf("prepare = %v", err)
 	}
 	if spec.PermissionPromptTool != "" || spec.SettingsFile != "" {

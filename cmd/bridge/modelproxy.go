@@ -107,3 +107,8 @@ var _ jobs.ModelGateway = refusingGateway{}
 func (g refusingGateway) Open(string) (string, string, error) { return "", "", g.err }
 func (g refusingGateway) Revoke(string)                       {}
 func (g refusingGateway) Close(string) (jobs.Metered, error)  { return jobs.Metered{}, nil }
+
+// refusingGuard admits no workspace: the guard of a daemon without a key.
+type refusingGuard struct{ *guard }
+
+func (refusingGuard) Admit(string) (string, error) { return "", errNoKeyForJobs }

@@ -1,4 +1,4 @@
-package jobs
+package main
 
 import (
 	"errors"
@@ -6,9 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
-func TestAdmitWorkspace(t *testing.T) {
+// TestGuardAdmitWorkspace: the registry's only workspace check.
+func TestGuardAdmitWorkspace(t *testing.T) {
 	base := t.TempDir()
 	root := filepath.Join(base, "ws")
 	inside := filepath.Join(root, "proj")
@@ -57,14 +61,19 @@ func TestAdmitWorkspace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := AdmitWorkspace(tt.roots, tt.state, tt.dir)
+			f := newGuardFixture(t, nil, nil)
+			f.g.roots = tt.roots
+			if tt.state != "" {
+				f.g.dir = statedir.Dir{Root: tt.state}
+			}
+			got, err := f.g.Admit(tt.dir)
 			if tt.errParts == nil {
 				if err != nil || got != tt.want {
 					t.Fatalf("= %q, %v; want %q", got, err, tt.want)
 				}
 				return
 			}
-			if err == nil || !errors.Is(err, ErrWorkspace) {
+			if err == nil || !errors.Is(err, jobs.ErrWorkspace) {
 				t.Fatalf("admitted %q (%v)", got, err)
 			}
 			for _, p := range tt.errParts {
