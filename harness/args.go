@@ -105,7 +105,7 @@ func setEnv(env []string, name, value string) []string {
 // is not offered until it is named here. Left out on purpose (2.1.328 offers
 // them by default, and they never reach the permission prompt tool):
 // EnterWorktree/ExitWorktree — moves the session into a git worktree outside
-// the workspace, where commands then wrote unattended (found in review);
+// the workspace, where commands then write unattended;
 // CronCreate/CronDelete/CronList and ScheduleWakeup — scheduling, meaningless
 // in a one-shot job; SendMessage and ListAgents — other sessions; Skill and
 // Workflow — instructions a job could plant in its own workspace; and
