@@ -1,5 +1,5 @@
 // Package bench measures what the bridge itself costs, side by side with the
-// floor, for `make bench` (issue 6): it starts the DeepSeek double and a real
+// floor, for `make bench`: it starts the DeepSeek double and a real
 // `bridge serve`, drives them on loopback with a load driver that speaks MCP
 // over Streamable HTTP as a host does (initialize once per client, then
 // tools/call, answers read from SSE), and reports one table.

@@ -1,3 +1,4 @@
-// Package deepseek is the client of DeepSeek's OpenAI-compatible chat API used by
-// the deepseek_flash tool, plus the published prices every cost figure uses.
+// Package deepseek talks to DeepSeek for the deepseek_flash tool: a client of
+// its OpenAI-compatible chat API, with the published prices every cost figure
+// of the bridge uses.
 package deepseek

@@ -1,8 +1,16 @@
 package deepseek
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/backoff"
 )
 
 // Sentinels for errors.Is. Every error Flash returns wraps exactly one of them
@@ -81,4 +89,57 @@ func (e *APIError) Unwrap() error {
 // retryable reports whether the status is worth another attempt.
 func (e *APIError) retryable() bool {
 	return e.Status == 429 || e.Status >= 500
+}
+
+// withoutUserinfo drops credentials (user:pass@) from a URL before it goes
+// into an error text, which reaches MCP clients as a tool result.
+func withoutUserinfo(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		if at := strings.LastIndex(raw, "@"); err != nil && at >= 0 {
+			if scheme := strings.Index(raw, "://"); scheme >= 0 && scheme < at {
+				return raw[:scheme+3] + "…@" + raw[at+1:]
+			}
+		}
+		return raw
+	}
+	u.User = nil
+	return u.String()
+}
+
+func unwrapURLError(err error) error {
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) {
+		if inner := ue.Unwrap(); inner != nil {
+			return inner
+		}
+	}
+	return err
+}
+
+func readAPIError(resp *http.Response) error {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	e := &APIError{Status: resp.StatusCode}
+	var body struct {
+		Error *wireError `json:"error"`
+	}
+	if json.Unmarshal(raw, &body) == nil && body.Error != nil {
+		e.Message, e.Type = body.Error.Message, body.Error.Type
+		if body.Error.Code != nil {
+			e.Code = fmt.Sprint(body.Error.Code)
+		}
+	} else if s := strings.TrimSpace(string(raw)); s != "" {
+		e.Message = truncate(s, 300)
+	}
+	if d, ok := backoff.RetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok && d > 0 {
+		e.RetryAfterSeconds = max(1, int((d+time.Second/2)/time.Second))
+	}
+	return e
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 )
 
@@ -52,12 +53,8 @@ func TestAgentSandboxOffEscapeeDiesWithTheJob(t *testing.T) {
 	if c.P.Status != string(jobs.StatusCancelled) {
 		t.Fatalf("cancel = %s: %s", c.P.Status, c.Text)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for sleeping(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("escapee %d survived the cancel", pid)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !poll.Until(5*time.Second, func() bool { return !sleeping(pid) }) {
+		t.Fatalf("escapee %d survived the cancel", pid)
 	}
 }
 

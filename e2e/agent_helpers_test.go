@@ -21,6 +21,7 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
@@ -179,21 +180,18 @@ func callAgent(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool st
 // pollUntil polls the job until ok holds or it settles, within limit.
 func pollUntil(t *testing.T, cs *mcp.ClientSession, id string, limit time.Duration, ok func(server.AgentJobPayload) bool) agentCall {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		wait := 2
-		if ok == nil {
-			wait = 40
-		}
-		c := callAgent(t, t.Context(), cs, "deepseek_agent_poll", map[string]any{"job_id": id, "wait_seconds": wait}, nil)
+	wait := 2
+	if ok == nil {
+		wait = 40
+	}
+	var c agentCall
+	if !poll.Until(limit, func() bool {
+		c = callAgent(t, t.Context(), cs, "deepseek_agent_poll", map[string]any{"job_id": id, "wait_seconds": wait}, nil)
 		if c.IsError {
 			t.Fatalf("poll %s: %s", id, c.Text)
 		}
 		if (ok != nil && ok(c.P)) || jobs.Status(c.P.Status).Final() {
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s still %s after %v: %s", id, c.P.Status, limit, c.Text)
+			return true
 		}
 		if c.P.Status == string(jobs.StatusWaitingApproval) {
 			// A poll returns at once while a human is asked (the caller
@@ -205,7 +203,11 @@ func pollUntil(t *testing.T, cs *mcp.ClientSession, id string, limit time.Durati
 			case <-time.After(time.Second):
 			}
 		}
+		return false
+	}) {
+		t.Fatalf("job %s still %s after %v: %s", id, c.P.Status, limit, c.Text)
 	}
+	return c
 }
 
 // waitSettled polls until the job is final.
@@ -218,18 +220,13 @@ func waitSettled(t *testing.T, cs *mcp.ClientSession, id string, limit time.Dura
 // kernel a moment: a killed process disappears once its parent reaps it).
 func assertJobTreeGone(t testing.TB, id string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		pids := harness.JobProcesses(id)
-		if len(pids) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			harness.KillJobProcesses(id)
-			t.Errorf("job %s: processes of its tree still alive: %v", id, pids)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	var pids []int
+	if !poll.Until(5*time.Second, func() bool {
+		pids = harness.JobProcesses(id)
+		return len(pids) == 0
+	}) {
+		harness.KillJobProcesses(id)
+		t.Errorf("job %s: processes of its tree still alive: %v", id, pids)
 	}
 }
 
@@ -237,18 +234,16 @@ func assertJobTreeGone(t testing.TB, id string) {
 // line starting with prefix (the model's Bash command has begun).
 func waitJobCommand(t *testing.T, id, prefix string, limit time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
+	if !poll.Until(limit, func() bool {
 		for _, pid := range harness.JobProcesses(id) {
 			b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
 			if strings.HasPrefix(string(b), prefix) {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s: no %q process within %v", id, prefix, limit)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("job %s: no %q process within %v", id, prefix, limit)
 	}
 }
 

@@ -6,7 +6,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,22 +19,21 @@ import (
 
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
 )
 
 const jobLimit = 90 * time.Second // generous: Claude Code's start takes 1–4 s on a busy machine
 
+// randomWitness is 32 random hex characters no model could guess.
 func randomWitness(t *testing.T) string {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
+	w, err := ids.Hex(16)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return string(b)
+	return w
 }
 
 var readLine1 = regexp.MustCompile(`(?m)^\s*1\t(.*)$`)
@@ -357,15 +355,11 @@ func TestAgentH_Kill9AndRestart(t *testing.T) {
 	pollUntil(t, cs, id, jobLimit, func(p server.AgentJobPayload) bool { return p.Steps >= 2 })
 	waitJobCommand(t, id, "tail", 30*time.Second)
 	// The live trace reaches the disk within the throttle interval.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if s, err := jobs.Load(a.dir(), id); err == nil && s.Steps >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the live trace never reached the disk")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !poll.Until(10*time.Second, func() bool {
+		s, err := jobs.Load(a.dir(), id)
+		return err == nil && s.Steps >= 2
+	}) {
+		t.Fatal("the live trace never reached the disk")
 	}
 	a.Kill9()
 	raw, err := os.ReadFile(a.dir().JobFile(id))

@@ -23,6 +23,7 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
 )
@@ -89,19 +90,20 @@ func (g *guardedBridge) pendingOf(t *testing.T, jobID string) []approvals.Pendin
 // for the job to end (then ok is false).
 func (g *guardedBridge) waitPending(t *testing.T, jobID string, limit time.Duration) (approvals.PendingRequest, bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
+	var req approvals.PendingRequest
+	ended := false
+	if !poll.Until(limit, func() bool {
 		if ps := g.pendingOf(t, jobID); len(ps) > 0 {
-			return ps[0], true
+			req = ps[0]
+			return true
 		}
-		if s, err := jobs.Load(g.dir(), jobID); err == nil && s.Status.Final() {
-			return approvals.PendingRequest{}, false
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s: no request for a human within %v", jobID, limit)
-		}
-		time.Sleep(50 * time.Millisecond)
+		s, err := jobs.Load(g.dir(), jobID)
+		ended = err == nil && s.Status.Final()
+		return ended
+	}) {
+		t.Fatalf("job %s: no request for a human within %v", jobID, limit)
 	}
+	return req, !ended
 }
 
 // bridgectl runs the real bridgectl against this bridge's state dir.
@@ -456,10 +458,9 @@ func TestSelfApprovalIsImpossible(t *testing.T) {
 
 	// The careless human: every command job 2 asks for is approved.
 	approved := 0
-	deadline := time.Now().Add(2 * jobLimit)
-	for {
+	if !poll.Until(2*jobLimit, func() bool {
 		if s, err := jobs.Load(g.dir(), job2); err == nil && s.Status.Final() {
-			break
+			return true
 		}
 		for _, p := range g.pendingOf(t, job2) {
 			if err := g.queue().Decide(p.ID, p.Tool == "Bash", "e2e: the careless human", "e2e"); err != nil {
@@ -469,10 +470,9 @@ func TestSelfApprovalIsImpossible(t *testing.T) {
 				approved++
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job 2 did not end within %v", 2*jobLimit)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("job 2 did not end within %v", 2*jobLimit)
 	}
 	c = waitSettled(t, cs, job2, jobLimit)
 	if c.P.Status != "done" || c.P.Steps != len(attempts) {
@@ -510,12 +510,8 @@ func TestSelfApprovalIsImpossible(t *testing.T) {
 	// Cancelling job 1 ends its request in deny.
 	c1 = callAgent(t, t.Context(), cs, "deepseek_agent_cancel", map[string]any{"job_id": job1}, nil)
 	assertNotDone(t, c1, jobs.StatusCancelled)
-	deadline = time.Now().Add(10 * time.Second)
-	for !hasEvent(g.auditOf(t, p1), "cancel", "deny") {
-		if time.Now().After(deadline) {
-			t.Fatalf("job 1's request was not denied after the cancel: %v", g.auditOf(t, p1))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !poll.Until(10*time.Second, func() bool { return hasEvent(g.auditOf(t, p1), "cancel", "deny") }) {
+		t.Fatalf("job 1's request was not denied after the cancel: %v", g.auditOf(t, p1))
 	}
 	if ps := g.pendingOf(t, job1); len(ps) != 0 {
 		t.Errorf("still pending after the cancel: %+v", ps)

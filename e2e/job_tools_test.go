@@ -2,11 +2,10 @@ package e2e
 
 // End-to-end proof that a job is offered only the built-in tools it needs.
 // Claude Code 2.1.328 offers by default tools that never reach the
-// permission prompt tool; one of them, EnterWorktree, moved a job's session
-// into a git worktree of the repository around its workspace, and the job
-// then wrote there and deleted the owner's branch, unattended (found in
-// review). The harness names its tools (--tools) and the settings deny the
-// dangerous ones.
+// permission prompt tool; one of them, EnterWorktree, moves a job's session
+// into a git worktree of the repository around its workspace, where the job
+// can write and delete the owner's branch unattended. The harness names its
+// tools (--tools) and the settings deny the dangerous ones.
 
 import (
 	"os"
@@ -84,8 +83,7 @@ func TestJobCannotLeaveItsWorkspaceThroughClaudeCodeTools(t *testing.T) {
 				{"message", dt.Call("SendMessage", map[string]any{"to": "anyone", "message": "hi"})},
 				{"skill", dt.Call("Skill", map[string]any{"skill": "x"})},
 				// An isolated subagent runs in a worktree of the repository
-				// around the workspace (found in review: it deleted the
-				// owner's branch there).
+				// around the workspace, where it can delete the owner's branch.
 				{"isolated agent", dt.Call("Agent", map[string]any{"description": "iso", "prompt": "work",
 					"subagent_type": "general-purpose", "isolation": "worktree", "run_in_background": false})},
 			}
@@ -134,11 +132,11 @@ func TestJobCannotLeaveItsWorkspaceThroughClaudeCodeTools(t *testing.T) {
 
 // Files that git, Claude Code, an editor or a shell run later on the owner's
 // machine, outside any sandbox, may not be written by the job's file tools
-// (which run outside the sandbox too) — found in review: an Edit of
-// .git/config planted a core.fsmonitor that ran at the owner's next `git
-// status`, and a planted .claude/settings.json hook and .mcp.json server ran
-// in the owner's own Claude Code. Refused with approval off and with a
-// careless human; nothing changes on disk.
+// (which run outside the sandbox too): an Edit of .git/config can plant a
+// core.fsmonitor that runs at the owner's next `git status`, and a planted
+// .claude/settings.json hook or .mcp.json server runs in the owner's own
+// Claude Code. Refused with approval off and with a careless human; nothing
+// changes on disk.
 func TestJobCannotPlantWhatRunsLaterOutsideTheSandbox(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"off", "on"} {

@@ -1,8 +1,6 @@
 package harness
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +11,8 @@ import (
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 )
 
 // realClaude finds the pinned Claude Code (scripts/install.sh claude), or skips.
@@ -29,10 +29,12 @@ func realClaude(t *testing.T) string {
 }
 
 func realSpec(t *testing.T, d *deepseektest.Server) Spec {
-	var b [8]byte
-	rand.Read(b[:])
+	suffix, err := ids.Hex(8)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return Spec{
-		JobID:     "real-" + hex.EncodeToString(b[:]),
+		JobID:     "real-" + suffix,
 		Task:      "do the scripted thing",
 		Workspace: t.TempDir(),
 		ConfigDir: filepath.Join(t.TempDir(), "cfg"),
@@ -138,15 +140,9 @@ func TestRealClaudeCodeStopKillsBashTree(t *testing.T) {
 		}
 	}
 	// Wait until the tails run (they carry the job's marker), then stop.
-	for i := 0; ; i++ {
-		if hasSleep(spec.JobID) {
-			break
-		}
-		if i > 300 {
-			r.Stop()
-			t.Fatal("the Bash command never started")
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !poll.Until(15*time.Second, func() bool { return hasSleep(spec.JobID) }) {
+		r.Stop()
+		t.Fatal("the Bash command never started")
 	}
 	r.Stop()
 	_, exit := collect(t, r, 30*time.Second)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 )
 
 const (
@@ -71,17 +73,13 @@ func assertTreeGone(t *testing.T, jobID string) {
 		return
 	}
 	// A SIGKILLed process vanishes asynchronously (its parent or init reaps it).
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		pids := JobProcesses(jobID)
-		if len(pids) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			KillJobProcesses(jobID)
-			t.Fatalf("processes of job %s still alive: %v", jobID, pids)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var pids []int
+	if !poll.Until(2*time.Second, func() bool {
+		pids = JobProcesses(jobID)
+		return len(pids) == 0
+	}) {
+		KillJobProcesses(jobID)
+		t.Fatalf("processes of job %s still alive: %v", jobID, pids)
 	}
 }
 

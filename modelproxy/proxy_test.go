@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/syncbuf"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -699,7 +700,7 @@ func TestKeyNeverLeaks(t *testing.T) {
 	up := newUpstream(t, echo,
 		statusTurn(http.StatusUnauthorized, nil, `{"error":{"message":"key `+testKey+` rejected"}}`),
 	)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	logger := zerolog.New(&logs).Level(zerolog.DebugLevel)
 	p := startProxy(t, up, Options{Logger: &logger, BaseBackoff: time.Millisecond})
 	token := open(t, p, "job-1")

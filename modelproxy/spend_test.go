@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/syncbuf"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -44,7 +45,7 @@ func TestUnreadableSpendFile(t *testing.T) {
 			if err := os.WriteFile(bad, []byte("{torn"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			var logs syncBuffer
+			var logs syncbuf.Buffer
 			log := zerolog.New(&logs)
 			up := newUpstream(t)
 			p := startProxy(t, up, Options{DailyMaxCostUSD: c.ceiling, StateDir: dir, Clock: clock, Logger: &log})

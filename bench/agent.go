@@ -1,0 +1,145 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// agentPayload is the part of the agent tools' structuredContent the bench reads.
+type agentPayload struct {
+	JobID  string `json:"job_id"`
+	Status string `json:"status"`
+	Nonce  string `json:"nonce"`
+	Error  string `json:"error"`
+}
+
+func agentCall(ctx context.Context, c *Client, tool string, args map[string]any) (agentPayload, error) {
+	var p agentPayload
+	res, err := c.CallTool(ctx, tool, args)
+	if err != nil {
+		return p, err
+	}
+	if res.IsError {
+		return p, fmt.Errorf("%s answered an error: %.300s", tool, res.Text)
+	}
+	if err := json.Unmarshal(res.Structured, &p); err != nil {
+		return p, fmt.Errorf("%s: structuredContent: %w", tool, err)
+	}
+	return p, nil
+}
+
+func readStart(dir, id string) (time.Time, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "standin-"+id+".start"))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("the stand-in harness left no start time for job %s (did the bridge run it? BRIDGE_CLAUDE_BIN): %w", id, err)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.Unix(0, ns), nil
+}
+
+// spawn times deepseek_agent_start → stand-in running, and the same for a
+// bare exec of the stand-in (the floor: fork, exec and Go start-up).
+func (r *runner) spawn(ctx context.Context) error {
+	step(r.o, "agent start → harness spawn: %d jobs, then %d bare execs of the stand-in", r.o.SpawnSamples, r.o.SpawnSamples)
+	tr := newTransport(1)
+	defer tr.CloseIdleConnections()
+	cs, err := r.clients(ctx, 1, tr)
+	if err != nil {
+		return err
+	}
+	var lat []time.Duration
+	for range r.o.SpawnSamples {
+		t0 := time.Now()
+		p, err := agentCall(ctx, cs[0], "deepseek_agent_start", map[string]any{"task": "bench: spawn", "workspace": r.ws})
+		if err != nil {
+			return err
+		}
+		if p.Status != "done" || p.Nonce == "" {
+			return fmt.Errorf("stand-in job %s ended %s (%s), want done with a nonce", p.JobID, p.Status, p.Error)
+		}
+		t1, err := readStart(r.ws, p.JobID)
+		if err != nil {
+			return err
+		}
+		lat = append(lat, t1.Sub(t0))
+		r.rep.JobsStarted++
+		if r.finishedJob == "" {
+			r.finishedJob = p.JobID
+		}
+	}
+	r.rep.Spawn = sorted(lat)
+
+	lat = lat[:0]
+	task, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": "bench: spawn"}})
+	for i := range r.o.SpawnSamples {
+		id := fmt.Sprintf("floor-%d", i)
+		cmd := exec.CommandContext(ctx, r.o.HarnessBin, "-p", "--output-format", "stream-json")
+		cmd.Dir = r.ws
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "BRIDGE_JOB_ID=" + id}
+		cmd.Stdin = strings.NewReader(string(task) + "\n")
+		t0 := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("bare stand-in: %w: %s", err, out)
+		}
+		t1, err := readStart(r.ws, id)
+		if err != nil {
+			return err
+		}
+		lat = append(lat, t1.Sub(t0))
+	}
+	r.rep.SpawnFloor = sorted(lat)
+	return nil
+}
+
+func sorted(l []time.Duration) Latencies {
+	out := append(Latencies(nil), l...)
+	slices.Sort(out)
+	return out
+}
+
+// poll times deepseek_agent_poll on a finished job, one client, serially.
+func (r *runner) poll(ctx context.Context) error {
+	step(r.o, "agent poll of a finished job: %d polls, one client", r.o.PollSamples)
+	if r.finishedJob == "" {
+		return errors.New("no finished job to poll")
+	}
+	tr := newTransport(1)
+	defer tr.CloseIdleConnections()
+	cs, err := r.clients(ctx, 1, tr)
+	if err != nil {
+		return err
+	}
+	args := map[string]any{"job_id": r.finishedJob, "wait_seconds": 0}
+	for range 100 { // warm-up
+		if _, err := agentCall(ctx, cs[0], "deepseek_agent_poll", args); err != nil {
+			return err
+		}
+	}
+	lat := make([]time.Duration, 0, r.o.PollSamples)
+	for range r.o.PollSamples {
+		t0 := time.Now()
+		p, err := agentCall(ctx, cs[0], "deepseek_agent_poll", args)
+		d := time.Since(t0)
+		if err != nil {
+			return err
+		}
+		if p.Status != "done" {
+			return fmt.Errorf("poll of finished job %s: status %s", r.finishedJob, p.Status)
+		}
+		lat = append(lat, d)
+	}
+	r.rep.Poll = sorted(lat)
+	return nil
+}

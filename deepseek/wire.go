@@ -1,0 +1,73 @@
+package deepseek
+
+// Wire types of the chat completions API.
+type chatRequest struct {
+	Model         string         `json:"model"`
+	Messages      []chatMessage  `json:"messages"`
+	MaxTokens     int            `json:"max_tokens"`
+	Stream        bool           `json:"stream"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+}
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type wireMessage struct {
+	Content          *string        `json:"content"`
+	ReasoningContent *string        `json:"reasoning_content"`
+	ToolCalls        []wireToolCall `json:"tool_calls"`
+}
+
+type wireToolCall struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type wireUsage struct {
+	PromptTokens            int64 `json:"prompt_tokens"`
+	CompletionTokens        int64 `json:"completion_tokens"`
+	TotalTokens             int64 `json:"total_tokens"`
+	PromptCacheHitTokens    int64 `json:"prompt_cache_hit_tokens"`
+	PromptCacheMissTokens   int64 `json:"prompt_cache_miss_tokens"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+func (w wireUsage) usage() Usage {
+	u := Usage{
+		PromptTokens: w.PromptTokens, CompletionTokens: w.CompletionTokens, TotalTokens: w.TotalTokens,
+		CacheHitTokens: w.PromptCacheHitTokens, CacheMissTokens: w.PromptCacheMissTokens,
+	}
+	if w.CompletionTokensDetails != nil {
+		u.ReasoningTokens = w.CompletionTokensDetails.ReasoningTokens
+	}
+	return u
+}
+
+type wireError struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Code    any    `json:"code"`
+}
+
+type wireChunk struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Delta        wireMessage  `json:"delta"`
+		Message      *wireMessage `json:"message"`
+		FinishReason *string      `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *wireUsage `json:"usage"`
+	Error *wireError `json:"error"`
+}

@@ -1,0 +1,158 @@
+package harness
+
+import (
+	"path/filepath"
+	"strings"
+)
+
+// allowedEnv names the variables of the daemon's environment a harness may
+// see. Everything else — the DeepSeek key, MCP_PATH_SECRET, tunnel tokens,
+// BRIDGE_* — stays out; the one token the harness needs is added explicitly.
+var allowedEnv = map[string]bool{
+	"PATH": true, "LANG": true, "LANGUAGE": true, "TERM": true, "TZ": true,
+	"TMPDIR": true, "SHELL": true, "USER": true, "LOGNAME": true,
+}
+
+// AllowedEnv filters environ down to the allow-list (plus every LC_* variable).
+func AllowedEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		if allowedEnv[name] || strings.HasPrefix(name, "LC_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// Env is the complete environment of the harness for spec.
+func (c *ClaudeCode) Env(spec Spec) []string {
+	env := AllowedEnv(c.Environ)
+	home := filepath.Join(spec.ConfigDir, "home")
+	set := [][2]string{
+		{"HOME", home},
+		{"CLAUDE_CONFIG_DIR", spec.ConfigDir},
+		{"BRIDGE_JOB_ID", spec.JobID},
+		{"ANTHROPIC_BASE_URL", spec.BaseURL},
+		{"ANTHROPIC_AUTH_TOKEN", spec.Token},
+		{"ANTHROPIC_MODEL", spec.Model},
+		{"ANTHROPIC_SMALL_FAST_MODEL", spec.Model},
+		{"ANTHROPIC_DEFAULT_HAIKU_MODEL", spec.Model},
+		{"ANTHROPIC_DEFAULT_SONNET_MODEL", spec.Model},
+		{"ANTHROPIC_DEFAULT_OPUS_MODEL", spec.Model},
+		{"CLAUDE_CODE_SUBAGENT_MODEL", spec.Model},
+		{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"},
+		{"DISABLE_AUTOUPDATER", "1"},
+		{"DISABLE_TELEMETRY", "1"},
+		{"DISABLE_ERROR_REPORTING", "1"},
+	}
+	if c.NoRetries {
+		set = append(set, [2]string{"CLAUDE_CODE_MAX_RETRIES", "0"})
+	}
+	for _, kv := range set {
+		env = append(env, kv[0]+"="+kv[1])
+	}
+	// Only absolute PATH entries; none left (or no PATH) gets the usual one.
+	path := "/usr/local/bin:/usr/bin:/bin"
+	if v := AbsolutePath(envValue(env, "PATH")); v != "" {
+		path = v
+	}
+	return setEnv(env, "PATH", path)
+}
+
+// AbsolutePath keeps the absolute entries of a PATH value. An empty or
+// relative entry ("", ".", "bin") is looked up from the current directory —
+// for the harness and its commands, the workspace the job writes — so a job
+// could drop an `ls` there and have it run when an allow-listed `ls` is
+// approved.
+func AbsolutePath(path string) string {
+	var keep []string
+	for _, dir := range filepath.SplitList(path) {
+		if filepath.IsAbs(dir) {
+			keep = append(keep, dir)
+		}
+	}
+	return strings.Join(keep, string(filepath.ListSeparator))
+}
+
+// envValue returns the value of name in env, or "".
+func envValue(env []string, name string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// setEnv sets name to value, replacing an existing entry.
+func setEnv(env []string, name, value string) []string {
+	for i, kv := range env {
+		if strings.HasPrefix(kv, name+"=") {
+			env[i] = name + "=" + value
+			return env
+		}
+	}
+	return append(env, name+"="+value)
+}
+
+// DefaultTools are the built-in tools a job is offered (Claude Code's
+// --tools): files, commands, the network tools that wait for a human,
+// subagents and background-task control. Whatever a Claude Code release adds
+// is not offered until it is named here. Left out on purpose (2.1.328 offers
+// them by default, and they never reach the permission prompt tool):
+// EnterWorktree/ExitWorktree — moves the session into a git worktree outside
+// the workspace, where commands then write unattended;
+// CronCreate/CronDelete/CronList and ScheduleWakeup — scheduling, meaningless
+// in a one-shot job; SendMessage and ListAgents — other sessions; Skill and
+// Workflow — instructions a job could plant in its own workspace; and
+// ReportFindings.
+var DefaultTools = []string{
+	"Bash", "Edit", "Monitor", "NotebookEdit", "Read", "Task", "TaskStop",
+	"ToolSearch", "WebFetch", "WebSearch", "Write",
+}
+
+// Args is the argv (without the binary) of the harness for spec.
+func Args(spec Spec) []string {
+	mode, tools := spec.PermissionMode, spec.AllowedTools
+	if spec.PermissionPromptTool != "" {
+		// Every call goes to the prompt tool: nothing is pre-allowed.
+		if mode == "" {
+			mode = "default"
+		}
+	} else {
+		if mode == "" {
+			mode = "acceptEdits"
+		}
+		if tools == nil {
+			tools = []string{"Bash"}
+		}
+	}
+	args := []string{
+		"-p", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
+		"--permission-mode", mode,
+		// Workspace .claude/settings*.json and .mcp.json must not widen what the job may do.
+		"--setting-sources", "user", "--strict-mcp-config",
+	}
+	offered := spec.Tools
+	if offered == nil {
+		offered = DefaultTools
+	}
+	args = append(args, "--tools", strings.Join(offered, ","))
+	if len(tools) > 0 {
+		args = append(args, "--allowedTools", strings.Join(tools, ","))
+	}
+	if spec.SettingsFile != "" {
+		args = append(args, "--settings", spec.SettingsFile)
+	}
+	if spec.MCPConfigFile != "" {
+		args = append(args, "--mcp-config", spec.MCPConfigFile)
+	}
+	if spec.PermissionPromptTool != "" {
+		args = append(args, "--permission-prompt-tool", spec.PermissionPromptTool)
+	}
+	return args
+}
