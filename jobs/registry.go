@@ -43,8 +43,8 @@ var (
 )
 
 // ModelGateway hands each job its model endpoint and credentials. The daemon
-// uses the per-job model proxy (cmd/bridge): each job gets its own revocable
-// token, never the real key, and the proxy reports usage on Close.
+// uses its per-job model proxy: each job gets its own revocable token, never
+// the real key, and the proxy reports usage on Close.
 //
 // Revoke must not block: the registry calls it the moment a job is stopped
 // (cancel, ceiling, shutdown), before the harness has been reaped, so the
