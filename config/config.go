@@ -21,6 +21,28 @@ import (
 // MinSecretLen is the shortest MCP_PATH_SECRET the daemon accepts.
 const MinSecretLen = 16
 
+// Defaults of the settings. Vars (and so .env.example and the README) and the
+// parser both read them, and a package handed a zero limit falls back to the
+// same value, so each default is written once.
+const (
+	DefaultHost               = "127.0.0.1"
+	DefaultPort               = 8787
+	DefaultRateLimitPerMinute = 60
+	DefaultDeepSeekBaseURL    = "https://api.deepseek.com"
+	DefaultModel              = "deepseek-flash"
+	DefaultFlashTimeout       = 90 * time.Second
+	DefaultMaxOutputTokens    = 4096
+	DefaultLogLevel           = "info"
+	DefaultMaxConcurrent      = 2
+	DefaultMaxQueue           = 16
+	DefaultMaxSteps           = 120
+	DefaultJobTimeout         = 30 * time.Minute
+	DefaultResultTTL          = 30 * time.Minute
+	DefaultSyncWindow         = 45 * time.Second
+	DefaultApprovalTimeout    = 5 * time.Minute
+	DefaultJobMaxCostUSD      = 1.00
+)
+
 // DefaultApproveAllow is the built-in list of programs whose plain invocations
 // run without a human (dangerous forms of them still go to a human).
 var DefaultApproveAllow = []string{
@@ -89,30 +111,30 @@ type Var struct {
 var Vars = []Var{
 	{"DEEPSEEK_API_KEY", "", "your DeepSeek API key (required for real calls; the server starts without it)"},
 	{"MCP_PATH_SECRET", "", "capability path segment, at least 16 characters: bridgectl secret"},
-	{"HOST", "127.0.0.1", "listen address"},
-	{"PORT", "8787", "listen port"},
-	{"RATE_LIMIT_PER_MINUTE", "60", "global bucket for tools/call (batches count each call)"},
-	{"DEEPSEEK_BASE_URL", "https://api.deepseek.com", "OpenAI-compatible API base"},
-	{"DEEPSEEK_MODEL", "deepseek-flash", "model id for flash calls and agent jobs"},
-	{"DEEPSEEK_TIMEOUT_MS", "90000", "deadline of one deepseek_flash call"},
-	{"DEEPSEEK_MAX_OUTPUT_TOKENS", "4096", "output cap of one deepseek_flash call"},
+	{"HOST", DefaultHost, "listen address"},
+	{"PORT", strconv.Itoa(DefaultPort), "listen port"},
+	{"RATE_LIMIT_PER_MINUTE", strconv.Itoa(DefaultRateLimitPerMinute), "global bucket for tools/call (batches count each call)"},
+	{"DEEPSEEK_BASE_URL", DefaultDeepSeekBaseURL, "OpenAI-compatible API base"},
+	{"DEEPSEEK_MODEL", DefaultModel, "model id for flash calls and agent jobs"},
+	{"DEEPSEEK_TIMEOUT_MS", msText(DefaultFlashTimeout), "deadline of one deepseek_flash call"},
+	{"DEEPSEEK_MAX_OUTPUT_TOKENS", strconv.Itoa(DefaultMaxOutputTokens), "output cap of one deepseek_flash call"},
 	{"BRIDGE_ANTHROPIC_BASE_URL", "$DEEPSEEK_BASE_URL/anthropic", "where the harness's model calls go"},
 	{"DEEPSEEK_ALLOWED_ROOTS", "", "roots a job's workspace must lie in, separated by the OS path-list separator; empty = every workspace refused"},
 	{"BRIDGE_STATE_DIR", "per-user state dir", "jobs, approvals, audit log, pid and log files (mode 0700)"},
 	{"BRIDGE_LOG_FILE", "", "JSON log file; empty = stderr"},
-	{"BRIDGE_LOG_LEVEL", "info", "debug | info | warn | error"},
-	{"BRIDGE_MAX_CONCURRENT", "2", "agent jobs running at once"},
-	{"BRIDGE_MAX_QUEUE", "16", "agent jobs waiting for a slot; more are refused"},
-	{"BRIDGE_MAX_STEPS", "120", "tool calls per job"},
-	{"BRIDGE_JOB_TIMEOUT_MS", "1800000", "wall clock per job"},
-	{"BRIDGE_RESULT_TTL_MS", "1800000", "how long a finished job stays pollable (never below the job timeout)"},
-	{"BRIDGE_SYNC_WINDOW_MS", "45000", "how long deepseek_agent_start waits for an inline result"},
+	{"BRIDGE_LOG_LEVEL", DefaultLogLevel, "debug | info | warn | error"},
+	{"BRIDGE_MAX_CONCURRENT", strconv.Itoa(DefaultMaxConcurrent), "agent jobs running at once"},
+	{"BRIDGE_MAX_QUEUE", strconv.Itoa(DefaultMaxQueue), "agent jobs waiting for a slot; more are refused"},
+	{"BRIDGE_MAX_STEPS", strconv.Itoa(DefaultMaxSteps), "tool calls per job"},
+	{"BRIDGE_JOB_TIMEOUT_MS", msText(DefaultJobTimeout), "wall clock per job"},
+	{"BRIDGE_RESULT_TTL_MS", msText(DefaultResultTTL), "how long a finished job stays pollable (never below the job timeout)"},
+	{"BRIDGE_SYNC_WINDOW_MS", msText(DefaultSyncWindow), "how long deepseek_agent_start waits for an inline result"},
 	{"BRIDGE_CLAUDE_BIN", "pinned install, then PATH", "the Claude Code binary"},
-	{"BRIDGE_APPROVAL_TIMEOUT_MS", "300000", "no human answer within this → deny"},
+	{"BRIDGE_APPROVAL_TIMEOUT_MS", msText(DefaultApprovalTimeout), "no human answer within this → deny"},
 	{"BRIDGE_APPROVE_ALLOW", "built-in list", "comma-separated programs that run unattended"},
 	{"BRIDGE_CC_APPROVAL", "on", "off disables human approval (trusted runs only)"},
 	{"BRIDGE_SANDBOX", "on", "off runs harness commands without bubblewrap"},
-	{"BRIDGE_JOB_MAX_COST_USD", "1.00", "per-job spend ceiling at DeepSeek prices (0 = none)"},
+	{"BRIDGE_JOB_MAX_COST_USD", strconv.FormatFloat(DefaultJobMaxCostUSD, 'f', 2, 64), "per-job spend ceiling at DeepSeek prices (0 = none)"},
 	{"BRIDGE_JOB_MAX_TOKENS", "0", "per-job token ceiling (0 = none)"},
 	{"BRIDGE_DAILY_MAX_COST_USD", "0", "spend ceiling across all jobs per UTC day (0 = off)"},
 	{"BRIDGE_CLOUDFLARED_BIN", "cloudflared on PATH", "the cloudflared binary for bridgectl tunnel"},
@@ -213,30 +235,30 @@ func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 		MissingEnvFile:     missing,
 		APIKey:             get("DEEPSEEK_API_KEY"),
 		PathSecret:         get("MCP_PATH_SECRET"),
-		Host:               p.str("HOST", "127.0.0.1"),
-		Port:               p.intv("PORT", 8787, 0, 65535),
-		RateLimitPerMinute: p.intv("RATE_LIMIT_PER_MINUTE", 60, 1, 1_000_000),
-		DeepSeekBaseURL:    strings.TrimRight(p.str("DEEPSEEK_BASE_URL", "https://api.deepseek.com"), "/"),
-		Model:              p.str("DEEPSEEK_MODEL", "deepseek-flash"),
-		FlashTimeout:       p.ms("DEEPSEEK_TIMEOUT_MS", 90000),
-		MaxOutputTokens:    p.intv("DEEPSEEK_MAX_OUTPUT_TOKENS", 4096, 1, 400_000),
+		Host:               p.str("HOST", DefaultHost),
+		Port:               p.intv("PORT", DefaultPort, 0, 65535),
+		RateLimitPerMinute: p.intv("RATE_LIMIT_PER_MINUTE", DefaultRateLimitPerMinute, 1, 1_000_000),
+		DeepSeekBaseURL:    strings.TrimRight(p.str("DEEPSEEK_BASE_URL", DefaultDeepSeekBaseURL), "/"),
+		Model:              p.str("DEEPSEEK_MODEL", DefaultModel),
+		FlashTimeout:       p.ms("DEEPSEEK_TIMEOUT_MS", DefaultFlashTimeout),
+		MaxOutputTokens:    p.intv("DEEPSEEK_MAX_OUTPUT_TOKENS", DefaultMaxOutputTokens, 1, 400_000),
 		AnthropicBaseURL:   strings.TrimRight(get("BRIDGE_ANTHROPIC_BASE_URL"), "/"),
 		AllowedRoots:       splitList(get("DEEPSEEK_ALLOWED_ROOTS"), string(os.PathListSeparator)),
 		StateDir:           get("BRIDGE_STATE_DIR"),
 		LogFile:            get("BRIDGE_LOG_FILE"),
-		LogLevel:           p.str("BRIDGE_LOG_LEVEL", "info"),
-		MaxConcurrent:      p.intv("BRIDGE_MAX_CONCURRENT", 2, 1, 64),
-		MaxQueue:           p.intv("BRIDGE_MAX_QUEUE", 16, 0, 10_000),
-		MaxSteps:           p.intv("BRIDGE_MAX_STEPS", 120, 1, 100_000),
-		JobTimeout:         p.ms("BRIDGE_JOB_TIMEOUT_MS", 1_800_000),
-		ResultTTL:          p.ms("BRIDGE_RESULT_TTL_MS", 1_800_000),
-		SyncWindow:         p.ms("BRIDGE_SYNC_WINDOW_MS", 45_000),
+		LogLevel:           p.str("BRIDGE_LOG_LEVEL", DefaultLogLevel),
+		MaxConcurrent:      p.intv("BRIDGE_MAX_CONCURRENT", DefaultMaxConcurrent, 1, 64),
+		MaxQueue:           p.intv("BRIDGE_MAX_QUEUE", DefaultMaxQueue, 0, 10_000),
+		MaxSteps:           p.intv("BRIDGE_MAX_STEPS", DefaultMaxSteps, 1, 100_000),
+		JobTimeout:         p.ms("BRIDGE_JOB_TIMEOUT_MS", DefaultJobTimeout),
+		ResultTTL:          p.ms("BRIDGE_RESULT_TTL_MS", DefaultResultTTL),
+		SyncWindow:         p.ms("BRIDGE_SYNC_WINDOW_MS", DefaultSyncWindow),
 		ClaudeBin:          get("BRIDGE_CLAUDE_BIN"),
-		ApprovalTimeout:    p.ms("BRIDGE_APPROVAL_TIMEOUT_MS", 300_000),
+		ApprovalTimeout:    p.ms("BRIDGE_APPROVAL_TIMEOUT_MS", DefaultApprovalTimeout),
 		ApproveAllow:       splitList(get("BRIDGE_APPROVE_ALLOW"), ","),
 		CCApproval:         p.onOff("BRIDGE_CC_APPROVAL"),
 		Sandbox:            p.onOff("BRIDGE_SANDBOX"),
-		JobMaxCostUSD:      p.float("BRIDGE_JOB_MAX_COST_USD", 1.00),
+		JobMaxCostUSD:      p.float("BRIDGE_JOB_MAX_COST_USD", DefaultJobMaxCostUSD),
 		JobMaxTokens:       p.int64v("BRIDGE_JOB_MAX_TOKENS", 0, 0, 1<<62),
 		DailyMaxCostUSD:    p.float("BRIDGE_DAILY_MAX_COST_USD", 0),
 		CloudflaredBin:     get("BRIDGE_CLOUDFLARED_BIN"),
@@ -377,9 +399,12 @@ func (p *parser) int64v(name string, def, lo, hi int64) int64 {
 // maxMS bounds every *_MS value: about 35 years, far inside time.Duration.
 const maxMS = 1 << 40
 
-func (p *parser) ms(name string, def int64) time.Duration {
-	return time.Duration(p.int64v(name, def, 1, maxMS)) * time.Millisecond
+func (p *parser) ms(name string, def time.Duration) time.Duration {
+	return time.Duration(p.int64v(name, def.Milliseconds(), 1, maxMS)) * time.Millisecond
 }
+
+// msText is d as a *_MS value.
+func msText(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 func (p *parser) float(name string, def float64) float64 {
 	v := p.get(name)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
@@ -14,6 +15,10 @@ import (
 // result never came (with a note saying so), and a file is listed as written or
 // touched only when its Write/Edit succeeded.
 func TestStoppedJobReportsWhatItReallyDid(t *testing.T) {
+	synctest.Test(t, testStoppedJobReportsWhatItReallyDid)
+}
+
+func testStoppedJobReportsWhatItReallyDid(t *testing.T) {
 	e := newEnv(t, nil)
 	s := e.start("x")
 	run := e.nextRun()
@@ -29,7 +34,9 @@ func TestStoppedJobReportsWhatItReallyDid(t *testing.T) {
 		evToolUse("b2", "Bash", "sleep 300"), // still running when cancelled
 	)
 	// The running snapshot already lists the command that has not finished.
-	waitFor(t, e, s.ID, func(s Snapshot) bool { return len(s.Commands) == 2 })
+	if c := e.applied(s.ID).Commands; len(c) != 2 {
+		t.Fatalf("running snapshot lists commands %+v, want both", c)
+	}
 	got, err := e.r.Cancel(t.Context(), s.ID)
 	if err != nil || got.Status != StatusCancelled {
 		t.Fatalf("cancel = %s, %v", got.Status, err)
@@ -99,13 +106,19 @@ func TestSettleCommands(t *testing.T) {
 
 // A command Claude Code refuses itself (no exit status, an error) says so.
 func TestCommandRefusedByTheHarness(t *testing.T) {
+	synctest.Test(t, testCommandRefusedByTheHarness)
+}
+
+func testCommandRefusedByTheHarness(t *testing.T) {
 	e := newEnv(t, nil)
 	s := e.start("task")
 	run := e.nextRun()
 	blocked := evToolResult("b1", true, nil)
 	blocked.ToolResult.Text = "Blocked: sleep 120 followed by other commands\nmore"
 	run.send(evToolUse("b1", "Bash", "sleep 120; ls"), blocked)
-	waitFor(t, e, s.ID, func(s Snapshot) bool { return len(s.Commands) == 1 && s.Commands[0].Note != "" })
+	if c := e.applied(s.ID).Commands; len(c) != 1 || c[0].Note == "" {
+		t.Fatalf("running snapshot lists commands %+v, want the refused one with a note", c)
+	}
 	got, err := e.r.Cancel(t.Context(), s.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -116,19 +129,16 @@ func TestCommandRefusedByTheHarness(t *testing.T) {
 	run.end(harness.Exit{})
 }
 
-// waitFor waits on the registry's change notifications until ok holds.
-func waitFor(t *testing.T, e *env, id string, ok func(Snapshot) bool) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	e.r.Wait(ctx, id, 10*time.Second, func(s Snapshot) {
-		if ok(s) {
-			cancel()
-		}
-	})
-	if s, _ := e.r.Get(id); !ok(s) {
-		t.Fatalf("job %s never reached the state: %+v", id, s)
+// applied returns job id's snapshot once its runner has folded every event
+// sent so far and waits for the next. Call it inside a synctest bubble.
+func (e *env) applied(id string) Snapshot {
+	e.t.Helper()
+	synctest.Wait()
+	s, err := e.r.Get(id)
+	if err != nil {
+		e.t.Fatal(err)
 	}
+	return s
 }
 
 // A wait on a job that is already waiting for approval hands that state to

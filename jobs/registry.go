@@ -2,16 +2,18 @@
 // queues and runs jobs through a Harness, enforces their ceilings, tells the
 // truth about how each ended, and keeps a snapshot of every job in the state
 // dir so a restart or bridgectl can see it.
+//
+// registry.go holds the calls (Start, Wait, Cancel, Close); run.go one job's
+// run from its slot to its end; fold.go what each harness event changes in
+// a snapshot; slots.go the running slots and the queue; persist.go the
+// snapshot files.
 package jobs
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,17 +21,15 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
-// Bounds of what the registry keeps per job.
+// Bounds of a job's request and of its reason for ending.
 const (
-	MaxTrace        = 500 // trace entries kept (the oldest are dropped)
-	MaxCommands     = 200
-	MaxFiles        = 200
-	maxNotes        = 5
 	maxTaskBytes    = 256 << 10
 	maxErrorText    = 2000
 	DefaultInterval = time.Second // trace snapshot throttle
@@ -43,8 +43,8 @@ var (
 )
 
 // ModelGateway hands each job its model endpoint and credentials. The daemon
-// uses the per-job model proxy (cmd/bridge): each job gets its own revocable
-// token, never the real key, and the proxy reports usage on Close.
+// uses its per-job model proxy: each job gets its own revocable token, never
+// the real key, and the proxy reports usage on Close.
 //
 // Revoke must not block: the registry calls it the moment a job is stopped
 // (cancel, ceiling, shutdown), before the harness has been reaped, so the
@@ -71,10 +71,10 @@ type Options struct {
 	Gateway ModelGateway
 	Model   string // DEEPSEEK_MODEL: the harness's model and the price of its usage
 
-	MaxConcurrent int // BRIDGE_MAX_CONCURRENT (default 2)
-	MaxQueue      int // BRIDGE_MAX_QUEUE (0 = no queue: busy means refused)
-	MaxSteps      int // BRIDGE_MAX_STEPS (default 120)
-	JobTimeout    time.Duration
+	MaxConcurrent int           // BRIDGE_MAX_CONCURRENT (0 = config.DefaultMaxConcurrent)
+	MaxQueue      int           // BRIDGE_MAX_QUEUE (0 = no queue: busy means refused)
+	MaxSteps      int           // BRIDGE_MAX_STEPS (0 = config.DefaultMaxSteps)
+	JobTimeout    time.Duration // BRIDGE_JOB_TIMEOUT_MS (0 = config.DefaultJobTimeout)
 	ResultTTL     time.Duration // never shorter than JobTimeout
 	TraceInterval time.Duration // snapshot writes while running, at most one per interval
 
@@ -100,30 +100,24 @@ type Registry struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // job runners and the sweeper
 
-	mu      sync.Mutex
-	jobs    map[string]*job
-	queue   []*job
-	running int
-	closed  bool
+	mu     sync.Mutex
+	jobs   map[string]*job
+	slots  slots
+	closed bool
 }
 
+// job is one job's state; everything but persistMu and written is guarded
+// by Registry.mu.
 type job struct {
-	id      string
-	snap    Snapshot      // guarded by Registry.mu
-	changed chan struct{} // closed and replaced on every change
-	done    chan struct{} // closed once the job is final
-	timeout time.Duration
+	id       string
+	progress               // its snapshot and what folding its harness events keeps
+	changed  chan struct{} // closed and replaced on every change
+	done     chan struct{} // closed once the job is final
+	timeout  time.Duration
 
 	run        harness.Run
 	stopStatus Status // set by the first stop request: what the job ends as
 	stopReason string
-	result     *harness.Result
-	tools      map[string]harness.ToolUse // tool_use id → call, for matching results
-	cmdAt      map[string]int             // Bash tool_use id → its index in snap.Commands
-	msgUsage   map[string]harness.Usage   // per model message, until the result line
-	notes      []string
-	tally      map[string]int
-	touched    []string
 	slot       bool // holds a running slot
 
 	seq        uint64 // snapshot version, bumped on every change
@@ -146,16 +140,16 @@ func New(opts Options) (*Registry, error) {
 		return nil, errors.New("jobs: a Harness, a ModelGateway and a Guard are required")
 	}
 	if opts.MaxConcurrent <= 0 {
-		opts.MaxConcurrent = 2
+		opts.MaxConcurrent = config.DefaultMaxConcurrent
 	}
 	if opts.MaxQueue < 0 {
 		opts.MaxQueue = 0
 	}
 	if opts.MaxSteps <= 0 {
-		opts.MaxSteps = 120
+		opts.MaxSteps = config.DefaultMaxSteps
 	}
 	if opts.JobTimeout <= 0 {
-		opts.JobTimeout = 30 * time.Minute
+		opts.JobTimeout = config.DefaultJobTimeout
 	}
 	if opts.ResultTTL < opts.JobTimeout {
 		opts.ResultTTL = opts.JobTimeout
@@ -168,7 +162,10 @@ func New(opts Options) (*Registry, error) {
 			return nil, fmt.Errorf("jobs: %w", err)
 		}
 	}
-	r := &Registry{opts: opts, jobs: map[string]*job{}, log: zerolog.Nop()}
+	r := &Registry{
+		opts: opts, jobs: map[string]*job{}, log: zerolog.Nop(),
+		slots: slots{max: opts.MaxConcurrent, maxQueue: opts.MaxQueue},
+	}
 	if opts.Logger != nil {
 		r.log = opts.Logger.With().Str("component", "jobs").Logger()
 	}
@@ -183,95 +180,12 @@ func New(opts Options) (*Registry, error) {
 	return r, nil
 }
 
-// reload turns the snapshots on disk into jobs.
-func (r *Registry) reload() error {
-	snaps, errs := LoadAll(r.opts.Dir)
-	for _, err := range errs {
-		var fe *ForeignVersionError
-		if errors.As(err, &fe) {
-			if s, ok := r.adoptForeign(fe); ok {
-				snaps = append(snaps, s)
-			}
-			continue
-		}
-		r.log.Warn().Err(err).Msg("skipping unreadable job snapshot; its harness dir is kept")
-	}
-	now := time.Now()
-	for _, s := range snaps {
-		j := newJob(s.ID)
-		j.snap = s
-		if !s.Status.Final() {
-			// The daemon that ran it is gone; so must be its harness tree.
-			if n := harness.KillJobProcesses(s.ID); n > 0 {
-				r.log.Warn().Str("job", s.ID).Int("processes", n).Msg("killed leftover harness processes of an interrupted job")
-			}
-			settleCommands(j.snap.Commands, s.Status == StatusWaitingApproval)
-			j.snap.Status = StatusInterrupted
-			j.snap.Error = fmt.Sprintf("the bridge stopped while the job was %s; it did not finish", s.Status)
-			j.snap.Nonce, j.snap.Result, j.snap.Approval = "", "", nil
-			j.snap.Partial = partialFromSnapshot(&j.snap)
-			j.snap.EndedAt = &now
-			exp := now.Add(r.opts.ResultTTL)
-			j.snap.ExpiresAt = &exp
-			j.snap.Trace = appendTrace(j.snap.Trace, &j.snap.TraceDropped, TraceEntry{Time: now, Kind: "state", Detail: "interrupted: the bridge restarted"})
-			close(j.done)
-			r.jobs[s.ID] = j
-			j.seq++
-			if err := r.write(j, j.snap.clone(), j.seq); err != nil {
-				return err
-			}
-			continue
-		}
-		if s.ExpiresAt != nil && now.After(*s.ExpiresAt) {
-			r.removeFiles(s.ID)
-			continue
-		}
-		close(j.done)
-		r.jobs[s.ID] = j
-	}
-	return nil
-}
-
-// adoptForeign reads the little every snapshot version shares (id, status,
-// task, workspace, created_at) from a snapshot of a foreign format version.
-// A job it says was unfinished is handed to reload, which marks it
-// interrupted, kills its leftover processes and rewrites the file in this
-// build's format (no daemon runs it: the state dir's lock is held by this
-// one). A finished one, or one that does not parse that far, is left as it is
-// and logged; its harness dir is kept.
-func (r *Registry) adoptForeign(fe *ForeignVersionError) (Snapshot, bool) {
-	var old struct {
-		ID        string    `json:"id"`
-		Status    Status    `json:"status"`
-		Task      string    `json:"task"`
-		Workspace string    `json:"workspace"`
-		CreatedAt time.Time `json:"created_at"`
-	}
-	log := r.log.Warn().Str("file", fe.Path).Int("version", fe.Version)
-	if err := statedir.ReadJSON(fe.Path, &old); err != nil || old.ID != fe.ID || old.Status == "" {
-		log.Msg("job snapshot of a foreign format version left as it is (it does not parse as a job); its harness dir is kept")
-		return Snapshot{}, false
-	}
-	if old.Status.Final() {
-		log.Str("status", string(old.Status)).Msg("finished job snapshot of a foreign format version left as it is; its harness dir is kept")
-		return Snapshot{}, false
-	}
-	log.Str("status", string(old.Status)).Msg("unfinished job snapshot of a foreign format version: marking it interrupted in this build's format")
-	return Snapshot{
-		Version: SnapshotVersion, ID: old.ID, Status: old.Status, Task: old.Task, Workspace: old.Workspace,
-		CreatedAt: old.CreatedAt, FilesWritten: []string{}, Commands: []Command{},
-	}, true
-}
-
-func newJob(id string) *job {
+func (r *Registry) newJob(snap Snapshot) *job {
 	return &job{
-		id:       id,
+		id:       snap.ID,
+		progress: newProgress(snap, deepseek.PriceFor(r.opts.Model)),
 		changed:  make(chan struct{}),
 		done:     make(chan struct{}),
-		tools:    map[string]harness.ToolUse{},
-		cmdAt:    map[string]int{},
-		msgUsage: map[string]harness.Usage{},
-		tally:    map[string]int{},
 	}
 }
 
@@ -305,465 +219,42 @@ func (r *Registry) Start(ctx context.Context, req StartRequest) (Snapshot, error
 	if req.Timeout > 0 && req.Timeout < timeout {
 		timeout = req.Timeout
 	}
-	id, err := randomHex(16)
+	id, err := ids.New()
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("job id: %w", err)
 	}
 	now := time.Now()
-	j := newJob(id)
-	j.timeout = timeout
-	j.snap = Snapshot{
+	j := r.newJob(Snapshot{
 		Version: SnapshotVersion, ID: id, Status: StatusQueued, Task: req.Task, Workspace: ws,
 		CreatedAt: now, MaxSteps: maxSteps, TimeoutMS: timeout.Milliseconds(),
 		FilesWritten: []string{}, Commands: []Command{},
-	}
+	})
+	j.timeout = timeout
 
 	r.mu.Lock()
 	switch {
 	case r.closed:
 		r.mu.Unlock()
 		return Snapshot{}, ErrClosed
-	case r.running >= r.opts.MaxConcurrent && len(r.queue) >= r.opts.MaxQueue:
-		running, queued := r.running, len(r.queue)
+	case r.slots.full():
+		running, queued := r.slots.running, len(r.slots.queue)
 		r.mu.Unlock()
 		return Snapshot{}, fmt.Errorf("%w: %d jobs are running and %d are waiting (BRIDGE_MAX_CONCURRENT=%d, BRIDGE_MAX_QUEUE=%d); try again when one has finished", ErrQueueFull, running, queued, r.opts.MaxConcurrent, r.opts.MaxQueue)
 	}
 	r.jobs[id] = j
-	if r.running < r.opts.MaxConcurrent {
+	if r.slots.free() {
 		r.launchLocked(j)
 	} else {
-		r.queue = append(r.queue, j)
+		r.slots.enqueue(j)
 		j.snap.Trace = appendTrace(j.snap.Trace, &j.snap.TraceDropped, TraceEntry{Time: now, Kind: "state", Detail: "queued"})
 	}
-	snap, seq := r.captureLocked(j)
+	snap := r.commitLocked(j, tellNobody) // nobody knows its id yet
 	r.mu.Unlock()
-	if err := r.write(j, snap, seq); err != nil {
-		r.log.Error().Err(err).Str("job", id).Msg("snapshot write failed")
-	}
 	if snap.Status == StatusRunning {
 		go r.runJob(j) // owner: the registry (r.wg, joined by Close)
 	}
 	r.log.Info().Str("job", id).Str("workspace", ws).Str("status", string(snap.Status)).Msg("job accepted")
 	return snap, nil
-}
-
-// launchLocked moves j to running and accounts for its runner; the caller
-// starts the runner (go r.runJob(j)) once the running snapshot is on disk.
-func (r *Registry) launchLocked(j *job) {
-	now := time.Now()
-	r.running++
-	j.slot = true
-	j.snap.Status = StatusRunning
-	j.snap.StartedAt = &now
-	j.snap.Trace = appendTrace(j.snap.Trace, &j.snap.TraceDropped, TraceEntry{Time: now, Kind: "state", Detail: "running"})
-	r.wg.Add(1)
-}
-
-// outcome is how a run ended, before it is written into the snapshot.
-type outcome struct {
-	status Status
-	reason string
-	result string
-	usage  *Metered
-}
-
-func (r *Registry) runJob(j *job) {
-	defer r.wg.Done()
-	baseURL, token, err := r.opts.Gateway.Open(j.id)
-	if err != nil {
-		r.finish(j, outcome{status: StatusError, reason: "could not open the model endpoint: " + err.Error()})
-		return
-	}
-	out := r.execute(j, baseURL, token)
-	if u, err := r.opts.Gateway.Close(j.id); err == nil {
-		out.usage = &u
-	} else {
-		r.log.Warn().Err(err).Str("job", j.id).Msg("model gateway close")
-	}
-	r.finish(j, out)
-}
-
-// execute runs the harness to its end and says how the job ended.
-func (r *Registry) execute(j *job, baseURL, token string) outcome {
-	r.mu.Lock()
-	spec := harness.Spec{
-		JobID: j.id, Task: j.snap.Task, Workspace: j.snap.Workspace,
-		ConfigDir: r.opts.Dir.HarnessDir(j.id), BaseURL: baseURL, Token: token, Model: r.opts.Model,
-	}
-	r.mu.Unlock()
-	if err := r.opts.Guard.Prepare(r.ctx, &spec); err != nil {
-		return outcome{status: StatusError, reason: "could not prepare the harness: " + err.Error()}
-	}
-	r.mu.Lock()
-	if j.stopStatus != "" { // cancelled or shut down before the harness started
-		out := outcome{status: j.stopStatus, reason: j.stopReason}
-		r.mu.Unlock()
-		return out
-	}
-	r.mu.Unlock()
-	run, err := r.opts.Harness.Start(r.ctx, spec)
-	if err != nil {
-		return outcome{status: StatusError, reason: "could not start the agent harness: " + err.Error()}
-	}
-	r.mu.Lock()
-	j.run = run
-	j.snap.HarnessPID = run.PID()
-	if j.stopStatus != "" { // cancelled or shut down while starting
-		run.Stop()
-	}
-	snap, seq := r.captureLocked(j)
-	r.mu.Unlock()
-	_ = r.write(j, snap, seq)
-
-	timer := time.AfterFunc(j.timeout, func() {
-		r.stop(j, StatusError, fmt.Sprintf("the job hit its wall-clock ceiling of %s and was stopped", j.timeout))
-	})
-	defer timer.Stop()
-	for ev := range run.Events() {
-		r.apply(j, ev)
-	}
-	exit := run.Wait()
-	timer.Stop()
-
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if j.stopStatus != "" {
-		return outcome{status: j.stopStatus, reason: j.stopReason}
-	}
-	switch res := j.result; {
-	case res.Succeeded():
-		return outcome{status: StatusDone, result: res.Text}
-	case res != nil:
-		why := fmt.Sprintf("the agent harness ended without a successful result (%s", res.Subtype)
-		if res.TerminalReason != "" && res.TerminalReason != "completed" {
-			why += ", " + res.TerminalReason
-		}
-		why += ")"
-		if res.Text != "" {
-			why += ": " + res.Text
-		} else if !res.IsError {
-			why += ": its final answer was empty"
-		}
-		return outcome{status: StatusError, reason: why}
-	default:
-		why := fmt.Sprintf("the agent harness exited (code %d%s) without a result", exit.Code, sigSuffix(exit.Signal))
-		if tail := lastLines(exit.Stderr, 5); tail != "" {
-			why += "; its last stderr lines: " + tail
-		}
-		if exit.Err != nil {
-			why += ": " + exit.Err.Error()
-		}
-		return outcome{status: StatusError, reason: why}
-	}
-}
-
-func sigSuffix(sig string) string {
-	if sig == "" {
-		return ""
-	}
-	return ", signal " + sig
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.TrimSpace(strings.Join(lines, " | "))
-}
-
-// firstLine is the first non-empty line of s, clipped to n bytes.
-func firstLine(s string, n int) string {
-	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			return harness.Clip(l, n)
-		}
-	}
-	return "(no output)"
-}
-
-// apply folds one harness event into the job.
-func (r *Registry) apply(j *job, ev harness.Event) {
-	r.mu.Lock()
-	s := &j.snap
-	switch ev.Kind {
-	case harness.KindInit:
-		s.SessionID = ev.SessionID
-	case harness.KindUsage:
-		j.msgUsage[ev.MessageID] = *ev.Usage
-	case harness.KindText:
-		j.notes = append(j.notes, ev.Text)
-		if len(j.notes) > maxNotes {
-			j.notes = j.notes[len(j.notes)-maxNotes:]
-		}
-		s.Trace = appendTrace(s.Trace, &s.TraceDropped, TraceEntry{Time: ev.Time, Kind: "text", Detail: harness.Clip(ev.Text, 300)})
-	case harness.KindToolUse:
-		tu := *ev.ToolUse
-		s.Steps++
-		s.LastTool = tu.Name
-		if tu.Detail != "" {
-			s.LastTool += ": " + tu.Detail
-		}
-		j.tools[tu.ID] = tu
-		j.tally[tu.Name]++
-		// A command is listed as soon as it starts, so a job stopped while
-		// it runs still reports it ("running" until its result, then a note
-		// if the job ends first: settleCommands).
-		if tu.Name == "Bash" && len(s.Commands) < MaxCommands {
-			j.cmdAt[tu.ID] = len(s.Commands)
-			s.Commands = append(s.Commands, Command{Command: tu.Command})
-		}
-		s.Trace = appendTrace(s.Trace, &s.TraceDropped, TraceEntry{Time: ev.Time, Kind: "tool_use", Tool: tu.Name, Detail: tu.Detail})
-		if s.Steps > s.MaxSteps {
-			calls := "tool calls"
-			if s.MaxSteps == 1 {
-				calls = "tool call"
-			}
-			r.stopLocked(j, StatusError, fmt.Sprintf("the job hit its step ceiling of %d %s and was stopped", s.MaxSteps, calls))
-		}
-	case harness.KindToolResult:
-		tr := ev.ToolResult
-		tu, known := j.tools[tr.ToolUseID]
-		delete(j.tools, tr.ToolUseID)
-		entry := TraceEntry{Time: ev.Time, Kind: "tool_result", Tool: tu.Name, Detail: harness.Clip(tr.Text, 200), IsError: tr.IsError, Denied: tr.Denied}
-		if known && tu.Name == "Bash" {
-			entry.ExitCode = tr.ExitCode
-			if i, ok := j.cmdAt[tr.ToolUseID]; ok {
-				delete(j.cmdAt, tr.ToolUseID)
-				s.Commands[i].ExitCode, s.Commands[i].Denied = tr.ExitCode, tr.Denied
-				if tr.ExitCode == nil && !tr.Denied && tr.IsError {
-					s.Commands[i].Note = notePrefixFailed + firstLine(tr.Text, 160)
-				}
-			}
-		}
-		// A file counts as written, or touched, only once its tool succeeded:
-		// a refused or failed Write/Edit changed nothing.
-		if ok := known && !tr.IsError && !tr.Denied; ok && tu.Path != "" {
-			s.FilesWritten = addFile(s.FilesWritten, tu.Path)
-			j.touched = addFile(j.touched, tu.Path)
-		} else if ok && tu.Name == "Read" && tu.Detail != "" {
-			j.touched = addFile(j.touched, tu.Detail)
-		}
-		s.Trace = appendTrace(s.Trace, &s.TraceDropped, entry)
-	case harness.KindResult:
-		j.result = ev.Result
-		s.NumTurns = ev.Result.NumTurns
-		if ev.Result.SessionID != "" {
-			s.SessionID = ev.Result.SessionID
-		}
-		s.PermissionDenials = s.PermissionDenials[:0]
-		for _, d := range ev.Result.PermissionDenials {
-			s.PermissionDenials = append(s.PermissionDenials, Denial{ToolName: d.ToolName, ToolUseID: d.ToolUseID})
-		}
-	}
-	r.setUsageLocked(j, nil)
-	j.seq++
-	r.notifyLocked(j)
-	r.scheduleTraceLocked(j)
-	r.mu.Unlock()
-}
-
-// setUsageLocked recomputes the job's usage: the gateway's count (and cost)
-// if it has one, else the harness's result line, else the sum of its
-// messages so far, priced at the configured model.
-func (r *Registry) setUsageLocked(j *job, gw *Metered) {
-	if gw != nil && !gw.Usage.IsZero() {
-		j.snap.Usage, j.snap.CostUSD = gw.Usage, deepseek.RoundUSD(gw.CostUSD)
-		return
-	}
-	var u Usage
-	switch {
-	case j.result != nil:
-		u = fromHarness(j.result.Usage)
-	default:
-		var sum harness.Usage
-		for _, mu := range j.msgUsage {
-			sum = sum.Add(mu)
-		}
-		u = fromHarness(sum)
-	}
-	j.snap.Usage = u
-	j.snap.CostUSD = deepseek.PriceFor(r.opts.Model).Cost(u.CacheReadTokens, u.InputTokens, u.OutputTokens)
-}
-
-func fromHarness(h harness.Usage) Usage {
-	return Usage{
-		InputTokens:     h.InputTokens + h.CacheCreationTokens,
-		OutputTokens:    h.OutputTokens,
-		CacheReadTokens: h.CacheReadTokens,
-		ThinkingTokens:  h.ThinkingTokens,
-	}
-}
-
-// scheduleTraceLocked writes the snapshot now if the last write is older than
-// the interval, else once the interval has passed.
-func (r *Registry) scheduleTraceLocked(j *job) {
-	if j.traceTimer != nil || j.removed {
-		return
-	}
-	wait := r.opts.TraceInterval - time.Since(j.lastWrite)
-	if wait < 0 {
-		wait = 0
-	}
-	j.traceTimer = time.AfterFunc(wait, func() {
-		r.mu.Lock()
-		j.traceTimer = nil
-		if j.snap.Status.Final() || j.removed {
-			r.mu.Unlock()
-			return
-		}
-		j.lastWrite = time.Now()
-		snap, seq := r.captureLocked(j)
-		r.mu.Unlock()
-		if err := r.write(j, snap, seq); err != nil {
-			r.log.Error().Err(err).Str("job", j.id).Msg("trace snapshot write failed")
-		}
-	})
-}
-
-// stop asks a running job to end as status; the first request wins.
-func (r *Registry) stop(j *job, status Status, reason string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stopLocked(j, status, reason)
-}
-
-func (r *Registry) stopLocked(j *job, status Status, reason string) {
-	if j.stopStatus != "" || j.snap.Status.Final() {
-		return
-	}
-	j.stopStatus, j.stopReason = status, reason
-	j.snap.Trace = appendTrace(j.snap.Trace, &j.snap.TraceDropped, TraceEntry{Time: time.Now(), Kind: "state", Detail: "stopping: " + reason})
-	r.opts.Gateway.Revoke(j.id) // the token dies now, not once the harness is reaped
-	if j.run != nil {
-		j.run.Stop()
-	}
-}
-
-// finish writes a run's outcome into the job and hands its slot on.
-func (r *Registry) finish(j *job, out outcome) {
-	r.mu.Lock()
-	r.endLocked(j, out)
-	snap, seq := r.captureLocked(j)
-	r.mu.Unlock()
-	if err := r.write(j, snap, seq); err != nil {
-		r.log.Error().Err(err).Str("job", j.id).Msg("final snapshot write failed")
-	}
-	r.mu.Lock()
-	r.settleLocked(j)
-	if j.slot {
-		j.slot = false
-		r.running--
-	}
-	started := r.startQueuedLocked()
-	r.mu.Unlock()
-	for _, q := range started { // running on disk first, then its pollers are told
-		r.persist(q)
-		r.mu.Lock()
-		r.notifyLocked(q)
-		r.mu.Unlock()
-		go r.runJob(q) // owner: the registry (r.wg, joined by Close)
-	}
-	r.log.Info().Str("job", j.id).Str("status", string(snap.Status)).Int("steps", snap.Steps).Str("reason", snap.Error).Msg("job ended")
-}
-
-// endLocked moves j to its final state. Only done carries a nonce and a
-// result; everything else carries the partial work, labelled as not a result.
-func (r *Registry) endLocked(j *job, out outcome) {
-	now := time.Now()
-	exp := now.Add(r.opts.ResultTTL)
-	s := &j.snap
-	r.setUsageLocked(j, out.usage)
-	settleCommands(s.Commands, s.Status == StatusWaitingApproval)
-	s.Status = out.status
-	s.EndedAt, s.ExpiresAt = &now, &exp
-	s.Approval = nil
-	if out.status == StatusDone {
-		nonce, err := randomHex(16) // 128 bits
-		if err != nil {
-			out = outcome{status: StatusError, reason: "could not make a nonce: " + err.Error()}
-			s.Status = StatusError
-		} else {
-			s.Nonce, s.Result = nonce, out.result
-		}
-	}
-	if s.Status != StatusDone {
-		s.Nonce, s.Result = "", ""
-		s.Error = harness.Clip(out.reason, maxErrorText)
-		s.Partial = &Partial{
-			Label:        PartialLabel,
-			Notes:        append([]string(nil), j.notes...),
-			ToolCalls:    maps(j.tally),
-			FilesTouched: append([]string(nil), j.touched...),
-		}
-	}
-	s.Trace = appendTrace(s.Trace, &s.TraceDropped, TraceEntry{Time: now, Kind: "state", Detail: string(s.Status)})
-	if j.traceTimer != nil {
-		j.traceTimer.Stop()
-		j.traceTimer = nil
-	}
-}
-
-// settleLocked tells waiters j is final; called once its final snapshot is
-// on disk, so whoever sees the end state can also read it there.
-func (r *Registry) settleLocked(j *job) {
-	select {
-	case <-j.done:
-	default:
-		close(j.done)
-	}
-	r.notifyLocked(j)
-}
-
-// addFile appends path unless it is listed already or the list is full.
-func addFile(list []string, path string) []string {
-	if slices.Contains(list, path) || len(list) >= MaxFiles {
-		return list
-	}
-	return append(list, path)
-}
-
-func maps(m map[string]int) map[string]int {
-	out := make(map[string]int, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-// partialFromSnapshot rebuilds the partial of a job from its trace alone (a
-// job found running on disk after a restart).
-func partialFromSnapshot(s *Snapshot) *Partial {
-	p := &Partial{Label: PartialLabel, ToolCalls: map[string]int{}}
-	for _, e := range s.Trace {
-		switch e.Kind {
-		case "tool_use":
-			p.ToolCalls[e.Tool]++
-		case "text":
-			p.Notes = append(p.Notes, e.Detail)
-		}
-	}
-	if len(p.Notes) > maxNotes {
-		p.Notes = p.Notes[len(p.Notes)-maxNotes:]
-	}
-	p.FilesTouched = append(p.FilesTouched, s.FilesWritten...)
-	return p
-}
-
-// startQueuedLocked starts queued jobs while slots are free and returns them;
-// the caller writes each one's snapshot and then notifies its waiters.
-func (r *Registry) startQueuedLocked() []*job {
-	var started []*job
-	for !r.closed && r.running < r.opts.MaxConcurrent && len(r.queue) > 0 {
-		j := r.queue[0]
-		r.queue = r.queue[1:]
-		r.launchLocked(j)
-		started = append(started, j)
-	}
-	for _, q := range r.queue {
-		r.notifyLocked(q) // positions moved
-	}
-	return started
 }
 
 func isClosed(c chan struct{}) bool {
@@ -781,54 +272,14 @@ func (r *Registry) notifyLocked(j *job) {
 	j.changed = make(chan struct{})
 }
 
-// captureLocked copies j's snapshot for writing, with its sequence number.
-func (r *Registry) captureLocked(j *job) (Snapshot, uint64) {
-	j.seq++
-	return r.snapshotLocked(j), j.seq
-}
-
 // snapshotLocked is j's snapshot as callers see it (queue position filled in).
 func (r *Registry) snapshotLocked(j *job) Snapshot {
 	s := j.snap.clone()
 	s.QueuePosition = 0
 	if s.Status == StatusQueued {
-		for i, q := range r.queue {
-			if q == j {
-				s.QueuePosition = i + 1
-			}
-		}
+		s.QueuePosition = r.slots.position(j)
 	}
 	return s
-}
-
-func (r *Registry) persist(j *job) {
-	r.mu.Lock()
-	snap, seq := r.captureLocked(j)
-	r.mu.Unlock()
-	if err := r.write(j, snap, seq); err != nil {
-		r.log.Error().Err(err).Str("job", j.id).Msg("snapshot write failed")
-	}
-}
-
-// write stores snap unless a newer one of the same job is already on disk.
-func (r *Registry) write(j *job, snap Snapshot, seq uint64) error {
-	j.persistMu.Lock()
-	defer j.persistMu.Unlock()
-	if seq <= j.written {
-		return nil
-	}
-	r.mu.Lock()
-	removed := j.removed
-	r.mu.Unlock()
-	if removed {
-		return nil
-	}
-	snap.QueuePosition = 0 // a live value, not state
-	if err := statedir.WriteJSON(r.opts.Dir.JobFile(j.id), snap); err != nil {
-		return err
-	}
-	j.written = seq
-	return nil
 }
 
 // Get returns a job's snapshot.
@@ -919,24 +370,16 @@ func (r *Registry) Cancel(ctx context.Context, id string) (Snapshot, error) {
 		r.mu.Unlock()
 		return Snapshot{}, unknown(id)
 	}
-	var snap Snapshot
-	var seq uint64
 	switch {
 	case j.snap.Status.Final():
 		s := r.snapshotLocked(j)
 		r.mu.Unlock()
 		return s, nil
 	case j.snap.Status == StatusQueued:
-		r.queue = slices.DeleteFunc(r.queue, func(q *job) bool { return q == j })
+		r.slots.remove(j)
 		r.endLocked(j, outcome{status: StatusCancelled, reason: "cancelled by the caller before it started"})
-		for _, q := range r.queue {
-			r.notifyLocked(q)
-		}
-		snap, seq = r.captureLocked(j)
-		r.mu.Unlock()
-		_ = r.write(j, snap, seq)
-		r.mu.Lock()
-		r.settleLocked(j)
+		r.notifyQueueLocked()
+		r.commitLocked(j, tellSettled)
 		r.mu.Unlock()
 		return r.Get(id)
 	default:
@@ -981,13 +424,7 @@ func (r *Registry) SetWaiting(id string, a *ApprovalInfo) {
 		j.snap.Status, j.snap.Approval = StatusRunning, nil
 		j.snap.Trace = appendTrace(j.snap.Trace, &j.snap.TraceDropped, TraceEntry{Time: time.Now(), Kind: "state", Detail: "running"})
 	}
-	snap, seq := r.captureLocked(j)
-	r.mu.Unlock()
-	if err := r.write(j, snap, seq); err != nil { // on disk before any poller is told
-		r.log.Error().Err(err).Str("job", id).Msg("snapshot write failed")
-	}
-	r.mu.Lock()
-	r.notifyLocked(j)
+	r.commitLocked(j, tellWaiters)
 	r.mu.Unlock()
 }
 
@@ -1000,24 +437,19 @@ func (r *Registry) Close(ctx context.Context) error {
 		return nil
 	}
 	r.closed = true
-	var queued []*job
-	for _, j := range r.queue {
+	queued := r.slots.drain()
+	for _, j := range queued {
 		r.endLocked(j, outcome{status: StatusInterrupted, reason: "the bridge shut down before the job started"})
-		queued = append(queued, j)
 	}
-	r.queue = nil
 	for _, j := range r.jobs {
 		if !j.snap.Status.Final() {
 			r.stopLocked(j, StatusInterrupted, "the bridge shut down while the job was running")
 		}
 	}
-	r.mu.Unlock()
 	for _, j := range queued {
-		r.persist(j)
-		r.mu.Lock()
-		r.settleLocked(j)
-		r.mu.Unlock()
+		r.commitLocked(j, tellSettled)
 	}
+	r.mu.Unlock()
 	r.cancel()
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()
@@ -1061,51 +493,4 @@ func (r *Registry) sweepOnce(now time.Time) {
 		r.removeFiles(id)
 		r.log.Debug().Str("job", id).Msg("job expired")
 	}
-}
-
-// removeOrphanHarnessDirs deletes per-job harness dirs no snapshot refers to
-// (their job expired while no daemon was running).
-func (r *Registry) removeOrphanHarnessDirs() {
-	entries, err := os.ReadDir(r.opts.Dir.HarnessRoot())
-	if err != nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, e := range entries {
-		id := e.Name()
-		if _, ok := r.jobs[id]; ok || !ValidID(id) {
-			continue
-		}
-		if _, err := os.Lstat(r.opts.Dir.JobFile(id)); err == nil {
-			continue // a snapshot this build could not read: not an orphan
-		}
-		_ = os.RemoveAll(r.opts.Dir.HarnessDir(id))
-	}
-}
-
-func (r *Registry) removeFiles(id string) {
-	if err := os.Remove(r.opts.Dir.JobFile(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		r.log.Warn().Err(err).Str("job", id).Msg("remove expired snapshot")
-	}
-	if err := os.RemoveAll(r.opts.Dir.HarnessDir(id)); err != nil {
-		r.log.Warn().Err(err).Str("job", id).Msg("remove expired harness dir")
-	}
-}
-
-func appendTrace(tr []TraceEntry, dropped *int, e TraceEntry) []TraceEntry {
-	tr = append(tr, e)
-	if over := len(tr) - MaxTrace; over > 0 {
-		*dropped += over
-		tr = append(tr[:0:0], tr[over:]...)
-	}
-	return tr
-}
-
-func randomHex(n int) (string, error) {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
 }

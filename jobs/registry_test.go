@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -214,23 +212,26 @@ func TestCancel(t *testing.T) {
 		}
 	})
 	t.Run("queued never starts", func(t *testing.T) {
-		e := newEnv(t, func(o *Options) { o.MaxConcurrent = 1 })
-		a := e.start("a")
-		runA := e.nextRun()
-		b := e.start("b")
-		if b.Status != StatusQueued || b.QueuePosition != 1 {
-			t.Fatalf("b = %s pos %d", b.Status, b.QueuePosition)
-		}
-		got, err := e.r.Cancel(t.Context(), b.ID)
-		if err != nil || got.Status != StatusCancelled {
-			t.Fatalf("cancel queued = %s %v", got.Status, err)
-		}
-		e.succeed(runA, a.ID)
-		select {
-		case r := <-e.h.runs:
-			t.Fatalf("cancelled job started: %s", r.spec.JobID)
-		case <-time.After(100 * time.Millisecond):
-		}
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t, func(o *Options) { o.MaxConcurrent = 1 })
+			a := e.start("a")
+			runA := e.nextRun()
+			b := e.start("b")
+			if b.Status != StatusQueued || b.QueuePosition != 1 {
+				t.Fatalf("b = %s pos %d", b.Status, b.QueuePosition)
+			}
+			got, err := e.r.Cancel(t.Context(), b.ID)
+			if err != nil || got.Status != StatusCancelled {
+				t.Fatalf("cancel queued = %s %v", got.Status, err)
+			}
+			e.succeed(runA, a.ID)
+			synctest.Wait() // whatever a's end started has reached the harness
+			select {
+			case r := <-e.h.runs:
+				t.Fatalf("cancelled job started: %s", r.spec.JobID)
+			default:
+			}
+		})
 	})
 	t.Run("finished is unchanged", func(t *testing.T) {
 		e := newEnv(t, nil)
@@ -324,51 +325,51 @@ func TestAbortAndWaiting(t *testing.T) {
 }
 
 func TestWaitReportsChangesAndReturnsOnSettle(t *testing.T) {
-	e := newEnv(t, nil)
-	s := e.start("x")
-	run := e.nextRun()
-	changes := make(chan Snapshot, 64)
-	res := make(chan Snapshot, 1)
-	go func() {
-		got, _ := e.r.Wait(t.Context(), s.ID, time.Minute, func(s Snapshot) { changes <- s })
-		res <- got
-	}()
-	// The waiter may not be listening yet when the first event lands: keep
-	// sending steps until one is reported.
-	var c Snapshot
-	for i := 0; c.ID == ""; i++ {
-		if i == 200 {
-			t.Fatal("no change reported")
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, nil)
+		s := e.start("x")
+		run := e.nextRun()
+		changes := make(chan Snapshot, 64)
+		res := make(chan Snapshot, 1)
+		go func() {
+			got, _ := e.r.Wait(t.Context(), s.ID, time.Minute, func(s Snapshot) { changes <- s })
+			res <- got
+		}()
+		synctest.Wait() // the waiter is listening
+		if c := <-changes; c.Steps != 0 || c.Status != StatusRunning {
+			t.Fatalf("the state at the start of the wait = %d %s", c.Steps, c.Status)
 		}
-		run.send(evToolUse(fmt.Sprint(i), "Grep", "TODO"))
+		run.send(evToolUse("0", "Grep", "TODO"))
+		synctest.Wait()
+		var c Snapshot
 		select {
 		case c = <-changes:
-			if c.Steps == 0 { // the state at the start of the wait
-				c = Snapshot{}
+		default:
+			t.Fatal("no change reported")
+		}
+		if c.Steps < 1 || c.LastTool != "Grep: TODO" || c.Status != StatusRunning {
+			t.Errorf("change = %d %q %s", c.Steps, c.LastTool, c.Status)
+		}
+		run.send(evResult("success", false, "ok"))
+		run.end(harness.Exit{})
+		synctest.Wait()
+		select {
+		case got := <-res:
+			if got.Status != StatusDone {
+				t.Fatalf("got %s", got.Status)
 			}
-		case <-time.After(25 * time.Millisecond):
+		default:
+			t.Fatal("Wait did not return on settle")
 		}
-	}
-	if c.Steps < 1 || c.LastTool != "Grep: TODO" || c.Status != StatusRunning {
-		t.Errorf("change = %d %q %s", c.Steps, c.LastTool, c.Status)
-	}
-	run.send(evResult("success", false, "ok"))
-	run.end(harness.Exit{})
-	select {
-	case got := <-res:
-		if got.Status != StatusDone {
-			t.Fatalf("got %s", got.Status)
+		// A wait on a running job returns at its deadline with the live state.
+		s2 := e.start("y")
+		e.nextRun()
+		begin := time.Now()
+		got, err := e.r.Wait(t.Context(), s2.ID, 20*time.Millisecond, nil)
+		if err != nil || got.Status != StatusRunning || time.Since(begin) != 20*time.Millisecond {
+			t.Fatalf("wait = %s %v after %v", got.Status, err, time.Since(begin))
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Wait did not return on settle")
-	}
-	// A wait on a running job returns at its deadline with the live state.
-	s2 := e.start("y")
-	e.nextRun()
-	got, err := e.r.Wait(t.Context(), s2.ID, 20*time.Millisecond, nil)
-	if err != nil || got.Status != StatusRunning {
-		t.Fatalf("wait = %s %v", got.Status, err)
-	}
+	})
 }
 
 func TestLiveTraceIsOnDiskWhileRunning(t *testing.T) {
@@ -656,36 +657,35 @@ func TestWaitEndedByCallerReturnsCurrentState(t *testing.T) {
 }
 
 func TestCancelBeforeHarnessStartsNeverStartsIt(t *testing.T) {
-	entered, release := make(chan struct{}), make(chan struct{})
-	e := newEnv(t, func(o *Options) {
-		o.Guard = prepareGuard{o.Guard.(rootGuard), func(ctx context.Context, spec *harness.Spec) error {
-			spec.SettingsFile = "/x/settings.json"
-			close(entered)
-			<-release
-			return nil
-		}}
-	})
-	s := e.start("x")
-	<-entered
-	got := make(chan Snapshot, 1)
-	go func() { c, _ := e.r.Cancel(context.Background(), s.ID); got <- c }()
-	// Cancel marks the job before it blocks on the end; wait for the mark.
-	for {
+	synctest.Test(t, func(t *testing.T) {
+		entered, release := make(chan struct{}), make(chan struct{})
+		e := newEnv(t, func(o *Options) {
+			o.Guard = prepareGuard{o.Guard.(rootGuard), func(ctx context.Context, spec *harness.Spec) error {
+				spec.SettingsFile = "/x/settings.json"
+				close(entered)
+				<-release
+				return nil
+			}}
+		})
+		s := e.start("x")
+		<-entered
+		got := make(chan Snapshot, 1)
+		go func() { c, _ := e.r.Cancel(context.Background(), s.ID); got <- c }()
+		synctest.Wait() // Cancel has marked the job and waits for its end
 		e.r.mu.Lock()
 		marked := e.r.jobs[s.ID].stopStatus != ""
 		e.r.mu.Unlock()
-		if marked {
-			break
+		if !marked {
+			t.Fatal("Cancel waits for the end without marking the job")
 		}
-		runtime.Gosched()
-	}
-	close(release)
-	if c := <-got; c.Status != StatusCancelled || c.Nonce != "" {
-		t.Fatalf("got %s", c.Status)
-	}
-	select {
-	case r := <-e.h.runs:
-		t.Fatalf("harness started for a cancelled job: %+v", r.spec)
-	default:
-	}
+		close(release)
+		if c := <-got; c.Status != StatusCancelled || c.Nonce != "" {
+			t.Fatalf("got %s", c.Status)
+		}
+		select {
+		case r := <-e.h.runs:
+			t.Fatalf("harness started for a cancelled job: %+v", r.spec)
+		default:
+		}
+	})
 }

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -223,17 +223,12 @@ func (s *Snapshot) clone() Snapshot {
 	return c
 }
 
-var idRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
-
-// ValidID reports whether id has the shape of a job id (so it is safe in a path).
-func ValidID(id string) bool { return idRE.MatchString(id) }
-
 // ErrUnknownJob: no job has this id (or it has expired).
 var ErrUnknownJob = errors.New("unknown job id")
 
 // Load reads one job's snapshot from the state dir, without a daemon.
 func Load(dir statedir.Dir, id string) (Snapshot, error) {
-	if !ValidID(id) {
+	if !ids.Valid(id) {
 		return Snapshot{}, fmt.Errorf("%w %q: job ids are 32 hex characters (see `bridgectl jobs`)", ErrUnknownJob, id)
 	}
 	var s Snapshot
@@ -274,7 +269,7 @@ func LoadAll(dir statedir.Dir) (snaps []Snapshot, errs []error) {
 	}
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || !ValidID(id) || !e.Type().IsRegular() {
+		if !ok || !ids.Valid(id) || !e.Type().IsRegular() {
 			continue
 		}
 		s, err := Load(dir, id)

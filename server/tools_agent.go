@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 )
 
@@ -26,11 +27,10 @@ var _ AgentJobs = (*jobs.Registry)(nil)
 
 // Limits of the agent tools.
 const (
-	DefaultPollWait   = 20 * time.Second
-	MaxPollWait       = 40 * time.Second
-	DefaultSyncWindow = 45 * time.Second
-	cancelWait        = 15 * time.Second // how long cancel waits for the harness to be gone
-	progressEvery     = time.Second      // at most one progress notification per interval
+	DefaultPollWait = 20 * time.Second
+	MaxPollWait     = 40 * time.Second
+	cancelWait      = 15 * time.Second // how long cancel waits for the harness to be gone
+	progressEvery   = time.Second      // at most one progress notification per interval
 )
 
 // AgentToolOptions tune the agent tools.
@@ -192,13 +192,13 @@ func untilApproval(ctx context.Context, report func(jobs.Snapshot)) (wctx contex
 
 func (o AgentToolOptions) withDefaults() AgentToolOptions {
 	if o.SyncWindow <= 0 {
-		o.SyncWindow = DefaultSyncWindow
+		o.SyncWindow = config.DefaultSyncWindow
 	}
 	if o.MaxSteps <= 0 {
-		o.MaxSteps = 120
+		o.MaxSteps = config.DefaultMaxSteps
 	}
 	if o.JobTimeout <= 0 {
-		o.JobTimeout = 30 * time.Minute
+		o.JobTimeout = config.DefaultJobTimeout
 	}
 	if o.ProgressLimiter <= 0 {
 		o.ProgressLimiter = progressEvery

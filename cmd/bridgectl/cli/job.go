@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -148,7 +149,7 @@ func toolCalls(n int) string {
 // state dir starts with. Several matches are a usage error that lists them.
 func (c *ctl) resolveJobID(arg string) (string, error) {
 	arg = strings.ToLower(strings.TrimSpace(arg))
-	if jobs.ValidID(arg) {
+	if ids.Valid(arg) {
 		return arg, nil
 	}
 	if len(arg) < 8 || len(arg) > 32 || strings.Trim(arg, "0123456789abcdef") != "" {
@@ -186,7 +187,7 @@ func jobIDsWithPrefix(dir statedir.Dir, prefix string) []string {
 	var out []string
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if ok && jobs.ValidID(id) && strings.HasPrefix(id, prefix) {
+		if ok && ids.Valid(id) && strings.HasPrefix(id, prefix) {
 			out = append(out, id)
 		}
 	}
