@@ -51,7 +51,7 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 	// The walk for the workspace's own secret files runs alongside the
 	// approval config's fsync; only the settings need its answer.
 	secrets := make(chan []string, 1)
-	go func() { secrets <- g.workspaceSecrets(spec.JobID, spec.Workspace) }() // owner: prepare; joined below
+	go func() { secrets <- g.workspaceSecrets(spec.JobID, spec.Workspace) }() // owner: Prepare; joined below
 	secretsJoined := false
 	joinSecrets := func() []string {
 		if secretsJoined {
@@ -76,7 +76,7 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 	// files, which are written without (they are rewritten for every job), so
 	// the spawn waits for one fsync, not three.
 	approvalErr := make(chan error, 1)
-	go func() { approvalErr <- approvals.WritePromptConfig(approvalPath, pc) }() // owner: prepare; joined below
+	go func() { approvalErr <- approvals.WritePromptConfig(approvalPath, pc) }() // owner: Prepare; joined below
 	joined := false
 	join := func() error {
 		if joined {
