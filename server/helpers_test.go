@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/syncbuf"
 )
 
 // Obviously fake credentials.
@@ -54,28 +54,10 @@ func envMap(m map[string]string) config.Lookup {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type testEnv struct {
 	srv  *Server
 	http *httptest.Server
-	logs *syncBuffer
+	logs *syncbuf.Buffer
 	url  string // the MCP endpoint with the secret
 }
 
@@ -89,7 +71,7 @@ func newTestEnv(t *testing.T, o Options) *testEnv {
 	if o.Flash == nil {
 		o.Flash = &fakeFlash{}
 	}
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	o.Logger = zerolog.New(logs).Level(zerolog.DebugLevel)
 	s, err := New(o)
 	if err != nil {

@@ -1,8 +1,9 @@
 // Package server is the bridge's MCP endpoint: the chi router with its limits
 // (body size, capability path, Origin, rate limit), the mcp-go Streamable HTTP
-// handler and the tools it serves, and the daemon's life (listen, daemon.json,
-// graceful shutdown). `bridge stdio` serves the same MCPServer (built without
-// agent jobs, so deepseek_flash alone) through MCP().
+// handler and the tools it serves, and serving it on a listener with graceful
+// shutdown. The daemon (package daemon) listens and owns daemon.json;
+// `bridge stdio` serves the same MCPServer (built without agent jobs, so
+// deepseek_flash alone) through MCP().
 package server
 
 import (
@@ -14,7 +15,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -22,7 +22,6 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
 // FlashClient is what deepseek_flash needs from the DeepSeek client.
@@ -34,14 +33,13 @@ var _ FlashClient = (*deepseek.Client)(nil)
 
 // Limits of the HTTP side.
 const (
-	MaxBodyBytes            = 2 << 20          // request bodies above this get 413
-	DefaultKeepalive        = 15 * time.Second // bytes move at least this often during a tools/call
-	DefaultShutdownTimeout  = 10 * time.Second // in-flight calls get this long after SIGTERM
-	readHeaderTimeout       = 10 * time.Second
-	bodyReadTimeout         = 60 * time.Second // reading a (≤ 2 MB) body; cleared before the handler runs
-	idleTimeout             = 120 * time.Second
-	maxHeaderBytes          = 64 << 10
-	daemonInfoFormatVersion = 1
+	MaxBodyBytes           = 2 << 20          // request bodies above this get 413
+	DefaultKeepalive       = 15 * time.Second // bytes move at least this often during a tools/call
+	DefaultShutdownTimeout = 10 * time.Second // in-flight calls get this long after SIGTERM
+	readHeaderTimeout      = 10 * time.Second
+	bodyReadTimeout        = 60 * time.Second // reading a (≤ 2 MB) body; cleared before the handler runs
+	idleTimeout            = 120 * time.Second
+	maxHeaderBytes         = 64 << 10
 )
 
 // Options configure a Server.
@@ -58,14 +56,6 @@ type Options struct {
 	Now func() time.Time
 	// ShutdownTimeout bounds graceful shutdown (0 = 10 s).
 	ShutdownTimeout time.Duration
-
-	// OnListening, when set, is called with the bound address once the
-	// daemon listens (after daemon.json is written).
-	OnListening func(addr string)
-
-	// Harness, Sandbox and Approval describe the daemon in daemon.json
-	// (filled by the packages that own them; nil = omitted).
-	Harness, Sandbox, Approval any
 }
 
 // Server is the bridge daemon's HTTP and MCP side.
@@ -152,28 +142,6 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // MCP is the MCP server with the tools of these Options registered (for `bridge stdio`).
 func (s *Server) MCP() *mcpserver.MCPServer { return s.mcp }
 
-// ListenAndServe listens on Config.Addr() and serves until ctx ends.
-func (s *Server) ListenAndServe(ctx context.Context) error {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", s.o.Config.Addr())
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.o.Config.Addr(), err)
-	}
-	return s.Serve(ctx, ln)
-}
-
-// DaemonInfo is <state>/daemon.json, written once the daemon listens and
-// removed on a clean shutdown.
-type DaemonInfo struct {
-	Version   int    `json:"version"`
-	PID       int    `json:"pid"`
-	Addr      string `json:"addr"`
-	StartedAt string `json:"started_at"`
-	Harness   any    `json:"harness,omitempty"`
-	Sandbox   any    `json:"sandbox,omitempty"`
-	Approval  any    `json:"approval,omitempty"`
-}
-
 // Serve serves on ln until ctx ends, then shuts down gracefully: in-flight
 // requests get ShutdownTimeout, after which their connections are closed.
 // ln is closed when Serve returns.
@@ -192,15 +160,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:       log.New(zerologWriter{s.log}, "", 0),
 	}
 	addr := ln.Addr().String()
-	infoPath, err := s.writeDaemonInfo(addr)
-	if err != nil {
-		ln.Close()
-		return err
-	}
 	s.log.Info().Str("addr", addr).Str("version", s.o.Version).Msg("listening on http://" + addr)
-	if s.o.OnListening != nil {
-		s.o.OnListening(addr)
-	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }() // owner: Serve; joined below
@@ -218,36 +178,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		cancel()
 		serveErr = <-errc
 	}
-	if infoPath != "" {
-		if err := os.Remove(infoPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-			s.log.Warn().Err(err).Msg("remove daemon.json")
-		}
-	}
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		s.log.Info().Msg("stopped")
 		return nil
 	}
 	return fmt.Errorf("serve: %w", serveErr)
-}
-
-func (s *Server) writeDaemonInfo(addr string) (string, error) {
-	if s.o.Config.StateDir == "" {
-		return "", nil
-	}
-	dir, err := statedir.Open(s.o.Config.StateDir)
-	if err != nil {
-		return "", err
-	}
-	info := DaemonInfo{
-		Version: daemonInfoFormatVersion, PID: os.Getpid(), Addr: addr,
-		StartedAt: time.Now().UTC().Format(time.RFC3339),
-		Harness:   s.o.Harness, Sandbox: s.o.Sandbox, Approval: s.o.Approval,
-	}
-	path := dir.DaemonInfoFile()
-	if err := statedir.WriteJSON(path, info); err != nil {
-		return "", err
-	}
-	return path, nil
 }
 
 func upgradeToolCalls(ctx context.Context, r *http.Request) context.Context {

@@ -1,5 +1,7 @@
-// Command bridge is the deepseek-mcp-bridge daemon: `bridge serve` runs the
-// MCP endpoint over HTTP, `bridge stdio` serves deepseek_flash over stdio.
+// Command bridge is the deepseek-mcp-bridge daemon's command line: `bridge
+// serve` runs the daemon (package daemon) and its MCP endpoint over HTTP,
+// `bridge stdio` serves deepseek_flash over stdio. It parses flags and maps
+// errors to exit codes; the daemon itself lives in package daemon.
 package main
 
 import (
@@ -29,24 +31,6 @@ const (
 	exitFail   = 1 // a runtime failure
 	exitConfig = 2 // usage or configuration the user must fix
 )
-
-const usage = `bridge — lets MCP hosts hand work to DeepSeek.
-
-Usage:
-  bridge serve [--env FILE]       run the HTTP daemon: POST http://HOST:PORT/mcp/<MCP_PATH_SECRET>
-  bridge stdio [--env FILE]       serve deepseek_flash only over stdin/stdout (for hosts that launch a
-                                  command); the agent tools need the daemon (bridge serve)
-  bridge approval-prompt --config FILE
-                                  the permission-prompt child Claude Code starts for agent jobs
-  bridge version                  print the version
-  bridge help [COMMAND]           this text, or a command's
-
-Configuration comes from the environment and a .env file (--env FILE, else
-BRIDGE_ENV_FILE, else ./.env); real environment variables win. A file named by
---env or BRIDGE_ENV_FILE must exist (` + "`bridgectl secret`" + ` creates it); ./.env is
-optional. Every variable is listed with its default in .env.example. Run
-` + "`bridge help serve`" + ` for the daemon's.
-`
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -85,15 +69,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 }
 
-var commandHelp = map[string]string{
-	"serve":           serveHelp,
-	"stdio":           stdioUsage,
-	"approval-prompt": approvalHelp,
-	"version":         "Usage: bridge version\n\nPrints the bridge's version.\n",
-}
-
 // parseFlags parses a command's flags the one way every command does: asked-for
-// help (-h, --help) goes to stdout with exit 0, so that ` + "`| less`" + ` shows it; a
+// help (-h, --help) goes to stdout with exit 0, so that `| less` shows it; a
 // mistake goes to stderr with the help and exit 2. ok is false when the
 // command must return code now.
 func parseFlags(fs *flag.FlagSet, args []string, help string, stdout, stderr io.Writer) (code int, ok bool) {

@@ -1,4 +1,4 @@
-package main
+package guard
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -73,7 +73,7 @@ func TestGuardAdmitWorkspace(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !errors.Is(err, jobs.ErrWorkspace) {
+			if err == nil || !errors.Is(err, sandbox.ErrWorkspace) {
 				t.Fatalf("admitted %q (%v)", got, err)
 			}
 			for _, p := range tt.errParts {

@@ -1,4 +1,4 @@
-package main
+package guard
 
 import (
 	"bytes"
@@ -9,28 +9,50 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
-// testGuard builds a guard over a fresh state dir with one allowed root.
+// guardFixture is a guard over a fresh state dir with one allowed root.
 type guardFixture struct {
-	g     *guard
+	g     *Guard
 	dir   statedir.Dir
 	root  string
 	home  string
 	env   string
 	log   *bytes.Buffer
 	probe int // calls of the sandbox probe
+}
+
+// testConfig is a Config from an injected environment.
+func testConfig(t testing.TB, env map[string]string) config.Config {
+	t.Helper()
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.env") // named, so no stray ./.env is read
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vals := mergeMaps(map[string]string{
+		"BRIDGE_ENV_FILE":        empty,
+		"MCP_PATH_SECRET":        "test-secret-0123456789abcdef",
+		"BRIDGE_STATE_DIR":       filepath.Join(dir, "state"),
+		"BRIDGE_CLAUDE_BIN":      "",
+		"DEEPSEEK_ALLOWED_ROOTS": dir,
+	}, env)
+	cfg, err := config.LoadFrom("", func(k string) (string, bool) { v, ok := vals[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 func newGuardFixture(t testing.TB, env map[string]string, probeErr error) *guardFixture {
@@ -45,7 +67,7 @@ func newGuardFixture(t testing.TB, env map[string]string, probeErr error) *guard
 	if err := os.WriteFile(f.env, []byte("BRIDGE_LOG_LEVEL=debug\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := agentConfig(t, mergeMaps(map[string]string{
+	cfg := testConfig(t, mergeMaps(map[string]string{
 		"BRIDGE_STATE_DIR":           filepath.Join(base, "state"),
 		"DEEPSEEK_ALLOWED_ROOTS":     f.root,
 		"BRIDGE_APPROVAL_TIMEOUT_MS": "60000",
@@ -57,12 +79,22 @@ func newGuardFixture(t testing.TB, env map[string]string, probeErr error) *guard
 		t.Fatal(err)
 	}
 	f.dir = dir
-	g, err := newGuard(cfg, dir, "/opt/bridge/bin/bridge", f.home, func() error { f.probe++; return probeErr }, zerolog.New(f.log))
+	g, err := New(Options{Config: cfg, Dir: dir, Exe: "/opt/bridge/bin/bridge", Home: f.home,
+		SandboxAvailable: func() error { f.probe++; return probeErr }, Logger: zerolog.New(f.log)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.g = g
 	return f
+}
+
+// bootAgain builds a second guard on f's state dir, as the next boot does.
+func (f *guardFixture) bootAgain(t *testing.T) {
+	t.Helper()
+	if _, err := New(Options{Config: testConfig(t, map[string]string{"BRIDGE_STATE_DIR": f.dir.Root}), Dir: f.dir, Exe: "/bin/bridge", Home: f.home,
+		SandboxAvailable: func() error { return nil }, Logger: zerolog.Nop()}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func mergeMaps(ms ...map[string]string) map[string]string {
@@ -322,8 +354,8 @@ func TestGuardModesAndAdmission(t *testing.T) {
 		name       string
 		env        map[string]string
 		probeErr   error
-		sandbox    string
-		approval   string
+		sandbox    SandboxMode
+		approval   ApprovalMode
 		probes     int
 		admitError string // "" = the workspace is admitted
 	}{
@@ -337,10 +369,10 @@ func TestGuardModesAndAdmission(t *testing.T) {
 			if f.probe != tc.probes {
 				t.Errorf("sandbox probed %d times, want %d", f.probe, tc.probes)
 			}
-			if got := f.g.sandboxMode(); got != tc.sandbox {
+			if got := f.g.SandboxMode(); got != tc.sandbox {
 				t.Errorf("sandbox mode %q, want %q", got, tc.sandbox)
 			}
-			if got := f.g.approvalMode(); got != tc.approval {
+			if got := f.g.ApprovalMode(); got != tc.approval {
 				t.Errorf("approval mode %q, want %q", got, tc.approval)
 			}
 			ws := f.workspace(t)
@@ -371,7 +403,7 @@ func TestGuardAdmitRefusesWhatAJobMustNotReach(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := f.g.Admit(tc.dir)
-			if err == nil || !errors.Is(err, jobs.ErrWorkspace) || !strings.Contains(err.Error(), tc.want) {
+			if err == nil || !errors.Is(err, sandbox.ErrWorkspace) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("admit(%s) = %v, want ErrWorkspace with %q", tc.dir, err, tc.want)
 			}
 		})
@@ -404,7 +436,7 @@ func TestGuardAdmitRefusesWhatAJobMustNotReach(t *testing.T) {
 			}
 			what := map[string]string{"bridge": "the bridge binary", "claude": "the Claude Code binary"}[which]
 			_, err := g3.g.Admit(proj)
-			if err == nil || !errors.Is(err, jobs.ErrWorkspace) || !strings.Contains(err.Error(), "overlaps") ||
+			if err == nil || !errors.Is(err, sandbox.ErrWorkspace) || !strings.Contains(err.Error(), "overlaps") ||
 				!strings.Contains(err.Error(), what) || strings.Contains(err.Error(), "state dir") {
 				t.Errorf("admit(%s) = %v, want ErrWorkspace naming %s and no state dir", proj, err, what)
 			}
@@ -435,169 +467,35 @@ func TestGuardClearsTheApprovalOffFlagAtBoot(t *testing.T) {
 	if err := approvals.SetApprovalOff(f.dir, "test"); err != nil {
 		t.Fatal(err)
 	}
-	if f.g.approvalMode() != "off" {
+	if f.g.ApprovalMode() != "off" {
 		t.Fatalf("the flag does not turn approval off")
 	}
-	if _, err := newGuard(agentConfig(t, map[string]string{"BRIDGE_STATE_DIR": f.dir.Root}), f.dir, "/bin/bridge", f.home, func() error { return nil }, zerolog.Nop()); err != nil {
-		t.Fatal(err)
-	}
+	f.bootAgain(t)
 	if _, err := os.Stat(f.dir.ApprovalOffFlag()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("flag still there after boot: %v", err)
 	}
-	if f.g.approvalMode() != "on" {
+	if f.g.ApprovalMode() != "on" {
 		t.Errorf("approval still off")
 	}
 }
 
-// fakeJobs records what the watcher tells the registry.
-type fakeJobs struct {
-	mu    sync.Mutex
-	snaps map[string]jobs.Status
-	calls []string // "id=request" or "id=running"
-}
-
-var _ waitingSetter = (*fakeJobs)(nil)
-
-func (f *fakeJobs) List() []jobs.Snapshot {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []jobs.Snapshot
-	for id, st := range f.snaps {
-		out = append(out, jobs.Snapshot{ID: id, Status: st})
-	}
-	return out
-}
-
-func (f *fakeJobs) SetWaiting(id string, a *jobs.ApprovalInfo) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if a == nil {
-		f.snaps[id] = jobs.StatusRunning
-		f.calls = append(f.calls, id+"=running")
-		return
-	}
-	f.snaps[id] = jobs.StatusWaitingApproval
-	f.calls = append(f.calls, id+"="+a.ID+":"+a.Summary)
-}
-
-func (f *fakeJobs) set(id string, st jobs.Status) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.snaps[id] = st
-}
-
-func (f *fakeJobs) callList() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.calls...)
-}
-
-// submit queues a request the way the approval child does and returns the
-// channel its decision arrives on, once the request is on disk.
-func submit(t *testing.T, q *approvals.Queue, jobID, cmd string) (approvals.PendingRequest, <-chan approvals.Decision) {
-	t.Helper()
-	ch := make(chan approvals.Decision, 1)
+// At boot the requests a previous run left are denied: nobody waits for them.
+// (Pruning decided requests is approvals.Watch's.)
+func TestGuardBootDeniesLeftovers(t *testing.T) {
+	f := newGuardFixture(t, nil, nil)
+	q := approvals.NewQueue(f.dir, zerolog.Nop())
+	leftDecision := make(chan approvals.Decision, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	req := approvals.Request{Tool: "Bash", Input: map[string]any{"command": "rm -rf build"}}
 	go func() { // owner: this test; ends with a decision or at cleanup
-		v := approvals.Classify(approvals.Request{Tool: "Bash", Input: map[string]any{"command": cmd}}, approvals.Policy{Workspace: "/ws"})
-		d, _ := q.Submit(ctx, jobID, approvals.Request{Tool: "Bash", Input: map[string]any{"command": cmd}}, v, time.Minute)
-		ch <- d
+		d, _ := q.Submit(ctx, "old-job", req, approvals.Classify(req, approvals.Policy{Workspace: "/ws"}), time.Minute)
+		leftDecision <- d
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ps, err := q.PendingForJob(jobID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(ps) > 0 {
-			return ps[0], ch
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the request never reached the queue")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !poll.Until(10*time.Second, func() bool { ps, err := q.PendingForJob("old-job"); return err == nil && len(ps) > 0 }) {
+		t.Fatal("the request never reached the queue")
 	}
-}
-
-// The watcher shows a live job's pending request, puts the job back to
-// running once it is decided, and denies the requests of jobs that are over.
-func TestGuardWatcherShowsWaitingAndCancelsEndedJobs(t *testing.T) {
-	f := newGuardFixture(t, nil, nil)
-	q := approvals.NewQueue(f.dir, zerolog.Nop())
-	const live, ended, unknownJob = "live", "ended", "gone"
-	reg := &fakeJobs{snaps: map[string]jobs.Status{live: jobs.StatusRunning, ended: jobs.StatusRunning}}
-	shown := map[string]string{}
-
-	pr, decided := submit(t, q, live, "echo a && echo b")
-	f.g.syncApprovals(reg, shown)
-	f.g.syncApprovals(reg, shown) // a second pass changes nothing
-	if got := reg.callList(); !slices.Equal(got, []string{live + "=" + pr.ID + ":" + pr.Summary}) || !strings.Contains(pr.Summary, "echo a && echo b") {
-		t.Fatalf("calls %v (request %+v)", got, pr)
-	}
-	if err := q.Decide(pr.ID, true, "fine", "test"); err != nil {
-		t.Fatal(err)
-	}
-	if d := <-decided; !d.Approved {
-		t.Fatalf("decision %+v", d)
-	}
-	f.g.syncApprovals(reg, shown)
-	if got := reg.callList(); len(got) != 2 || got[1] != live+"=running" {
-		t.Fatalf("calls %v", got)
-	}
-
-	// A job that ended while its request waited, and one the registry never knew.
-	_, endedDecision := submit(t, q, ended, "rm -rf build")
-	_, unknownDecision := submit(t, q, unknownJob, "rm -rf dist")
-	reg.set(ended, jobs.StatusCancelled)
-	f.g.syncApprovals(reg, shown)
-	for name, ch := range map[string]<-chan approvals.Decision{ended: endedDecision, unknownJob: unknownDecision} {
-		select {
-		case d := <-ch:
-			if d.Approved || d.Kind != approvals.KindCancel {
-				t.Errorf("%s: decision %+v, want a cancel deny", name, d)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("%s: its request was never denied", name)
-		}
-	}
-	if ps, _ := q.Pending(); len(ps) != 0 {
-		t.Errorf("still pending: %+v", ps)
-	}
-	if got := reg.callList(); len(got) != 2 {
-		t.Errorf("an ended job was touched: %v", got)
-	}
-}
-
-// The watcher goroutine ends with its context.
-func TestGuardWatcherStopsWithContext(t *testing.T) {
-	f := newGuardFixture(t, nil, nil)
-	ctx, cancel := context.WithCancel(t.Context())
-	wait := f.g.watchApprovals(ctx, &fakeJobs{snaps: map[string]jobs.Status{}})
-	cancel()
-	done := make(chan struct{})
-	go func() { wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("watcher still running after its context ended")
-	}
-}
-
-// At boot the requests a previous run left are denied (nobody waits for
-// them), and decided requests older than approvalKeep are pruned.
-func TestGuardBootDeniesLeftoversAndPrunes(t *testing.T) {
-	f := newGuardFixture(t, nil, nil)
-	q := approvals.NewQueue(f.dir, zerolog.Nop())
-	left, leftDecision := submit(t, q, "old-job", "rm -rf build")
-	decided, decidedCh := submit(t, q, "older-job", "rm -rf dist")
-	if err := q.Decide(decided.ID, false, "no", "test"); err != nil {
-		t.Fatal(err)
-	}
-	<-decidedCh
-	if _, err := newGuard(agentConfig(t, map[string]string{"BRIDGE_STATE_DIR": f.dir.Root}), f.dir, "/bin/bridge", f.home, func() error { return nil }, zerolog.Nop()); err != nil {
-		t.Fatal(err)
-	}
+	f.bootAgain(t)
 	select {
 	case d := <-leftDecision:
 		if d.Approved || d.Kind != approvals.KindCancel || !strings.Contains(d.Reason, "restarted") {
@@ -605,21 +503,5 @@ func TestGuardBootDeniesLeftoversAndPrunes(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the leftover request was not denied at boot")
-	}
-	// Both are decided and young: nothing is pruned yet; an hour later both go.
-	reqFile := func(id string) string { return filepath.Join(f.dir.Approvals(), id+".request.json") }
-	for _, id := range []string{left.ID, decided.ID} {
-		if _, err := os.Stat(reqFile(id)); err != nil {
-			t.Errorf("%s pruned too early: %v", id, err)
-		}
-	}
-	f.g.pruneApprovals(time.Now().Add(approvalKeep + time.Minute))
-	for _, id := range []string{left.ID, decided.ID} {
-		if _, err := os.Stat(reqFile(id)); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s not pruned: %v", id, err)
-		}
-	}
-	if lines, err := approvals.ReadAudit(f.dir, true); err != nil || len(lines) == 0 {
-		t.Errorf("the audit log lost the history: %d lines, %v", len(lines), err)
 	}
 }

@@ -1,7 +1,8 @@
-package main
+package daemon
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -51,10 +52,11 @@ func TestAgentJobsWithoutKeyAreRefused(t *testing.T) {
 	cfg := agentConfig(t, map[string]string{"DEEPSEEK_API_KEY": ""})
 	var logBuf bytes.Buffer
 	log := zerolog.New(&logBuf)
-	reg, mp, info, err := newAgentJobs(cfg, log)
+	a, err := newAgentJobs(cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	reg, mp, info := a.reg, a.proxy, a.info
 	t.Cleanup(func() { reg.Close(t.Context()) })
 	if mp != nil || info.Available || info.ModelProxy != "" || !strings.Contains(info.Error, "DEEPSEEK_API_KEY") {
 		t.Errorf("proxy %v, info %+v", mp, info)
@@ -84,11 +86,12 @@ func TestAgentJobsBehindModelProxy(t *testing.T) {
 	u := deepseektest.Usage{InputTokens: 1200, CacheHitTokens: 800, OutputTokens: 55}
 	d.ScriptAnthropic(deepseektest.Text("hi").WithUsage(u))
 	cfg := agentConfig(t, map[string]string{"DEEPSEEK_API_KEY": key, "DEEPSEEK_BASE_URL": d.URL()})
-	reg, mp, info, err := newAgentJobs(cfg, zerolog.Nop())
+	a, err := newAgentJobs(cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stopModelProxy(mp, zerolog.Nop())
+	reg, mp, info := a.reg, a.proxy, a.info
+	defer stopModelProxy(context.Background(), mp, zerolog.Nop())
 	defer reg.Close(t.Context())
 	host, _, err := net.SplitHostPort(info.ModelProxy)
 	if err != nil || !net.ParseIP(host).IsLoopback() || mp.URL() != "http://"+info.ModelProxy {
@@ -132,7 +135,7 @@ func TestAgentJobsBehindModelProxy(t *testing.T) {
 	if _, err := gw.Close("job-1"); !errors.Is(err, modelproxy.ErrUnknownJob) {
 		t.Errorf("second Close = %v", err)
 	}
-	stopModelProxy(mp, zerolog.Nop()) // waits for the handler, which writes the ledger
+	stopModelProxy(context.Background(), mp, zerolog.Nop()) // waits for the handler, which writes the ledger
 	// The daily ledger is where docs/STATE.md says.
 	if _, err := os.Stat(filepath.Join(cfg.StateDir, "spend-"+time.Now().UTC().Format(time.DateOnly)+".json")); err != nil {
 		t.Errorf("daily spend file: %v", err)

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/guard"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/modelproxy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
@@ -85,13 +86,13 @@ func startModelProxy(cfg config.Config, dir statedir.Dir, log *zerolog.Logger, o
 	return mp, nil
 }
 
-// stopModelProxy shuts the proxy down; call it after the registry closed its
-// jobs. A nil proxy is fine.
-func stopModelProxy(mp *modelproxy.Proxy, log zerolog.Logger) {
+// stopModelProxy shuts the proxy down within modelProxyShutdown; call it
+// after the registry closed its jobs. A nil proxy is fine.
+func stopModelProxy(ctx context.Context, mp *modelproxy.Proxy, log zerolog.Logger) {
 	if mp == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), modelProxyShutdown)
+	ctx, cancel := context.WithTimeout(ctx, modelProxyShutdown)
 	defer cancel()
 	if err := mp.Shutdown(ctx); err != nil {
 		log.Warn().Err(err).Msg("stopping the model proxy")
@@ -109,6 +110,6 @@ func (g refusingGateway) Revoke(string)                       {}
 func (g refusingGateway) Close(string) (jobs.Metered, error)  { return jobs.Metered{}, nil }
 
 // refusingGuard admits no workspace: the guard of a daemon without a key.
-type refusingGuard struct{ *guard }
+type refusingGuard struct{ *guard.Guard }
 
 func (refusingGuard) Admit(string) (string, error) { return "", errNoKeyForJobs }

@@ -1,0 +1,203 @@
+// Package daemon is what `bridge serve` is: it holds the state dir's lock,
+// runs the agent jobs (registry, guard, model proxy, approval watcher) and
+// the HTTP MCP endpoint, writes daemon.json while it listens, and stops it
+// all in order on Close.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/guard"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+// Options are what the daemon takes besides its config.
+type Options struct {
+	Flash   server.FlashClient // deepseek_flash's client
+	Logger  zerolog.Logger
+	Version string // shown by /health and in serverInfo
+}
+
+// Info is <state>/daemon.json, written once the daemon listens and removed
+// when serving ends; bridgectl and the end-to-end tests read it
+// (docs/STATE.md).
+type Info struct {
+	Version   int                `json:"version"`
+	PID       int                `json:"pid"`
+	Addr      string             `json:"addr"`
+	StartedAt string             `json:"started_at"`
+	Harness   HarnessInfo        `json:"harness"`
+	Sandbox   guard.SandboxMode  `json:"sandbox,omitempty"`
+	Approval  guard.ApprovalMode `json:"approval,omitempty"`
+}
+
+// Daemon is one `bridge serve`. Build it with New, start it with Run, and
+// Close it once New succeeded, also when Run failed.
+type Daemon struct {
+	cfg    config.Config
+	log    zerolog.Logger
+	dir    statedir.Dir
+	unlock func()
+	agent  *agentJobs
+	srv    *server.Server
+
+	stopCtx context.Context // ends serving, the approval watcher and the debug endpoint
+	stop    context.CancelFunc
+
+	addr      string
+	serving   bool          // Run started serving: done closes when it ends
+	done      chan struct{} // closed when serving has ended
+	serveErr  error         // why serving ended (nil: Close); read after done
+	watchDone chan struct{} // closed when the approval watcher has returned (nil: not started)
+	stopDebug func()        // nil: not started
+	closeOnce sync.Once
+}
+
+// New builds the daemon without listening: it checks the path secret, takes
+// the state dir's lock (before anything touches the state: jobs, approvals,
+// the guard's flag) and builds the agent jobs and the server. It logs why it
+// fails.
+func New(cfg config.Config, o Options) (*Daemon, error) {
+	d := &Daemon{cfg: cfg, log: o.Logger, done: make(chan struct{})}
+	if err := cfg.CheckSecret(); err != nil {
+		d.log.Error().Err(err).Msg("refusing to start")
+		return nil, err
+	}
+	dir, err := statedir.Open(cfg.StateDir)
+	if err != nil {
+		d.log.Error().Err(err).Msg("refusing to start")
+		return nil, err
+	}
+	d.dir = dir
+	if d.unlock, err = lockStateDir(dir); err != nil {
+		d.log.Error().Err(err).Msg("refusing to start")
+		return nil, err
+	}
+	if d.agent, err = newAgentJobs(cfg, d.log); err != nil {
+		d.log.Error().Err(err).Msg("agent jobs")
+		d.unlock()
+		return nil, err
+	}
+	d.stopCtx, d.stop = context.WithCancel(context.Background())
+	d.srv, err = server.New(server.Options{Config: cfg, Flash: o.Flash, Jobs: d.agent.reg, Logger: d.log, Version: o.Version})
+	if err != nil {
+		d.log.Error().Err(err).Msg("build server")
+		_ = d.Close(context.Background())
+		return nil, err
+	}
+	return d, nil
+}
+
+// Run starts the approval watcher and the debug endpoint, listens on the
+// configured address (PORT=0 picks a free port), writes daemon.json and
+// returns; serving goes on until Close, or until it fails (Done). ctx bounds
+// the listen only. Call Run once.
+func (d *Daemon) Run(ctx context.Context) error {
+	d.watchDone = make(chan struct{})
+	go func() { // owner: Daemon; joined by Close
+		defer close(d.watchDone)
+		approvals.Watch(d.stopCtx, d.agent.guard.Queue(), approvalSink{d.agent.reg})
+	}()
+	// Loopback-only pprof and goroutine count for `make bench`; off unless set.
+	d.stopDebug = server.ServeDebug(d.stopCtx, d.cfg.DebugAddr, d.log)
+
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", d.cfg.Addr())
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", d.cfg.Addr(), err)
+	}
+	d.addr = ln.Addr().String()
+	if err := d.writeInfo(); err != nil {
+		ln.Close()
+		return err
+	}
+	d.serving = true
+	go func() { // owner: Daemon; joined by Close
+		err := d.srv.Serve(d.stopCtx, ln)
+		d.removeInfo()
+		d.serveErr = err
+		close(d.done)
+	}()
+	return nil
+}
+
+// Addr is the address the daemon listens on ("" before Run).
+func (d *Daemon) Addr() string { return d.addr }
+
+// Done is closed when serving has ended: after Close, or when the HTTP
+// server failed (Close then returns why).
+func (d *Daemon) Done() <-chan struct{} { return d.done }
+
+// Close stops the daemon: the HTTP server (in-flight calls get
+// server.DefaultShutdownTimeout), then the job registry — whose jobs are
+// interrupted alongside that drain, so calls waiting on a job return before
+// its deadline —, the approval watcher and the model proxy, which outlives
+// the jobs because their close still settles each job's token. daemon.json
+// goes as soon as serving ends. ctx bounds stopping the jobs and the proxy.
+// It returns the error that ended serving, if it was not Close.
+func (d *Daemon) Close(ctx context.Context) error {
+	d.closeOnce.Do(func() {
+		d.stop()
+		jobsClosed := make(chan struct{})
+		go func() { // owner: Close; joined below
+			defer close(jobsClosed)
+			closeRegistry(ctx, d.agent.reg, d.log)
+		}()
+		if d.serving {
+			<-d.done
+		} else {
+			close(d.done)
+		}
+		if d.stopDebug != nil {
+			d.stopDebug()
+		}
+		<-jobsClosed
+		if d.watchDone != nil {
+			<-d.watchDone
+		}
+		stopModelProxy(ctx, d.agent.proxy, d.log)
+		d.unlock()
+	})
+	return d.serveErr
+}
+
+// ListenHint is the next step after a listen error: for a taken port, how to
+// find what holds it and how to pick another ("" for other errors).
+func ListenHint(err error, cfg config.Config) string {
+	if !errors.Is(err, syscall.EADDRINUSE) && !strings.Contains(err.Error(), "address already in use") {
+		return ""
+	}
+	where := ".env or the environment"
+	if cfg.EnvFile != "" {
+		where = cfg.EnvFile + " or the environment"
+	}
+	return fmt.Sprintf("port %d on %s is taken: stop whatever listens there (`ss -ltnp 'sport = :%d'`; a bridge already running? `bridgectl status`), or set PORT in %s (PORT=0 picks a free port)", cfg.Port, cfg.Host, cfg.Port, where)
+}
+
+func (d *Daemon) writeInfo() error {
+	info := Info{
+		Version: statedir.FormatVersion, PID: os.Getpid(), Addr: d.addr,
+		StartedAt: time.Now().UTC().Format(time.RFC3339),
+		Harness:   d.agent.info, Sandbox: d.agent.guard.SandboxMode(), Approval: d.agent.guard.ApprovalMode(),
+	}
+	return statedir.WriteJSON(d.dir.DaemonInfoFile(), info)
+}
+
+func (d *Daemon) removeInfo() {
+	if err := os.Remove(d.dir.DaemonInfoFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		d.log.Warn().Err(err).Msg("remove daemon.json")
+	}
+}

@@ -1,0 +1,191 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/guard"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/modelproxy"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+// jobsCloseTimeout bounds stopping every harness at shutdown (each gets
+// harness.DefaultStopGrace between SIGTERM and SIGKILL).
+const jobsCloseTimeout = harness.DefaultStopGrace + 5*time.Second
+
+var _ jobs.Guard = (*guard.Guard)(nil)
+
+// HarnessInfo is the "harness" entry of daemon.json.
+type HarnessInfo struct {
+	Kind      string `json:"kind"`
+	Bin       string `json:"bin,omitempty"`
+	Available bool   `json:"available"`
+	Error     string `json:"error,omitempty"`
+	// ModelProxy is the loopback address of the model proxy the jobs call.
+	ModelProxy string `json:"model_proxy,omitempty"`
+}
+
+// agentJobs is what runs the agent jobs of `bridge serve`.
+type agentJobs struct {
+	reg   *jobs.Registry
+	proxy *modelproxy.Proxy // nil without a key; stop it after the registry closed
+	guard *guard.Guard
+	info  HarnessInfo
+}
+
+// lockStateDir takes the state dir's daemon lock for the life of the daemon.
+// A second daemon on the same state dir is refused before it reloads jobs
+// (which would mark the live daemon's jobs interrupted and kill their
+// processes) or resets the approval switch.
+func lockStateDir(dir statedir.Dir) (unlock func(), err error) {
+	l, err := dir.Lock()
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = l.Unlock() }, nil
+}
+
+// newAgentJobs builds the job registry of `bridge serve`: the Claude Code
+// harness (binary: BRIDGE_CLAUDE_BIN, the pinned install, PATH), the guard and
+// the model proxy, which holds the key and gives each job its own token. It
+// logs whether agent jobs can run; a missing binary does not stop the daemon —
+// each job then ends with the error that says how to install it —, and
+// neither does a missing key: every job is then refused at start.
+func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
+	dir, err := statedir.Open(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	// A process a job orphans after leaving its group and marker (possible
+	// with BRIDGE_SANDBOX=off) is re-parented to the daemon, which kills it
+	// when a job ends (harness.ReapOrphans).
+	if err := harness.BecomeSubreaper(); err != nil {
+		log.Debug().Err(err).Msg("not a child subreaper: orphans that leave a job's process group and marker are not found")
+	}
+	a := &agentJobs{}
+	mp, perr := startModelProxy(cfg, dir, &log, func(id, reason string) { a.reg.Abort(id, reason) }) // called only once jobs run
+	noKey := errors.Is(perr, modelproxy.ErrNoAPIKey)
+	if perr != nil && !noKey {
+		return nil, perr
+	}
+	a.proxy = mp
+	exe, _ := os.Executable()
+	wd, _ := os.Getwd()
+	bin, lerr := harness.Locate(cfg.ClaudeBin, harness.PinnedPaths(exe, wd), exec.LookPath)
+	a.info = HarnessInfo{Kind: "claude-code", Bin: bin, Available: lerr == nil}
+	harnessBin := "" // runs unsandboxed for every job: no workspace may hold it
+	if lerr == nil {
+		harnessBin = bin
+	}
+	g, err := guard.New(guard.Options{Config: cfg, Dir: dir, Exe: exe, HarnessBin: harnessBin, Home: userHome(), Logger: log})
+	if err != nil {
+		stopModelProxy(context.Background(), mp, log)
+		return nil, err
+	}
+	a.guard = g
+	switch {
+	case noKey:
+		a.info.Available, a.info.Error = false, errNoKeyForJobs.Error()
+		log.Warn().Msg("agent jobs cannot run: DEEPSEEK_API_KEY is not set; every deepseek_agent_start is refused until you set it and restart")
+	case lerr != nil:
+		a.info.Error = lerr.Error()
+		log.Warn().Err(lerr).Msg("agent jobs cannot run: no Claude Code binary")
+	case g.SandboxErr() != nil:
+		a.info.Available, a.info.Error = false, g.SandboxErr().Error()
+	case len(cfg.AllowedRoots) == 0:
+		log.Warn().Str("claude", bin).Msg("agent jobs can run, but DEEPSEEK_ALLOWED_ROOTS is empty: every workspace is refused until you set it")
+	default:
+		log.Info().Str("claude", bin).Strs("roots", cfg.AllowedRoots).Msg("agent jobs can run")
+	}
+	var gw jobs.ModelGateway = refusingGateway{errNoKeyForJobs}
+	var jg jobs.Guard = g
+	if noKey {
+		jg = refusingGuard{g}
+	} else {
+		gw = proxyGateway{mp}
+		a.info.ModelProxy = strings.TrimPrefix(mp.URL(), "http://")
+	}
+	a.reg, err = jobs.New(jobs.Options{
+		Dir:           dir,
+		Harness:       &harness.ClaudeCode{Bin: bin, LookupErr: lerr, Environ: os.Environ(), NoRetries: true},
+		Gateway:       gw,
+		Guard:         jg,
+		Model:         cfg.Model,
+		MaxConcurrent: cfg.MaxConcurrent,
+		MaxQueue:      cfg.MaxQueue,
+		MaxSteps:      cfg.MaxSteps,
+		JobTimeout:    cfg.JobTimeout,
+		ResultTTL:     cfg.ResultTTL,
+		Logger:        &log,
+	})
+	if err != nil {
+		stopModelProxy(context.Background(), mp, log)
+		return nil, err
+	}
+	return a, nil
+}
+
+// closeRegistry stops every job as interrupted (each harness gets its stop
+// grace, within jobsCloseTimeout).
+func closeRegistry(ctx context.Context, reg *jobs.Registry, log zerolog.Logger) {
+	cctx, cancel := context.WithTimeout(ctx, jobsCloseTimeout)
+	defer cancel()
+	if err := reg.Close(cctx); err != nil && !errors.Is(err, context.Canceled) {
+		log.Error().Err(err).Msg("stopping agent jobs")
+	}
+}
+
+// userHome is the daemon's home directory, whose credential stores the OS
+// sandbox hides from jobs ("" when unknown: only the state dir and .env are
+// then denied by path).
+func userHome() string {
+	h, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return h
+}
+
+// jobLister is what the approval watcher's sink needs of the registry.
+type jobLister interface {
+	List() []jobs.Snapshot
+	SetWaiting(id string, a *jobs.ApprovalInfo)
+}
+
+var _ jobLister = (*jobs.Registry)(nil)
+
+// approvalSink shows the approval queue on the registry (approvals.Watch):
+// a job is live while it runs or waits for a human.
+type approvalSink struct{ reg jobLister }
+
+var _ approvals.Sink = approvalSink{}
+
+// LiveJobs lists the running and waiting jobs.
+func (s approvalSink) LiveJobs() []approvals.LiveJob {
+	var out []approvals.LiveJob
+	for _, snap := range s.reg.List() {
+		if snap.Status == jobs.StatusRunning || snap.Status == jobs.StatusWaitingApproval {
+			out = append(out, approvals.LiveJob{ID: snap.ID, Waiting: snap.Status == jobs.StatusWaitingApproval})
+		}
+	}
+	return out
+}
+
+// SetWaiting shows the request the job waits on (nil: running again).
+func (s approvalSink) SetWaiting(jobID string, p *approvals.PendingRequest) {
+	if p == nil {
+		s.reg.SetWaiting(jobID, nil)
+		return
+	}
+	s.reg.SetWaiting(jobID, &jobs.ApprovalInfo{ID: p.ID, Summary: p.Summary})
+}

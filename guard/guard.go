@@ -1,0 +1,196 @@
+// Package guard is the approval and OS-sandbox layer every agent job runs
+// through: it admits a job's workspace, writes the job's harness files (the
+// approval child's config, the MCP config that launches it, Claude Code's
+// settings) so the job learns nothing it can change, and keeps the list of
+// paths no job may reach. The job registry calls it as its jobs.Guard.
+package guard
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+// ApprovalMode is whether tool calls the rules send to a human wait for one
+// ("on") or run ("off"); daemon.json records it.
+type ApprovalMode string
+
+// The approval modes (the strings of approvals.ModeOn and ModeOff).
+const (
+	ApprovalOn  ApprovalMode = approvals.ModeOn
+	ApprovalOff ApprovalMode = approvals.ModeOff
+)
+
+// SandboxMode is whether jobs' commands run inside the OS sandbox;
+// daemon.json records it.
+type SandboxMode string
+
+// The sandbox modes.
+const (
+	SandboxOn          SandboxMode = "on"
+	SandboxOff         SandboxMode = "off"         // BRIDGE_SANDBOX=off
+	SandboxUnavailable SandboxMode = "unavailable" // on, but it cannot run: every job is refused
+)
+
+// Options configure a Guard.
+type Options struct {
+	// Config gives the allowed roots, the daemon's .env, the allow list, the
+	// approval timeout and the approval and sandbox switches.
+	Config config.Config
+	Dir    statedir.Dir
+	// Exe is this bridge binary, which runs as every job's approval child.
+	Exe string
+	// HarnessBin is the Claude Code binary ("" when none was found).
+	HarnessBin string
+	// Home is the daemon's home, whose credential stores are denied ("" when unknown).
+	Home string
+	// SandboxAvailable checks the OS sandbox (nil: sandbox.Available); it is
+	// only called when the sandbox is on.
+	SandboxAvailable func() error
+	Logger           zerolog.Logger
+}
+
+// Guard is the approval and sandbox layer of one daemon (see the package doc).
+type Guard struct {
+	dir        statedir.Dir
+	exe        string // this bridge binary: the approval child
+	harnessBin string // the Claude Code binary ("" when none was found)
+	roots      []string
+	envFile    string // the daemon's .env ("" when none)
+	home       string // the daemon's home, for the credential stores to deny
+	allow      []string
+	timeout    time.Duration
+	approval   bool  // BRIDGE_CC_APPROVAL
+	sandbox    bool  // BRIDGE_SANDBOX
+	sandboxErr error // why the sandbox cannot run (nil: it can)
+	queue      *approvals.Queue
+	log        zerolog.Logger
+}
+
+// New builds the guard of `bridge serve`. It clears the approval-off flag (a
+// flag outlives no boot) and denies the approval requests a previous run left.
+func New(o Options) (*Guard, error) {
+	cfg := o.Config
+	g := &Guard{
+		dir: o.Dir, exe: o.Exe, harnessBin: o.HarnessBin, roots: cfg.AllowedRoots, envFile: cfg.EnvFile, home: o.Home,
+		allow: cfg.ApproveAllow, timeout: cfg.ApprovalTimeout,
+		approval: cfg.CCApproval, sandbox: cfg.Sandbox,
+		log: o.Logger.With().Str("component", "guard").Logger(),
+	}
+	available := o.SandboxAvailable
+	if available == nil {
+		available = func() error { return sandbox.Available("") }
+	}
+	if err := approvals.ClearApprovalOff(g.dir); err != nil {
+		return nil, fmt.Errorf("clear the approval-off flag: %w", err)
+	}
+	g.queue = approvals.NewQueue(g.dir, g.log)
+	// No approval child of a previous run can still be waiting: deny what it
+	// left, so `bridgectl pending` never shows a request nobody waits for.
+	if n, err := g.queue.CancelAll("the bridge restarted; the job that asked is gone"); err != nil {
+		g.log.Warn().Err(err).Msg("deny the approval requests of the previous run")
+	} else if n > 0 {
+		g.log.Info().Int("requests", n).Msg("denied the approval requests of the previous run")
+	}
+	if !g.approval {
+		g.log.Warn().Msg("HUMAN APPROVAL IS OFF (BRIDGE_CC_APPROVAL=off): agent jobs run every tool call the rules would send to a human; only the OS sandbox and the protected-path denials still apply")
+	}
+	switch {
+	case !g.sandbox:
+		g.log.Warn().Msg("OS SANDBOX IS OFF (BRIDGE_SANDBOX=off): agent jobs' commands run without bubblewrap and can read and write anything this user can once approved")
+	default:
+		if err := available(); err != nil {
+			g.sandboxErr = err
+			g.log.Error().Err(err).Msg("agent jobs are refused: the OS sandbox cannot run")
+		}
+	}
+	return g, nil
+}
+
+// Queue is the approval queue of the guard's state dir (for the watcher,
+// approvals.Watch).
+func (g *Guard) Queue() *approvals.Queue { return g.queue }
+
+// SandboxErr says why the OS sandbox cannot run (nil: it can, or it is off).
+func (g *Guard) SandboxErr() error { return g.sandboxErr }
+
+// ApprovalMode is the mode right now (the flag bridgectl writes counts).
+func (g *Guard) ApprovalMode() ApprovalMode {
+	if !g.approval || approvals.ApprovalOff(g.dir) {
+		return ApprovalOff
+	}
+	return ApprovalOn
+}
+
+// SandboxMode is on, off or unavailable.
+func (g *Guard) SandboxMode() SandboxMode {
+	switch {
+	case !g.sandbox:
+		return SandboxOff
+	case g.sandboxErr != nil:
+		return SandboxUnavailable
+	}
+	return SandboxOn
+}
+
+// denied are the paths no tool call of a job may name, whatever a human says
+// and with approval off too: the state dir, the daemon's .env and the
+// credential stores under the daemon's home. The OS sandbox hides the same
+// paths from commands.
+func (g *Guard) denied() []string {
+	return sandbox.DefaultDenyRead(g.home, g.dir.Root, g.envFile)
+}
+
+// protected are the paths a workspace must not overlap and sandboxed
+// commands must not write: the state dir, the daemon's .env, and the two
+// binaries that run outside the OS sandbox for every job — this bridge (the
+// approval child) and Claude Code. A job that could replace either would run
+// its own code unsandboxed at the next job (or approve its own requests).
+func (g *Guard) protected() []string {
+	out := []string{g.dir.Root}
+	for _, p := range []string{g.envFile, g.exe, g.harnessBin} {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Admit is the registry's workspace check: refused while the sandbox is on
+// but cannot run, else sandbox.AdmitWorkspace against the allowed roots and
+// the protected paths.
+func (g *Guard) Admit(dir string) (string, error) {
+	if g.sandboxErr != nil {
+		return "", fmt.Errorf("agent jobs are refused because the OS sandbox cannot run: %w", g.sandboxErr)
+	}
+	ws, err := sandbox.AdmitWorkspace(g.roots, dir, g.protected()...)
+	if oe := (*sandbox.OverlapError)(nil); errors.As(err, &oe) {
+		return "", fmt.Errorf("%w: %w (%s)", sandbox.ErrWorkspace, err, g.whatIs(oe.Protected))
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", sandbox.ErrWorkspace, err)
+	}
+	return ws, nil
+}
+
+// whatIs names a protected path for a person.
+func (g *Guard) whatIs(p string) string {
+	switch p {
+	case g.dir.Root:
+		return "the bridge's state dir, BRIDGE_STATE_DIR"
+	case g.envFile:
+		return "the daemon's .env file"
+	case g.exe:
+		return "the bridge binary itself, which runs every job's approval child outside the sandbox"
+	case g.harnessBin:
+		return "the Claude Code binary, which runs every job outside the sandbox"
+	}
+	return "a protected path"
+}

@@ -1,0 +1,172 @@
+package guard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+// Files of one job's harness dir (statedir HarnessDir) written by the guard.
+const (
+	approvalConfigFile = "approval.json"
+	mcpConfigFile      = "mcp-config.json"
+	settingsFile       = "settings.json"
+)
+
+// Prepare writes the job's harness files and points spec at them. The files
+// live in the job's harness dir inside the state dir, which the job can
+// neither read nor write; the approval child learns its job from them alone.
+func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
+	if g.exe == "" || !filepath.IsAbs(g.exe) {
+		return fmt.Errorf("cannot locate this bridge's own executable (%q) to run as the approval child", g.exe)
+	}
+	hd := g.dir.HarnessDir(spec.JobID)
+	if err := os.MkdirAll(hd, 0o700); err != nil {
+		return fmt.Errorf("harness dir: %w", err)
+	}
+	if err := os.Chmod(hd, 0o700); err != nil {
+		return fmt.Errorf("harness dir: %w", err)
+	}
+	// The config's switch is fixed for the job; the flag file is read by the
+	// child at every request, so `bridgectl approval on` takes effect at once.
+	mode := approvals.ModeOn
+	if !g.approval {
+		mode = approvals.ModeOff
+	}
+	if g.ApprovalMode() == ApprovalOff {
+		g.log.Warn().Str("job", spec.JobID).Msg("HUMAN APPROVAL IS OFF for this job (BRIDGE_CC_APPROVAL=off or `bridgectl approval off`): nothing waits for a human")
+	}
+	if !g.sandbox {
+		g.log.Warn().Str("job", spec.JobID).Msg("OS SANDBOX IS OFF for this job (BRIDGE_SANDBOX=off)")
+	}
+
+	// The walk for the workspace's own secret files runs alongside the
+	// approval config's fsync; only the settings need its answer.
+	secrets := make(chan []string, 1)
+	go func() { secrets <- g.workspaceSecrets(spec.JobID, spec.Workspace) }() // owner: Prepare; joined below
+	secretsJoined := false
+	joinSecrets := func() []string {
+		if secretsJoined {
+			return nil
+		}
+		secretsJoined = true
+		return <-secrets
+	}
+	defer joinSecrets()
+
+	approvalPath := filepath.Join(hd, approvalConfigFile)
+	pc := approvals.PromptConfig{
+		JobID:        spec.JobID,
+		Workspace:    spec.Workspace,
+		StateDir:     g.dir.Root,
+		Allow:        append([]string(nil), g.allow...),
+		Protected:    g.denied(),
+		Timeout:      g.timeout,
+		ApprovalMode: mode,
+	}
+	// approvals.WritePromptConfig fsyncs; it runs alongside the other two
+	// files, which are written without (they are rewritten for every job), so
+	// the spawn waits for one fsync, not three.
+	approvalErr := make(chan error, 1)
+	go func() { approvalErr <- approvals.WritePromptConfig(approvalPath, pc) }() // owner: Prepare; joined below
+	joined := false
+	join := func() error {
+		if joined {
+			return nil
+		}
+		joined = true
+		if err := <-approvalErr; err != nil {
+			return fmt.Errorf("approval config: %w", err)
+		}
+		return nil
+	}
+	defer join()
+
+	mcp := map[string]any{"mcpServers": map[string]any{
+		"bridge": map[string]any{
+			"type":    "stdio",
+			"command": g.exe,
+			"args":    []string{"approval-prompt", "--config", approvalPath},
+			"env":     map[string]string{},
+		},
+	}}
+	mcpPath := filepath.Join(hd, mcpConfigFile)
+	if err := writeJSON(mcpPath, mcp); err != nil {
+		return fmt.Errorf("MCP config: %w", err)
+	}
+
+	var wsSecrets []string
+	for _, p := range joinSecrets() {
+		wsSecrets = append(wsSecrets, sandbox.LiteralPattern(p))
+	}
+	settings := sandbox.ClaudeSettings(sandbox.SettingsOptions{
+		Sandbox:           g.sandbox,
+		DenyRead:          append(g.denied(), wsSecrets...),
+		DenyWrite:         g.protected(),
+		HideFromFileTools: wsSecrets,
+	})
+	if !g.sandbox {
+		delete(settings, "sandbox")
+	}
+	settingsPath := filepath.Join(hd, settingsFile)
+	if err := writeJSON(settingsPath, settings); err != nil {
+		return fmt.Errorf("settings: %w", err)
+	}
+	if err := join(); err != nil {
+		return err
+	}
+
+	spec.SettingsFile = settingsPath
+	spec.MCPConfigFile = mcpPath
+	spec.PermissionPromptTool = approvals.PromptToolFlag
+	spec.PermissionMode = "default"
+	spec.AllowedTools = []string{}
+	return nil
+}
+
+// workspaceSecrets lists the workspace's own secret files (sandbox.WorkspaceSecrets)
+// present at the job's start, for the job's settings to hide: from its
+// commands through the OS sandbox's denyRead (when the sandbox is on), and
+// from Claude Code's own file tools, which run outside the sandbox, through
+// permission deny rules (always — with human approval off nothing else
+// would stop a Read of the workspace's .env). It logs how many it found and
+// what it could not look at, never what they hold; a walk that fails hides
+// nothing more and says so.
+func (g *Guard) workspaceSecrets(jobID, ws string) []string {
+	start := time.Now()
+	scan, err := sandbox.WorkspaceSecrets(ws, sandbox.DefaultSecretScanLimit)
+	log := g.log.With().Str("job", jobID).Logger()
+	if err != nil {
+		log.Warn().Err(err).Msg("could not look for the workspace's secret files: this job can read any .env in it")
+		return nil
+	}
+	log.Info().Int("secret_files", len(scan.Paths)).Int("entries", scan.Visited).
+		Dur("took", time.Since(start)).Msg("the workspace's secret files are hidden from the job")
+	if scan.Truncated {
+		log.Warn().Int("limit", sandbox.DefaultSecretScanLimit).Int("unlisted_dirs", scan.Unlisted).
+			Msg("the workspace is too large to look through for secret files: directories past the limit were not listed, and a .env in them is readable by the job")
+	}
+	if len(scan.Unreadable) > 0 {
+		log.Warn().Strs("dirs", scan.Unreadable).Msg("directories of the workspace could not be listed for secret files")
+	}
+	if len(scan.HardLinked) > 0 {
+		log.Warn().Strs("files", scan.HardLinked).Msg("secret files of the workspace have other hard links, which stay readable by the job")
+	}
+	return scan.Paths
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return statedir.WriteFileAtomicNoSync(path, append(b, '\n'))
+}
