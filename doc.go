@@ -1,4 +1,5 @@
 // Package bridge is the root of deepseek-mcp-bridge: it holds only repository-wide
-// tests (such as the package-doc check). The daemon lives in cmd/bridge, the
-// owner's CLI in cmd/bridgectl; see docs/ARCHITECTURE.md.
+// tests (package docs, file sizes, import layers). The daemon is package
+// daemon, run by cmd/bridge; the owner's CLI is cmd/bridgectl; see
+// docs/ARCHITECTURE.md.
 package bridge
