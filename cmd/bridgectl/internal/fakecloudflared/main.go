@@ -33,6 +33,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 )
 
 func main() {
@@ -226,8 +228,6 @@ func quickName() string {
 }
 
 func uuid() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	h := hex.EncodeToString(b)
+	h, _ := ids.Hex(16)
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
