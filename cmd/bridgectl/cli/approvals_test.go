@@ -8,13 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -104,12 +104,8 @@ func (w *approvalWorld) requestIDs(t *testing.T) map[string]bool {
 // waitUntil polls cond (a condition, not a fixed sleep) for up to 20 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !poll.Until(20*time.Second, cond) {
+		t.Fatalf("timed out waiting until %s", what)
 	}
 }
 
@@ -507,24 +503,6 @@ func TestApprovalCommandsHelp(t *testing.T) {
 	if out := te.must("help"); !strings.Contains(out, "approve ID [--reason R] | approve --watch") || !strings.Contains(out, "approval [on|off]") {
 		t.Fatalf("help lacks the approval commands:\n%s", out)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // `approval` reports the running daemon's mode (daemon.json's boot
