@@ -321,9 +321,8 @@ func (pw *ptyWatch) wait(t *testing.T) int {
 	return -1
 }
 
-// The Done-when of issue 4: a test drives `bridgectl approve --watch` from a
-// second terminal. The real binary runs on a pty; requests come from Submit,
-// as the approval child makes them.
+// `bridgectl approve --watch` driven from a second terminal: the real binary
+// runs on a pty; requests come from Submit, as the approval child makes them.
 func TestApproveWatchOnTerminal(t *testing.T) {
 	w := newApprovalWorld(t)
 	pw := startPtyWatch(t, w)

@@ -794,9 +794,9 @@ func TestClipboardToolThatStaysBehind(t *testing.T) {
 	if !returned {
 		<-ch // the child is gone, so rotate returns now
 	}
-	// The child exits just after its write; the cleanup's leftover check
-	// must not catch it in between (it did, now and then). Another process
-	// exits: nothing to wait on but its absence, so poll, bounded.
+	// The child exits just after its write, so the cleanup's leftover check
+	// could catch it in between. Another process exits: nothing to wait on
+	// but its absence, so poll, bounded.
 	var left []string
 	if !poll.Until(10*time.Second, func() bool { left = te.leftovers(); return len(left) == 0 }) {
 		t.Fatalf("the clipboard tool's child did not exit: %v", left)
