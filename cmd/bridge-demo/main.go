@@ -1,6 +1,6 @@
 // Command bridge-demo runs the bridge end to end on loopback with no DeepSeek
 // key: it starts the DeepSeek double and `bridge serve` on free ports, calls
-// the bridge's tools through the official Go MCP SDK client, prints what came
+// the bridge's tools through an mcp-go client, prints what came
 // back, and shuts everything down. `make demo` runs it.
 package main
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 )
 
 // claudeBin is the pinned Claude Code install (scripts/install.sh).
@@ -36,7 +38,7 @@ func TestJobKill(t *testing.T) {
 		t.Fatalf("job kill: %q", out)
 	}
 	// The snapshot is written by another process: poll it.
-	if !poll(30*time.Second, func() bool { out = w.must("jobs", jobID); return strings.Contains(out, "status:     cancelled") }) {
+	if !poll.Until(30*time.Second, func() bool { out = w.must("jobs", jobID); return strings.Contains(out, "status:     cancelled") }) {
 		t.Fatalf("job not cancelled:\n%s", out)
 	}
 	if left := procsWithMarker("BRIDGE_JOB_ID=" + jobID); len(left) > 0 {
@@ -55,21 +57,4 @@ func TestJobKill(t *testing.T) {
 func procsWithMarker(marker string) []string {
 	w := &world{marker: marker}
 	return w.leftovers()
-}
-
-// poll checks cond on a ticker until it holds or d passes: for state another
-// process changes, where there is no event to wait on.
-func poll(d time.Duration, cond func() bool) bool {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			return cond()
-		case <-tick.C:
-		}
-	}
-	return true
 }

@@ -7,8 +7,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -24,6 +22,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 )
 
 const (
@@ -84,10 +84,12 @@ func newWorld(t *testing.T) *world {
 	double := deepseektest.New(deepseektest.WithKey(testKey), deepseektest.WithDefault(deepseektest.Text("pong")))
 	t.Cleanup(double.Close)
 	dir := t.TempDir()
-	b := make([]byte, 8)
-	rand.Read(b)
+	suffix, err := ids.Hex(8)
+	if err != nil {
+		t.Fatal(err)
+	}
 	w := &world{t: t, dir: dir, envFile: filepath.Join(dir, "bridge.env"), state: filepath.Join(dir, "state"),
-		marker: "bridgectl-e2e-" + hex.EncodeToString(b), proxyFile: filepath.Join(dir, "edge-addr")}
+		marker: "bridgectl-e2e-" + suffix, proxyFile: filepath.Join(dir, "edge-addr")}
 	env := "# settings of an end-to-end test\n" +
 		"DEEPSEEK_API_KEY=" + testKey + "\n" +
 		"MCP_PATH_SECRET=" + testSecret + "\n" +
@@ -381,27 +383,33 @@ func TestStartForeground(t *testing.T) {
 		fg.Process.Kill()
 		<-exited
 	})
-	deadline := time.After(20 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	// Wait for daemon.json, or for bridgectl to exit without writing one.
+	pid := 0
+	settled := poll.Until(20*time.Second, func() bool {
 		var di struct {
 			PID int `json:"pid"`
 		}
 		b, _ := os.ReadFile(filepath.Join(state, "daemon.json"))
 		if json.Unmarshal(b, &di) == nil && di.PID != 0 {
-			if di.PID != fg.Process.Pid {
-				t.Fatalf("daemon.json pid %d, bridgectl's pid %d: --foreground did not exec", di.PID, fg.Process.Pid)
-			}
-			break
+			pid = di.PID
+			return true
 		}
 		select {
 		case <-exited:
-			t.Fatalf("start --foreground exited: %v\n%s", waitErr, out.String())
-		case <-deadline:
-			t.Fatalf("no daemon.json\n%s", out.String())
-		case <-tick.C:
+			return true
+		default:
+			return false
 		}
+	})
+	switch {
+	case pid != 0:
+		if pid != fg.Process.Pid {
+			t.Fatalf("daemon.json pid %d, bridgectl's pid %d: --foreground did not exec", pid, fg.Process.Pid)
+		}
+	case settled:
+		t.Fatalf("start --foreground exited: %v\n%s", waitErr, out.String())
+	default:
+		t.Fatalf("no daemon.json\n%s", out.String())
 	}
 	if b, _ := os.ReadFile(filepath.Join(state, "bridge.pid")); strings.TrimSpace(string(b)) != strconv.Itoa(fg.Process.Pid) {
 		t.Fatalf("pid file %q, want %d", b, fg.Process.Pid)

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 )
 
 // startRunningJob starts the real daemon (bridgectl start) with the real
@@ -69,7 +70,7 @@ func startRunningJob(t *testing.T, task string, extraDirs ...string) (w *world, 
 		t.Fatalf("deepseek_agent_start: %s %s (%v)", b, res.Content, err)
 	}
 	// The harness runs once its tree carries the job marker.
-	if !poll(30*time.Second, func() bool { return len(procsWithMarker("BRIDGE_JOB_ID="+p.JobID)) > 0 }) {
+	if !poll.Until(30*time.Second, func() bool { return len(procsWithMarker("BRIDGE_JOB_ID="+p.JobID)) > 0 }) {
 		t.Fatalf("no harness process for job %s\n%s", p.JobID, w.must("jobs", p.JobID))
 	}
 	return w, ws, p.JobID

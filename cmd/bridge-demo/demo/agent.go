@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 )
@@ -83,13 +83,8 @@ func runAgent(ctx context.Context, e *Env, workspace, witness string) error {
 	} else {
 		fmt.Fprintln(e.Out, "sandbox: on — the job's commands run under bubblewrap (Claude Code's sandbox)")
 	}
-	params := &mcp.CallToolParams{
-		Name:      "deepseek_agent_start",
-		Arguments: map[string]any{"task": agentTask, "workspace": workspace},
-	}
-	params.SetProgressToken("demo-agent")
 	fmt.Fprintf(e.Out, "task: %s\nworkspace: %s (witness.txt holds %d random characters)\n", agentTask, workspace, len(witness))
-	res, err := e.Session.CallTool(ctx, params)
+	res, err := callTool(ctx, e.Session, "deepseek_agent_start", map[string]any{"task": agentTask, "workspace": workspace}, "demo-agent")
 	if err != nil {
 		return fmt.Errorf("tools/call deepseek_agent_start: %w", err)
 	}
@@ -102,10 +97,7 @@ func runAgent(ctx context.Context, e *Env, workspace, witness string) error {
 		if p.Status == "waiting_approval" {
 			return fmt.Errorf("the job waits for a human (approval %s), which this demo does not script", p.Approval)
 		}
-		res, err = e.Session.CallTool(ctx, &mcp.CallToolParams{
-			Name:      "deepseek_agent_poll",
-			Arguments: map[string]any{"job_id": p.JobID, "wait_seconds": 20},
-		})
+		res, err = callTool(ctx, e.Session, "deepseek_agent_poll", map[string]any{"job_id": p.JobID, "wait_seconds": 20}, "")
 		if err != nil {
 			return fmt.Errorf("tools/call deepseek_agent_poll: %w", err)
 		}

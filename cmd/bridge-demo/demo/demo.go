@@ -1,6 +1,6 @@
 // Package demo runs the bridge end to end on loopback for `make demo`: the
-// DeepSeek double and `bridge serve` as child processes on free ports, the
-// official Go MCP SDK client talking to the capability URL, and a list of
+// DeepSeek double and `bridge serve` as child processes on free ports, an
+// mcp-go client talking to the capability URL, and a list of
 // steps (Steps) that each call a tool and print what came back. Everything it
 // starts is stopped before Run returns.
 package demo
@@ -8,8 +8,6 @@ package demo
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,9 +21,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 )
 
 // Options configure one demo run.
@@ -49,8 +49,8 @@ const (
 
 // Env is what a step works with.
 type Env struct {
-	Session *mcp.ClientSession // official Go SDK client connected to the bridge
-	Dir     string             // the demo's temp dir (removed when Run returns)
+	Session *client.Client // mcp-go client connected to the bridge
+	Dir     string         // the demo's temp dir (removed when Run returns)
 	Out     io.Writer
 
 	mu       sync.Mutex
@@ -63,7 +63,7 @@ func newEnv(dir string, out io.Writer) *Env {
 }
 
 // progress prints one notification as it arrives.
-func (e *Env) progress(p *mcp.ProgressNotificationParams) {
+func (e *Env) progress(p mcp.ProgressNotificationParams) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if p.Total > 0 {
@@ -79,8 +79,8 @@ func (e *Env) progress(p *mcp.ProgressNotificationParams) {
 }
 
 // WaitProgress waits (up to timeout) until the final progress notification
-// of token was printed. The SDK delivers notifications on another goroutine
-// than results, so without this the answer could be printed before them.
+// of token was printed. Notifications are handled on another goroutine than
+// results, so without this the answer could be printed before them.
 func (e *Env) WaitProgress(token string, timeout time.Duration) bool {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
@@ -218,7 +218,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	say("DeepSeek double listening on %s (scripted answers, fake key; nothing leaves this machine)", doubleURL)
 
 	// The bridge.
-	secret, err := randomHex(32)
+	secret, err := ids.Hex(32)
 	if err != nil {
 		return err
 	}
@@ -252,20 +252,14 @@ func Run(ctx context.Context, o Options) (err error) {
 	url := "http://" + addr + "/mcp/" + secret
 	say("bridge serve (pid %d) listening on http://%s/mcp/<secret> (a throwaway %d-character secret)", bridge.pid(), addr, len(secret))
 
-	// A real MCP client: the official Go SDK.
+	// A real MCP client: mcp-go's, the SDK the bridge serves with.
 	e := newEnv(dir, o.Out)
-	client := mcp.NewClient(&mcp.Implementation{Name: "bridge-demo", Version: "1"}, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			e.progress(req.Params)
-		},
-	})
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
+	cs, ir, err := connect(ctx, url, e.progress)
 	if err != nil {
 		return withLog(fmt.Errorf("MCP connect: %w", err), env["BRIDGE_LOG_FILE"], secret)
 	}
 	defer cs.Close()
-	ir := cs.InitializeResult()
-	tools, err := cs.ListTools(ctx, nil)
+	tools, err := cs.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
 		return fmt.Errorf("tools/list: %w", err)
 	}
@@ -273,7 +267,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	for _, t := range tools.Tools {
 		names = append(names, t.Name)
 	}
-	say("connected with the official Go MCP SDK (protocol %s) to %s %s; tools: %s",
+	say("connected with the mcp-go client (protocol %s) to %s %s; tools: %s",
 		ir.ProtocolVersion, ir.ServerInfo.Name, ir.ServerInfo.Version, strings.Join(names, ", "))
 
 	e.Session = cs
@@ -468,14 +462,6 @@ func withLog(err error, file, secret string) error {
 		b = b[len(b)-4000:]
 	}
 	return fmt.Errorf("%w\n--- %s (tail) ---\n%s", err, filepath.Base(file), strings.ReplaceAll(string(b), secret, "<secret>"))
-}
-
-func randomHex(n int) (string, error) {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("random secret: %w", err)
-	}
-	return hex.EncodeToString(b), nil
 }
 
 func exeSuffix() string {

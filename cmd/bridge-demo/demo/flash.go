@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 )
 
@@ -50,15 +48,10 @@ func flashStep() Step {
 }
 
 func runFlash(ctx context.Context, e *Env) error {
-	params := &mcp.CallToolParams{
-		Name: "deepseek_flash",
-		Arguments: map[string]any{
-			"task": "In one sentence: what is this bridge for?",
-			"mode": "summarize",
-		},
-	}
-	params.SetProgressToken("demo-flash")
-	res, err := e.Session.CallTool(ctx, params)
+	res, err := callTool(ctx, e.Session, "deepseek_flash", map[string]any{
+		"task": "In one sentence: what is this bridge for?",
+		"mode": "summarize",
+	}, "demo-flash")
 	if err != nil {
 		return fmt.Errorf("tools/call deepseek_flash: %w", err)
 	}
@@ -86,15 +79,4 @@ func runFlash(ctx context.Context, e *Env) error {
 	}
 	fmt.Fprintln(e.Out, "ok: the answer came from the DeepSeek double through the bridge's MCP endpoint")
 	return nil
-}
-
-// resultText joins the text content blocks of a tool result.
-func resultText(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, t.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
 }

@@ -8,13 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -104,12 +104,8 @@ func (w *approvalWorld) requestIDs(t *testing.T) map[string]bool {
 // waitUntil polls cond (a condition, not a fixed sleep) for up to 20 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !poll.Until(20*time.Second, cond) {
+		t.Fatalf("timed out waiting until %s", what)
 	}
 }
 
@@ -509,20 +505,72 @@ func TestApprovalCommandsHelp(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// `approval` reports the running daemon's mode (daemon.json's boot
+// mode and the flag), not the config on disk, and says when they differ.
+func TestApprovalReportsTheDaemonsMode(t *testing.T) {
+	w := newApprovalWorld(t)
+	w.appendEnv("BRIDGE_CC_APPROVAL=off")
+	w.must("start")
+	w.dropEnvLine("BRIDGE_CC_APPROVAL=")
+
+	out := w.must("approval")
+	for _, want := range []string{"human approval is OFF", "started with BRIDGE_CC_APPROVAL=off", "`bridgectl restart`"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("approval lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "human approval is on") {
+		t.Errorf("approval reports the config on disk, not the daemon:\n%s", out)
+	}
+	out, errs, code := w.run("approval", "on")
+	if code != 1 {
+		t.Fatalf("approval on while the daemon booted off: exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"not what turns it off", "BRIDGE_CC_APPROVAL=off", "`bridgectl restart`", "still OFF"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("approval on lacks %q:\n%s", want, errs)
+		}
+	}
+
+	// Config back to off, daemon restarted with it: nothing differs, no note.
+	w.appendEnv("BRIDGE_CC_APPROVAL=off")
+	w.must("restart")
+	if out := w.must("approval"); strings.Contains(out, "restart") || !strings.Contains(out, "human approval is OFF") {
+		t.Errorf("approval with the daemon and the config agreeing:\n%s", out)
+	}
+
+	// The other way round: the daemon booted on, the config now says off.
+	w.dropEnvLine("BRIDGE_CC_APPROVAL=")
+	w.must("restart")
+	w.appendEnv("BRIDGE_CC_APPROVAL=off")
+	out = w.must("approval")
+	if !strings.HasPrefix(out, "human approval is on") || !strings.Contains(out, "`bridgectl restart` would turn it OFF") {
+		t.Errorf("approval with the config now off:\n%s", out)
+	}
+	// The flag still turns a daemon that booted on off, and on again.
+	w.must("approval", "off")
+	if !approvals.ApprovalOff(w.dir) || !strings.Contains(w.must("approval"), "human approval is OFF (approval-off flag") {
+		t.Errorf("approval after approval off:\n%s", w.must("approval"))
+	}
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// A prefix of an already decided request says what happened to it,
+// as the full id does, not "unknown approval id".
+func TestApprovePrefixOfDecidedRequest(t *testing.T) {
+	w := newApprovalWorld(t)
+	r, ch := w.submit(t, jobA, bash("make install"), time.Minute)
+	w.must("approve", r.ID)
+	decision(t, ch)
+	for _, cmd := range []string{"approve", "deny"} {
+		for _, id := range []string{r.ID, r.ID[:8]} {
+			_, errs, code := w.run(cmd, id)
+			if code != 1 || !strings.Contains(errs, "already decided") || !strings.Contains(errs, "approved by") || strings.Contains(errs, "unknown approval id") {
+				t.Errorf("%s %s of a decided request: exit %d %q", cmd, id, code, errs)
+			}
+		}
+	}
+	// A prefix nothing has: unknown, and where to look.
+	if _, errs, code := w.run("approve", "0123456789"); code != 1 || !strings.Contains(errs, "bridgectl pending") {
+		t.Errorf("approve of an unknown prefix: exit %d %q", code, errs)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -126,7 +127,7 @@ func requestIDArg(arg string) (string, error) {
 	if id == "" {
 		return "", usageError{"the request ID is empty: see `bridgectl pending`"}
 	}
-	if len(id) < 8 || len(id) > 32 || strings.Trim(id, "0123456789abcdef") != "" {
+	if !ids.ValidPrefix(id) {
 		return "", usageError{fmt.Sprintf("%q is not an approval request id: give the 32 hex characters `bridgectl pending` shows, or a unique prefix of 8 or more", arg)}
 	}
 	return id, nil

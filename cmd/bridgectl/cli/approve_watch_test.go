@@ -16,6 +16,8 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/syncbuf"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -23,8 +25,8 @@ import (
 // watchRun is `bridgectl approve --watch` running in-process.
 type watchRun struct {
 	in     *io.PipeWriter
-	out    *syncBuffer
-	errb   *syncBuffer
+	out    *syncbuf.Buffer
+	errb   *syncbuf.Buffer
 	cancel context.CancelFunc
 	code   chan int
 }
@@ -32,7 +34,7 @@ type watchRun struct {
 func startWatch(t *testing.T, w *approvalWorld) *watchRun {
 	t.Helper()
 	pr, pw := io.Pipe()
-	wr := &watchRun{in: pw, out: &syncBuffer{}, errb: &syncBuffer{}, code: make(chan int, 1)}
+	wr := &watchRun{in: pw, out: &syncbuf.Buffer{}, errb: &syncbuf.Buffer{}, code: make(chan int, 1)}
 	e := NewEnv(pr, wr.out, wr.errb, w.environ)
 	ctx, cancel := context.WithCancel(t.Context())
 	wr.cancel = cancel
@@ -48,12 +50,8 @@ func startWatch(t *testing.T, w *approvalWorld) *watchRun {
 
 func (wr *watchRun) waitOut(t *testing.T, what string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(wr.out.String(), what) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the watcher never printed %q; it printed:\n%s\nstderr:\n%s", what, wr.out.String(), wr.errb.String())
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !poll.Until(20*time.Second, func() bool { return strings.Contains(wr.out.String(), what) }) {
+		t.Fatalf("the watcher never printed %q; it printed:\n%s\nstderr:\n%s", what, wr.out.String(), wr.errb.String())
 	}
 }
 
@@ -199,7 +197,7 @@ func TestApproveWatchLastCall(t *testing.T) {
 func TestApproveWatchStaleAnswer(t *testing.T) {
 	w := newApprovalWorld(t)
 	pr, pw := io.Pipe()
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	e := NewEnv(pr, out, io.Discard, w.environ)
 	e.cmd = approveCmd
 	f := newFlags(e, false)
@@ -216,7 +214,7 @@ func TestApproveWatchStaleAnswer(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- wt.run(ctx) }()
 	t.Cleanup(func() { cancel(); pw.Close(); <-done })
-	wr := &watchRun{in: pw, out: out, errb: &syncBuffer{}}
+	wr := &watchRun{in: pw, out: out, errb: &syncbuf.Buffer{}}
 
 	r1, ch1 := w.submit(t, jobA, bash("git push"), time.Minute)
 	wr.waitOut(t, "approve "+short(r1.ID)+"? ")
@@ -260,7 +258,7 @@ func builtBridgectl(t *testing.T) string {
 type ptyWatch struct {
 	cmd    *exec.Cmd
 	tty    *os.File
-	out    *syncBuffer
+	out    *syncbuf.Buffer
 	copied chan struct{}
 }
 
@@ -275,7 +273,7 @@ func startPtyWatch(t *testing.T, w *approvalWorld) *ptyWatch {
 	if err != nil {
 		t.Fatalf("start on a pty: %v", err)
 	}
-	pw := &ptyWatch{cmd: cmd, tty: tty, out: &syncBuffer{}, copied: make(chan struct{})}
+	pw := &ptyWatch{cmd: cmd, tty: tty, out: &syncbuf.Buffer{}, copied: make(chan struct{})}
 	go func() {
 		defer close(pw.copied)
 		io.Copy(pw.out, tty) // ends with EIO once the process and its terminal are gone
@@ -294,12 +292,8 @@ func startPtyWatch(t *testing.T, w *approvalWorld) *ptyWatch {
 
 func (pw *ptyWatch) waitOut(t *testing.T, what string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(pw.out.String(), what) {
-		if time.Now().After(deadline) {
-			t.Fatalf("bridgectl on the pty never printed %q; it printed:\n%q", what, pw.out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !poll.Until(30*time.Second, func() bool { return strings.Contains(pw.out.String(), what) }) {
+		t.Fatalf("bridgectl on the pty never printed %q; it printed:\n%q", what, pw.out.String())
 	}
 }
 
@@ -327,9 +321,8 @@ func (pw *ptyWatch) wait(t *testing.T) int {
 	return -1
 }
 
-// The Done-when of issue 4: a test drives `bridgectl approve --watch` from a
-// second terminal. The real binary runs on a pty; requests come from Submit,
-// as the approval child makes them.
+// `bridgectl approve --watch` driven from a second terminal: the real binary
+// runs on a pty; requests come from Submit, as the approval child makes them.
 func TestApproveWatchOnTerminal(t *testing.T) {
 	w := newApprovalWorld(t)
 	pw := startPtyWatch(t, w)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -793,19 +794,12 @@ func TestClipboardToolThatStaysBehind(t *testing.T) {
 	if !returned {
 		<-ch // the child is gone, so rotate returns now
 	}
-	// The child exits just after its write; the cleanup's leftover check
-	// must not catch it in between (it did, now and then). Another process
-	// exits: nothing to wait on but its absence, so poll, bounded.
-	gone := time.NewTimer(10 * time.Second)
-	defer gone.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for left := te.leftovers(); len(left) > 0; left = te.leftovers() {
-		select {
-		case <-gone.C:
-			t.Fatalf("the clipboard tool's child did not exit: %v", left)
-		case <-tick.C:
-		}
+	// The child exits just after its write, so the cleanup's leftover check
+	// could catch it in between. Another process exits: nothing to wait on
+	// but its absence, so poll, bounded.
+	var left []string
+	if !poll.Until(10*time.Second, func() bool { left = te.leftovers(); return len(left) == 0 }) {
+		t.Fatalf("the clipboard tool's child did not exit: %v", left)
 	}
 }
 

@@ -3,8 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +13,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
 const (
@@ -69,9 +72,11 @@ func newTestEnv(t *testing.T, extra ...string) *testEnv {
 			t.Fatal(err)
 		}
 	}
-	b := make([]byte, 8)
-	rand.Read(b)
-	te.marker = "bridgectl-test-" + hex.EncodeToString(b)
+	suffix, err := ids.Hex(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	te.marker = "bridgectl-test-" + suffix
 	env := "# bridge settings for a test\n" +
 		"DEEPSEEK_API_KEY=" + testKey + "\n" +
 		"# the capability secret\n" +
@@ -179,3 +184,90 @@ type netListenConfig struct{}
 func (netListenConfig) listen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
 
 func ioPipe() (*io.PipeReader, *io.PipeWriter) { return io.Pipe() }
+
+// appendEnv adds lines to the test's .env file.
+func (te *testEnv) appendEnv(lines ...string) {
+	te.t.Helper()
+	f, err := os.OpenFile(te.envFile, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		te.t.Fatal(err)
+	}
+	defer f.Close()
+	for _, l := range lines {
+		if _, err := f.WriteString(l + "\n"); err != nil {
+			te.t.Fatal(err)
+		}
+	}
+}
+
+// dropEnvLine removes every line of the .env file that starts with prefix.
+func (te *testEnv) dropEnvLine(prefix string) {
+	te.t.Helper()
+	b, err := os.ReadFile(te.envFile)
+	if err != nil {
+		te.t.Fatal(err)
+	}
+	var kept []string
+	for _, l := range strings.SplitAfter(string(b), "\n") {
+		if !strings.HasPrefix(l, prefix) {
+			kept = append(kept, l)
+		}
+	}
+	if err := os.WriteFile(te.envFile, []byte(strings.Join(kept, "")), 0o600); err != nil {
+		te.t.Fatal(err)
+	}
+}
+
+// backdateStart makes the running daemon's daemon.json say it started a
+// minute ago, so a .env written now is newer than the daemon.
+func (te *testEnv) backdateStart() {
+	te.t.Helper()
+	var info map[string]any
+	if err := json.Unmarshal([]byte(te.readFile("daemon.json")), &info); err != nil {
+		te.t.Fatal(err)
+	}
+	info["started_at"] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	b, _ := json.Marshal(info)
+	if err := os.WriteFile(filepath.Join(te.state, "daemon.json"), b, 0o600); err != nil {
+		te.t.Fatal(err)
+	}
+}
+
+// writeJobs puts snapshots into the test's state dir.
+func (te *testEnv) writeJobs(snaps ...jobs.Snapshot) statedir.Dir {
+	te.t.Helper()
+	dir, err := statedir.Open(te.state)
+	if err != nil {
+		te.t.Fatal(err)
+	}
+	for _, s := range snaps {
+		if err := statedir.WriteJSON(dir.JobFile(s.ID), s); err != nil {
+			te.t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// daemonPID is the pid the daemon's daemon.json records (0: none).
+func (te *testEnv) daemonPID() int {
+	te.t.Helper()
+	var info struct {
+		PID int `json:"pid"`
+	}
+	b, err := os.ReadFile(filepath.Join(te.state, "daemon.json"))
+	if err != nil || json.Unmarshal(b, &info) != nil {
+		return 0
+	}
+	return info.PID
+}
+
+// jobStatus is the status a job's snapshot reads now.
+func (te *testEnv) jobStatus(id string) jobs.Status {
+	te.t.Helper()
+	var s jobs.Snapshot
+	b, err := os.ReadFile(filepath.Join(te.state, "jobs", id+".json"))
+	if err != nil || json.Unmarshal(b, &s) != nil {
+		te.t.Fatalf("read job %s: %v", id, err)
+	}
+	return s.Status
+}

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
@@ -70,12 +68,12 @@ func runJob(ctx context.Context, e *Env, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	sess, err := connectMCP(ctx, e, localEndpoint(d.Addr, c.cfg.PathSecret))
+	sess, _, err := connectMCP(ctx, e, localEndpoint(d.Addr, c.cfg.PathSecret))
 	if err != nil {
 		return fmt.Errorf("connect to the daemon: %w", err)
 	}
 	defer sess.Close()
-	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "deepseek_agent_cancel", Arguments: map[string]any{"job_id": id}})
+	res, err := callTool(ctx, sess, "deepseek_agent_cancel", map[string]any{"job_id": id})
 	if err != nil {
 		return fmt.Errorf("deepseek_agent_cancel: %w", err)
 	}
@@ -152,7 +150,7 @@ func (c *ctl) resolveJobID(arg string) (string, error) {
 	if ids.Valid(arg) {
 		return arg, nil
 	}
-	if len(arg) < 8 || len(arg) > 32 || strings.Trim(arg, "0123456789abcdef") != "" {
+	if !ids.ValidPrefix(arg) {
 		return "", usageError{fmt.Sprintf("%q is not a job id: give the 32 hex characters `bridgectl jobs` shows, or a unique prefix of 8 or more", arg)}
 	}
 	matches := jobIDsWithPrefix(c.dir, arg)

@@ -2,12 +2,11 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/envfile"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 )
 
 var secretCmd = &Command{
@@ -38,13 +37,8 @@ func runSecret(ctx context.Context, e *Env, args []string) error {
 	return nil
 }
 
-func newSecret() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("random bytes: %w", err)
-	}
-	return hex.EncodeToString(b), nil
-}
+// newSecret is a fresh MCP path secret: 256 bits as 64 hex characters.
+func newSecret() (string, error) { return ids.Hex(32) }
 
 // writeSecret puts a fresh secret into .env and re-reads the config.
 func (c *ctl) writeSecret() (string, error) {

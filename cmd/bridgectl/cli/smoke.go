@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 var smokeCmd = &Command{
@@ -79,7 +79,7 @@ func runSmoke(ctx context.Context, e *Env, args []string) error {
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	sess, err := connectMCP(cctx, e, endpoint)
+	sess, ir, err := connectMCP(cctx, e, endpoint)
 	cancel()
 	if err != nil {
 		switch {
@@ -93,10 +93,9 @@ func runSmoke(ctx context.Context, e *Env, args []string) error {
 		return r.result()
 	}
 	defer sess.Close()
-	ir := sess.InitializeResult()
 	r.ok("initialize: %s %s, protocol %s", ir.ServerInfo.Name, ir.ServerInfo.Version, ir.ProtocolVersion)
 	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	tl, err := sess.ListTools(lctx, nil)
+	tl, err := sess.ListTools(lctx, mcp.ListToolsRequest{})
 	cancel()
 	if err != nil {
 		r.fail("tools/list: %v", err)
@@ -120,9 +119,9 @@ func runSmoke(ctx context.Context, e *Env, args []string) error {
 	fctx, cancel := context.WithTimeout(ctx, c.cfg.FlashTimeout+30*time.Second)
 	defer cancel()
 	start := time.Now()
-	res, err := sess.CallTool(fctx, &mcp.CallToolParams{Name: "deepseek_flash", Arguments: map[string]any{
+	res, err := callTool(fctx, sess, "deepseek_flash", map[string]any{
 		"task": "Smoke test from bridgectl: reply with the single word pong.", "mode": "analyze",
-	}})
+	})
 	switch {
 	case err != nil:
 		r.fail("deepseek_flash: %v", err)

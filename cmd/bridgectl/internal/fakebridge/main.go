@@ -31,7 +31,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
@@ -132,16 +133,12 @@ func main() {
 // job is a tool error naming the unknown id; a finished job is returned
 // unchanged; any other is written back as cancelled and returned.
 func mcpEndpoint(dir statedir.Dir) http.Handler {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "fakebridge", Version: "fake"}, nil)
-	srv.AddTool(&mcp.Tool{Name: "deepseek_agent_cancel", InputSchema: json.RawMessage(`{"type":"object","properties":{"job_id":{"type":"string"}},"required":["job_id"]}`)},
-		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			var in struct {
-				JobID string `json:"job_id"`
-			}
-			json.Unmarshal(req.Params.Arguments, &in)
-			s, err := jobs.Load(dir, in.JobID)
+	srv := mcpserver.NewMCPServer("fakebridge", "fake", mcpserver.WithToolCapabilities(false))
+	srv.AddTool(mcp.NewToolWithRawSchema("deepseek_agent_cancel", "", json.RawMessage(`{"type":"object","properties":{"job_id":{"type":"string"}},"required":["job_id"]}`)),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			s, err := jobs.Load(dir, req.GetString("job_id", ""))
 			if err != nil {
-				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%v: it never existed here or its results expired; start a new job with deepseek_agent_start", jobs.ErrUnknownJob)}}}, nil
+				return mcp.NewToolResultError(fmt.Sprintf("%v: it never existed here or its results expired; start a new job with deepseek_agent_start", jobs.ErrUnknownJob)), nil
 			}
 			if !s.Status.Final() {
 				now := time.Now()
@@ -152,10 +149,9 @@ func mcpEndpoint(dir statedir.Dir) http.Handler {
 			}
 			payload := map[string]any{"job_id": s.ID, "status": s.Status, "error": s.Error, "steps": s.Steps,
 				"last_tool": s.LastTool, "elapsed_ms": s.Elapsed(time.Now()).Milliseconds(), "cost_usd": s.CostUSD}
-			return &mcp.CallToolResult{StructuredContent: payload,
-				Content: []mcp.Content{&mcp.TextContent{Text: "text for the calling model: quote the nonce"}}}, nil
+			return mcp.NewToolResultStructured(payload, "text for the calling model: quote the nonce"), nil
 		})
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, DisableLocalhostProtection: true})
+	return mcpserver.NewStreamableHTTPServer(srv, mcpserver.WithStateLess(true), mcpserver.WithDisableLocalhostProtection(true))
 }
 
 // interruptJobs ends every unfinished job snapshot as interrupted, as the

@@ -33,6 +33,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 )
 
 func main() {
@@ -185,16 +187,10 @@ func serveProxy(addrFile, origin, host string) error {
 // upload limit on the free plan).
 const maxEdgeBody = 100 << 20
 
-// bufferBody reads the whole request body before next forwards it. Streaming
-// the server's own request body into the proxy's Transport races (Go
-// net/http, HTTP/1.1): when the origin answers quickly, ReverseProxy writes
-// the response header, on which the server consumes and closes the request
-// body — while the Transport's write loop may not yet have made its final
-// end-of-body read on it. That read fails with "http: invalid Read on closed
-// Body", the write loop closes the origin connection, and the response body
-// being copied is cut ("read error during body copy: use of closed network
-// connection"; the client sees unexpected EOF). Under CPU load this hit
-// MCP calls through the fake edge; a body held in memory has no such race.
+// bufferBody reads the whole request body before next forwards it: when the
+// origin answers fast, net/http (HTTP/1.1) closes a streamed request body
+// while the proxy's Transport may still read it, and the origin connection
+// and the response are cut; a body held in memory has no such race.
 // (golang/go#40747: the HTTP/1 server does not support reading the inbound
 // body once the response has begun.)
 func bufferBody(next http.Handler) http.Handler {
@@ -226,8 +222,6 @@ func quickName() string {
 }
 
 func uuid() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	h := hex.EncodeToString(b)
+	h, _ := ids.Hex(16)
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+)
+
+// A root that holds the bridge binary or the pinned Claude Code is
+// allowed with a warning; one that holds the state dir or .env is warned
+// about at start and in doctor.
+func TestRootsHoldingProtectedPaths(t *testing.T) {
+	proj := filepath.Join(t.TempDir(), "proj")
+	bridgeBin := filepath.Join(proj, "bin", "bridge")
+	claude := filepath.Join(proj, ".cache", "bin", "claude")
+	for _, p := range []string{bridgeBin, claude} {
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\necho 2.1.328\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(filepath.Join(proj, "src"), 0o700)
+	te := newTestEnv(t, "BRIDGE_BIN="+bridgeBin, "BRIDGE_CLAUDE_BIN="+claude)
+	out, errs, code := te.run("allow", proj)
+	if code != 0 || !strings.Contains(out, "allowed "+proj) {
+		t.Fatalf("allow proj: exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"warning", bridgeBin, "the bridge binary", claude, "Claude Code", "refuses " + proj, "subdirectories"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("allow of a root holding the binaries lacks %q:\n%s", want, errs)
+		}
+	}
+	if _, errs, code := te.run("allow", filepath.Join(proj, "src")); code != 0 || strings.Contains(errs, "warning") {
+		t.Errorf("allow proj/src: exit %d %q", code, errs)
+	}
+
+	// A hand-written root that holds the state dir and the .env: start and doctor say so.
+	te2 := newTestEnv(t)
+	te2.appendEnv("DEEPSEEK_ALLOWED_ROOTS=" + te2.dir)
+	out, errs, code = te2.run("start")
+	if code != 0 {
+		t.Fatalf("start: exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"warning", te2.dir, "state dir", te2.envFile} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("start with a root holding the state dir and .env lacks %q:\n%s", want, errs)
+		}
+	}
+	out, _, _ = te2.run("doctor", "--dry")
+	if !strings.Contains(out, "allowed root "+te2.dir+" contains the state directory") || !strings.Contains(out, "allowed root "+te2.dir+" contains the .env file "+te2.envFile) {
+		t.Errorf("doctor with a root holding the state dir and .env:\n%s", out)
+	}
+}
+
+// `allow` does not reload a daemon with unfinished jobs (it would
+// interrupt them) unless --reload; reload, restart and stop name the jobs
+// they interrupted.
+func TestAllowKeepsJobsAndStopsNameInterruptedJobs(t *testing.T) {
+	te := newTestEnv(t)
+	projA, projB := filepath.Join(te.dir, "projects", "a"), filepath.Join(te.dir, "projects", "b")
+	for _, d := range []string{projA, projB} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	te.must("start")
+	pid := te.daemonPID()
+	t0 := time.Now().Add(-time.Minute).UTC()
+	ended := t0.Add(30 * time.Second)
+	snap := func(id string, st jobs.Status, task string) jobs.Snapshot {
+		s := jobs.Snapshot{Version: jobs.SnapshotVersion, ID: id, Status: st, Task: task, Workspace: projA, CreatedAt: t0, MaxSteps: 120}
+		if st.Final() {
+			s.EndedAt = &ended
+		}
+		return s
+	}
+	running := snap("a1b2c3d4e5f6"+strings.Repeat("1", 20), jobs.StatusRunning, "reverse witness.txt "+eraseLine)
+	waiting := snap("a1b2c3d4e5f6"+strings.Repeat("2", 20), jobs.StatusWaitingApproval, "deploy the site")
+	queued := snap("a1b2c3d4e5f6"+strings.Repeat("3", 20), jobs.StatusQueued, "later")
+	done := snap("a1b2c3d4e5f6"+strings.Repeat("4", 20), jobs.StatusDone, "finished long ago")
+	te.writeJobs(running, waiting, queued, done)
+
+	// allow with unfinished jobs: .env written, no reload, the jobs named.
+	out, errs, code := te.run("allow", projA)
+	if code != 0 {
+		t.Fatalf("allow with running jobs: exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"allowed " + projA, "NOT reloaded", "3 jobs are not finished",
+		"a1b2c3d4e5f6  running", "a1b2c3d4e5f6  waiting_approval", "a1b2c3d4e5f6  queued", "reverse witness.txt benign\\u{1b}[2K fake line", "deploy the site",
+		"`bridgectl reload` when they are done", "allow with --reload, interrupts them"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("allow with unfinished jobs lacks %q:\n%s", want, out)
+		}
+	}
+	noRawControls(t, "allow", out+errs)
+	if strings.Contains(out, "reloaded: pid") || strings.Contains(out, "finished long ago") {
+		t.Errorf("allow reloaded, or named a finished job:\n%s", out)
+	}
+	if te.daemonPID() != pid {
+		t.Errorf("allow restarted the daemon: pid %d → %d", pid, te.daemonPID())
+	}
+	if st := te.jobStatus(running.ID); st != jobs.StatusRunning {
+		t.Errorf("allow interrupted a job: %s", st)
+	}
+	if env, _ := os.ReadFile(te.envFile); !strings.Contains(string(env), "DEEPSEEK_ALLOWED_ROOTS="+projA) {
+		t.Errorf(".env lacks the new root:\n%s", env)
+	}
+
+	// reload interrupts them and says which.
+	out = te.must("reload")
+	for _, want := range []string{"reloaded: pid", "interrupted 3 jobs", "a1b2c3d4e5f6  running", "a1b2c3d4e5f6  waiting_approval", "a1b2c3d4e5f6  queued", "deploy the site"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("reload lacks %q:\n%s", want, out)
+		}
+	}
+	noRawControls(t, "reload", out)
+	if strings.Contains(out, "finished long ago") {
+		t.Errorf("reload names a job that had ended before:\n%s", out)
+	}
+	for _, s := range []jobs.Snapshot{running, waiting, queued} {
+		if st := te.jobStatus(s.ID); st != jobs.StatusInterrupted {
+			t.Errorf("job %s after reload: %s", s.ID, st)
+		}
+	}
+
+	// allow --reload reloads anyway and names what it interrupted.
+	te.writeJobs(snap("b0b0b0b0b0b0"+strings.Repeat("5", 20), jobs.StatusRunning, "one more"))
+	pid = te.daemonPID()
+	out = te.must("allow", projB, "--reload")
+	for _, want := range []string{"allowed " + projB, "reloaded: pid", "interrupted 1 job:", "b0b0b0b0b0b0  running", "one more"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("allow --reload lacks %q:\n%s", want, out)
+		}
+	}
+	if te.daemonPID() == pid {
+		t.Errorf("allow --reload did not reload")
+	}
+
+	// No unfinished job: allow reloads as before, and nothing was interrupted.
+	out = te.must("allow", "--remove", projB)
+	if !strings.Contains(out, "reloaded: pid") || strings.Contains(out, "interrupted") || strings.Contains(out, "NOT reloaded") {
+		t.Errorf("allow --remove without jobs:\n%s", out)
+	}
+
+	// restart and stop name the jobs they interrupt, too.
+	te.writeJobs(snap("c0c0c0c0c0c0"+strings.Repeat("6", 20), jobs.StatusRunning, "restart victim"))
+	out = te.must("restart")
+	if !strings.Contains(out, "interrupted 1 job:") || !strings.Contains(out, "c0c0c0c0c0c0  running           restart victim") || !strings.Contains(out, "started: pid") {
+		t.Errorf("restart:\n%s", out)
+	}
+	te.writeJobs(snap("d0d0d0d0d0d0"+strings.Repeat("7", 20), jobs.StatusWaitingApproval, "stop victim"))
+	out = te.must("stop")
+	if !strings.Contains(out, "daemon stopped") || !strings.Contains(out, "interrupted 1 job:") || !strings.Contains(out, "d0d0d0d0d0d0  waiting_approval  stop victim") {
+		t.Errorf("stop:\n%s", out)
+	}
+	// Nothing running: nothing interrupted, and allow says when it applies.
+	if out := te.must("stop"); strings.Contains(out, "interrupted") {
+		t.Errorf("stop with nothing running:\n%s", out)
+	}
+	if out := te.must("allow", projB); !strings.Contains(out, "the daemon is not running") {
+		t.Errorf("allow without a daemon:\n%s", out)
+	}
+
+	for _, cmd := range []string{"allow", "reload", "restart", "stop"} {
+		if out := te.must(cmd, "--help"); !strings.Contains(out, "interrupted") {
+			t.Errorf("%s --help does not say what happens to running jobs:\n%s", cmd, out)
+		}
+	}
+	if out := te.must("allow", "--help"); !strings.Contains(out, "--reload") {
+		t.Errorf("allow --help lacks --reload:\n%s", out)
+	}
+}

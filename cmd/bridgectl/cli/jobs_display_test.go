@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+)
+
+// Payloads a caller or a model can put into a job's text: erase the line and
+// return the cursor, OSC 52 (writes the clipboard), a C1 CSI, a backspace and
+// a right-to-left override.
+const (
+	eraseLine = "benign\u001b[2K\rfake line"
+	osc52     = "done\x1b]52;c;ZWNobyBwd25lZAo=\x07 ok"
+	c1CSI     = "c1\u009b31m red"
+	backspace = "rm -rf x\b\b\b\b\b\b\b\bls  "
+	rtl       = "file\u202etxt.sh"
+)
+
+// raw returns the first terminal control in out other than a newline: a byte
+// below 0x20, DEL, a C1 control, a line/paragraph separator or a bidi control.
+func raw(out string) (rune, bool) {
+	for _, r := range out {
+		if r == '\n' {
+			continue
+		}
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r) {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// noRawControls fails when out carries a terminal control, and checks that
+// the text around it is still shown (escaped, not dropped).
+func noRawControls(t *testing.T, what, out string, shown ...string) {
+	t.Helper()
+	if r, ok := raw(out); ok {
+		t.Errorf("%s prints a raw control %U:\n%q", what, r, out)
+	}
+	for _, s := range shown {
+		if !strings.Contains(out, s) {
+			t.Errorf("%s does not show %q:\n%s", what, s, out)
+		}
+	}
+}
+
+// Every text of a job that bridgectl prints — from the MCP caller
+// (task, workspace) or the model (result, notes, commands, files, tools,
+// approval summary, error, trace) — is shown with its controls escaped.
+func TestJobTextIsEscaped(t *testing.T) {
+	te := newTestEnv(t)
+	t0 := time.Now().Add(-time.Hour).UTC()
+	ended := t0.Add(time.Minute)
+	exit0 := 0
+	long := jobs.Snapshot{Version: jobs.SnapshotVersion, ID: "0badc0de" + strings.Repeat("1", 24), Status: jobs.StatusWaitingApproval,
+		Task: eraseLine, Workspace: "/srv/" + rtl, CreatedAt: t0, MaxSteps: 120, Steps: 4, LastTool: "Bash" + c1CSI,
+		Approval:     &jobs.ApprovalInfo{ID: strings.Repeat("e", 32), Summary: "curl " + osc52},
+		FilesWritten: []string{rtl, "a\nb"},
+		Commands:     []jobs.Command{{Command: backspace, ExitCode: &exit0}},
+		Partial:      &jobs.Partial{Label: "partial " + c1CSI, Notes: []string{osc52}},
+		Trace: []jobs.TraceEntry{
+			{Time: t0, Kind: "tool_use", Tool: "Bash" + c1CSI, Detail: eraseLine},
+			{Time: t0, Kind: "text", Detail: osc52},
+		}}
+	done := jobs.Snapshot{Version: jobs.SnapshotVersion, ID: "0badc0de" + strings.Repeat("2", 24), Status: jobs.StatusError,
+		Task: osc52, Workspace: "/srv/ws", CreatedAt: t0, EndedAt: &ended, MaxSteps: 120, Steps: 1,
+		Result: "line one\n" + osc52 + "\nline three " + rtl, Error: "the model said " + eraseLine + c1CSI + "\x7f"}
+	te.writeJobs(long, done)
+
+	out, errs, code := te.run("jobs")
+	if code != 0 {
+		t.Fatalf("jobs: exit %d %s", code, errs)
+	}
+	noRawControls(t, "jobs", out, `benign\u{1b}[2K fake line`, `done\u{1b}]52;c;ZWNobyBwd25lZAo=\u{7} ok`)
+
+	out = te.must("jobs", long.ID, "--trace")
+	noRawControls(t, "jobs ID --trace", out,
+		`task:       benign\u{1b}[2K fake line`,
+		`workspace:  /srv/file\u{202e}txt.sh`,
+		`last tool Bashc1\u{9b}31m red`,
+		`curl done\u{1b}]52;c;ZWNobyBwd25lZAo=\u{7} ok`,
+		`wrote:      file\u{202e}txt.sh`, `wrote:      a\nb`,
+		`rm -rf x\u{8}`,
+		`partial:    partial c1\u{9b}31m red`,
+		`  note:     done\u{1b}]52`,
+		`Bashc1\u{9b}31m red`)
+	out = te.must("jobs", done.ID)
+	noRawControls(t, "jobs ID (ended)", out,
+		"result:     line one\n            done\\u{1b}]52;c;ZWNobyBwd25lZAo=\\u{7} ok\n            line three file\\u{202e}txt.sh",
+		`error:      the model said benign\u{1b}[2K\rfake line`)
+
+	// --json stays JSON: the exact bytes, escaped by encoding/json.
+	js := te.must("jobs", done.ID, "--json")
+	if r, ok := raw(js); ok {
+		t.Errorf("jobs --json carries a raw control %U", r)
+	}
+	var got jobs.Snapshot
+	if err := json.Unmarshal([]byte(js), &got); err != nil || got.Task != osc52 || got.Result != done.Result || got.Error != done.Error {
+		t.Errorf("jobs --json does not round-trip the text: %v %q", err, got.Task)
+	}
+
+	// status's job lines.
+	out = te.must("status")
+	noRawControls(t, "status", out, `benign\u{1b}[2K fake line`)
+
+	// job kill of an ended job says how it ended, with its error.
+	out, errs, code = te.run("job", "kill", done.ID)
+	if code != exitJobEnded {
+		t.Errorf("job kill of an ended job: exit %d %q", code, errs)
+	}
+	noRawControls(t, "job kill (ended)", out+errs, `the model said benign\u{1b}[2K fake line`)
+
+	// An ambiguous prefix lists the jobs with their tasks.
+	_, errs, code = te.run("jobs", "0badc0de")
+	if code != 2 {
+		t.Errorf("jobs AMBIGUOUS: exit %d", code)
+	}
+	noRawControls(t, "jobs AMBIGUOUS", errs, `benign\u{1b}[2K fake line`)
+
+	// logs: whatever the daemon's log holds is shown escaped too.
+	logFile := filepath.Join(te.state, "bridge.log")
+	if err := os.WriteFile(logFile, []byte(`{"level":"warn","summary":"x`+"\u009b2J\x7f"+`"}`+"\n"+"panic: "+osc52+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out = te.must("logs")
+	noRawControls(t, "logs", out, `"summary":"x\u{9b}2J\u{7f}"`, `panic: done\u{1b}]52`)
+}
