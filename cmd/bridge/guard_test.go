@@ -16,6 +16,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/prompt"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
@@ -144,7 +146,7 @@ func TestGuardPrepareWritesTheJobsHarnessFiles(t *testing.T) {
 			}
 
 			// The approval child's config, as the child will load it.
-			pc, err := approvals.LoadPromptConfig(filepath.Join(hd, "approval.json"))
+			pc, err := prompt.LoadConfig(filepath.Join(hd, "approval.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,15 +159,15 @@ func TestGuardPrepareWritesTheJobsHarnessFiles(t *testing.T) {
 
 			// Under that policy no tool call may name the state dir, the .env
 			// or a credential store — denied outright, whatever the mode.
-			pol := approvals.Policy{Workspace: pc.Workspace, Allow: pc.Allow, Protected: pc.Protected}
-			for _, req := range []approvals.Request{
+			pol := rules.Policy{Workspace: pc.Workspace, Allow: pc.Allow, Protected: pc.Protected}
+			for _, req := range []rules.Request{
 				{Tool: "Read", Input: map[string]any{"file_path": filepath.Join(f.home, ".ssh", "id_ed25519")}},
 				{Tool: "Read", Input: map[string]any{"file_path": f.env}},
 				{Tool: "Write", Input: map[string]any{"file_path": f.dir.ApprovalOffFlag(), "content": "x"}},
 				{Tool: "Edit", Input: map[string]any{"file_path": filepath.Join(hd, "approval.json"), "old_string": "on", "new_string": "off"}},
 				{Tool: "Bash", Input: map[string]any{"command": "cat " + filepath.Join(f.home, ".aws", "credentials")}},
 			} {
-				if v := approvals.Classify(req, pol); v.Decision != approvals.Deny {
+				if v := rules.Classify(req, pol); v.Decision != rules.Deny {
 					t.Errorf("%s %v: %s (%s), want deny", req.Tool, req.Input, v.Decision, v.Reason)
 				}
 			}
@@ -500,8 +502,8 @@ func submit(t *testing.T, q *approvals.Queue, jobID, cmd string) (approvals.Pend
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() { // owner: this test; ends with a decision or at cleanup
-		v := approvals.Classify(approvals.Request{Tool: "Bash", Input: map[string]any{"command": cmd}}, approvals.Policy{Workspace: "/ws"})
-		d, _ := q.Submit(ctx, jobID, approvals.Request{Tool: "Bash", Input: map[string]any{"command": cmd}}, v, time.Minute)
+		v := rules.Classify(rules.Request{Tool: "Bash", Input: map[string]any{"command": cmd}}, rules.Policy{Workspace: "/ws"})
+		d, _ := q.Submit(ctx, jobID, rules.Request{Tool: "Bash", Input: map[string]any{"command": cmd}}, v, time.Minute)
 		ch <- d
 	}()
 	deadline := time.Now().Add(10 * time.Second)
