@@ -115,7 +115,6 @@ func NewQueue(dir statedir.Dir, log zerolog.Logger) *Queue {
 // the queue is used.
 func (q *Queue) Notify(f func(PendingRequest)) { q.notify = f }
 
-
 func (q *Queue) requestPath(id string) string {
 	return filepath.Join(q.dir.Approvals(), id+".request.json")
 }

@@ -6,7 +6,11 @@ import (
 	"go/token"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // knownDifferences are the ways the new command rules are looser than the
@@ -15,8 +19,43 @@ import (
 // entry.
 var knownDifferences = []struct {
 	name, why string
-	applies   func(cmd string, old, new Verdict) bool
-}{}
+	applies   func(cmd string, p Policy, old, new Verdict) bool
+}{
+	{
+		name: "a protected path only inside a comment",
+		why:  "bash never passes a comment to the program; the command still goes to a human, and is denied when its own words name a protected path",
+		applies: func(cmd string, p Policy, old, new Verdict) bool {
+			before, ok := beforeComment(cmd)
+			return ok && old.Decision == Deny && new.Decision == Ask && ClassifyCommand(before, p).Decision != Deny
+		},
+	},
+	{
+		name: "invalid UTF-8",
+		why:  "the parser refuses it, so a human sees the command before its paths are checked; commands arrive as JSON strings, which decode to valid UTF-8",
+		applies: func(cmd string, _ Policy, old, new Verdict) bool {
+			return !utf8.ValidString(cmd) && new.Decision == Ask && strings.Contains(new.Reason, "invalid UTF-8")
+		},
+	},
+}
+
+// beforeComment returns cmd up to its first comment, if it parses and has one.
+func beforeComment(cmd string) (string, bool) {
+	f, err := syntax.NewParser(syntax.KeepComments(true)).Parse(strings.NewReader(cmd), "")
+	if err != nil {
+		return "", false
+	}
+	at := -1
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if c, ok := n.(*syntax.Comment); ok && (at < 0 || int(c.Hash.Offset()) < at) {
+			at = int(c.Hash.Offset())
+		}
+		return true
+	})
+	if at < 0 || at > len(cmd) {
+		return "", false
+	}
+	return cmd[:at], true
+}
 
 // rank orders decisions by how much they hold a command back.
 func rank(a Action) int {
@@ -40,7 +79,8 @@ func FuzzCommandRulesAgreeWithOldClassifier(f *testing.F) {
 		f.Add(s)
 	}
 	for _, s := range []string{"cat " + w.env, "cat " + w.state + "/approvals/x.request.json", "ls " + w.ws + "-evil",
-		"git -C " + w.state + " status", "cat " + filepath.Join(w.ws, "main.go"), "touch " + w.state + "/approval-off"} {
+		"git -C " + w.state + " status", "cat " + filepath.Join(w.ws, "main.go"), "touch " + w.state + "/approval-off",
+		"cat " + w.env + " # x", "ls # " + w.env, "cat " + w.env + " \xff", "cat " + w.env + " ]] } then !"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, cmd string) {
@@ -49,7 +89,7 @@ func FuzzCommandRulesAgreeWithOldClassifier(f *testing.F) {
 		for _, bsd := range []bool{false, true} {
 			bsdSed = bsd
 			old, new := oldClassifyCommand(cmd, w.policy), ClassifyCommand(cmd, w.policy)
-			if rank(new.Decision) < rank(old.Decision) && !explained(cmd, old, new) {
+			if rank(new.Decision) < rank(old.Decision) && !explained(cmd, w.policy, old, new) {
 				t.Fatalf("bsd sed %v: %q: the old classifier said %s (%s), the new rules %s (%s)",
 					bsd, cmd, old.Decision, old.Reason, new.Decision, new.Reason)
 			}
@@ -60,9 +100,9 @@ func FuzzCommandRulesAgreeWithOldClassifier(f *testing.F) {
 	})
 }
 
-func explained(cmd string, old, new Verdict) bool {
+func explained(cmd string, p Policy, old, new Verdict) bool {
 	for _, d := range knownDifferences {
-		if d.applies(cmd, old, new) {
+		if d.applies(cmd, p, old, new) {
 			return true
 		}
 	}

@@ -36,10 +36,19 @@ func classifyCommand(cmd string, p Policy) Verdict {
 	if strings.TrimSpace(cmd) == "" {
 		return Verdict{Decision: Deny, Reason: "empty command: there is nothing to run"}
 	}
-	words, why := parseCommand(cmd)
+	words, why, commented := parseCommand(cmd)
 	if why != "" {
 		return Verdict{Decision: Ask, Reason: why}
 	}
+	v := classifyWords(words, p)
+	if commented && v.Decision != Deny {
+		return Verdict{Decision: Ask, Reason: "the command contains a comment (#): a human decides"}
+	}
+	return v
+}
+
+// classifyWords applies the rules to the words of one simple command.
+func classifyWords(words []string, p Policy) Verdict {
 	if len(words) == 0 {
 		return Verdict{Decision: Deny, Reason: "empty command: there is nothing to run"}
 	}

@@ -28,9 +28,10 @@ var metachars = []struct{ s, name string }{
 // returns the words of its one simple command as the program receives them.
 // Anything else goes to a human, and why says so: chaining, pipes,
 // redirection, here-docs, substitution, expansion, assignments, subshells,
-// groups, compound commands, comments, brace expansion, or a command the
-// parser cannot read.
-func parseCommand(cmd string) (words []string, why string) {
+// groups, compound commands, brace expansion, or a command the parser cannot
+// read. A comment is reported apart (commented), with the words: the command
+// still goes to a human, unless its words are denied outright.
+func parseCommand(cmd string) (words []string, why string, commented bool) {
 	// Every line of a command and every control character must be visible
 	// in the one-line summary a human approves, whatever the shell makes of
 	// them (a backslash-newline vanishes from the tree).
@@ -44,30 +45,30 @@ func parseCommand(cmd string) (words []string, why string) {
 		// reason a human reads, or else what the parser objects to.
 		found.text(cmd)
 		if why := found.reason(control); why != "" {
-			return nil, why
+			return nil, why, false
 		}
-		return nil, "the command cannot be parsed (" + parseProblem(err) + "): a human decides"
+		return nil, "the command cannot be parsed (" + parseProblem(err) + "): a human decides", false
 	}
 	syntax.Walk(f, found.visit)
 	if why := found.reason(control); why != "" {
-		return nil, why
+		return nil, why, false
 	}
 	if len(f.Stmts) != 1 {
-		return nil, "the command is not one simple command: a human decides"
+		return nil, "the command is not one simple command: a human decides", false
 	}
 	st := f.Stmts[0]
 	call, ok := st.Cmd.(*syntax.CallExpr)
 	if !ok || st.Negated || st.Background || st.Coprocess || st.Disown || len(st.Redirs) > 0 || len(call.Assigns) > 0 {
-		return nil, "the command is not one simple command: a human decides"
+		return nil, "the command is not one simple command: a human decides", false
 	}
 	for _, w := range call.Args {
 		s, why := literal(w)
 		if why != "" {
-			return nil, why
+			return nil, why, false
 		}
 		words = append(words, s)
 	}
-	return words, ""
+	return words, "", found.comment
 }
 
 // findings collects what the syntax tree shows: the metachars present, and
@@ -76,6 +77,7 @@ type findings struct {
 	src       string
 	chars     map[string]bool
 	construct string // the full reason for the first construct, or ""
+	comment   bool
 }
 
 func newFindings(src string) *findings { return &findings{src: src, chars: map[string]bool{}} }
@@ -162,7 +164,7 @@ func (f *findings) visit(n syntax.Node) bool {
 		f.text(n.Value)
 	case *syntax.Comment:
 		f.text(n.Text)
-		f.uses("a comment (#)")
+		f.comment = true
 	case *syntax.CallExpr:
 		if len(n.Assigns) > 0 {
 			// The shell's first word is then an assignment (FOO=1 ls, where
