@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -36,8 +37,8 @@ type AuditRecord struct {
 	// marked), on auto and pending records: what was allowed, denied or
 	// queued, beyond the one-line summary.
 	Input    map[string]any `json:"input,omitempty"`
-	Verdict  Action         `json:"verdict,omitempty"`  // what the rules said
-	Decision Action         `json:"decision,omitempty"` // what happened: allow or deny
+	Verdict  rules.Action   `json:"verdict,omitempty"`  // what the rules said
+	Decision rules.Action   `json:"decision,omitempty"` // what happened: allow or deny
 	Reason   string         `json:"reason,omitempty"`
 	By       string         `json:"by,omitempty"`
 	Expires  *time.Time     `json:"expires,omitempty"`
@@ -83,7 +84,7 @@ func ReadAudit(dir statedir.Dir, all bool) ([]AuditRecord, error) {
 		}
 		var r AuditRecord
 		if err := json.Unmarshal(line, &r); err != nil || r.Event == "" {
-			r = AuditRecord{Event: "unreadable", Reason: clip(string(line))}
+			r = AuditRecord{Event: "unreadable", Reason: rules.Clip(string(line))}
 		}
 		out = append(out, r)
 		if !all && len(out) > 2*AuditTail {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -24,10 +26,10 @@ func newQueue(t *testing.T) (*Queue, statedir.Dir) {
 	return NewQueue(dir, zerolog.Nop()), dir
 }
 
-var chained = Request{Tool: "Bash", Input: map[string]any{"command": "make && make install"}}
+var chained = rules.Request{Tool: "Bash", Input: map[string]any{"command": "make && make install"}}
 
-func chainedVerdict() Verdict {
-	return Verdict{Decision: Ask, Reason: "the command contains chaining (&)", Summary: "Bash: make && make install"}
+func chainedVerdict() rules.Verdict {
+	return rules.Verdict{Decision: rules.Ask, Reason: "the command contains chaining (&)", Summary: "Bash: make && make install"}
 }
 
 type submitResult struct {
@@ -70,7 +72,7 @@ func TestQueueApprove(t *testing.T) {
 		q, dir := newQueue(t)
 		pr, res := submitAsync(t, q, t.Context(), "job1", 5*time.Minute)
 
-		if !validID(pr.ID) || pr.JobID != "job1" || pr.Tool != "Bash" || pr.Input["command"] != "make && make install" ||
+		if !ids.Valid(pr.ID) || pr.JobID != "job1" || pr.Tool != "Bash" || pr.Input["command"] != "make && make install" ||
 			pr.Summary == "" || !strings.Contains(pr.Reason, "chaining") || pr.Expires.Sub(pr.Created) != 5*time.Minute {
 			t.Fatalf("pending request = %+v", pr)
 		}
@@ -124,7 +126,7 @@ func TestQueueDenyCarriesReason(t *testing.T) {
 		}
 		recs, _ := ReadAudit(dir, false)
 		last := recs[len(recs)-1]
-		if last.Event != EventHuman || last.Decision != Deny || last.Reason != "do not install things." || last.By != "alice" || last.JobID != "job1" {
+		if last.Event != EventHuman || last.Decision != rules.Deny || last.Reason != "do not install things." || last.By != "alice" || last.JobID != "job1" {
 			t.Fatalf("last audit record = %+v", last)
 		}
 	})
@@ -158,7 +160,7 @@ func TestQueueExpiredWithoutWaiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q, _ := newQueue(t)
 		// A request whose waiter died: it expired with no decision file.
-		id, _ := newID()
+		id, _ := ids.New()
 		now := time.Now().UTC()
 		pr := PendingRequest{Version: 1, ID: id, JobID: "job1", Tool: "Bash", Created: now.Add(-time.Hour), Expires: now.Add(-time.Minute)}
 		if err := statedir.WriteJSON(q.requestPath(id), pr); err != nil {
@@ -288,9 +290,9 @@ func TestDecideUnknownID(t *testing.T) {
 func TestIDs(t *testing.T) {
 	seen := map[string]bool{}
 	for range 1000 {
-		id, err := newID()
-		if err != nil || !validID(id) || seen[id] {
-			t.Fatalf("newID = %q, %v (dup %v)", id, err, seen[id])
+		id, err := ids.New()
+		if err != nil || !ids.Valid(id) || seen[id] {
+			t.Fatalf("ids.New = %q, %v (dup %v)", id, err, seen[id])
 		}
 		seen[id] = true
 	}
@@ -390,10 +392,10 @@ func TestRequestFileClipsLongInput(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q, _ := newQueue(t)
 		big := strings.Repeat("x", 1<<20)
-		req := Request{Tool: "Write", Input: map[string]any{"file_path": "/tmp/x", "content": big, "meta": []any{map[string]any{"k": big}}}}
+		req := rules.Request{Tool: "Write", Input: map[string]any{"file_path": "/tmp/x", "content": big, "meta": []any{map[string]any{"k": big}}}}
 		res := make(chan Decision, 1)
 		go func() {
-			d, _ := q.Submit(t.Context(), "job1", req, Verdict{Decision: Ask, Reason: "outside", Summary: "Write /tmp/x"}, time.Minute)
+			d, _ := q.Submit(t.Context(), "job1", req, rules.Verdict{Decision: rules.Ask, Reason: "outside", Summary: "Write /tmp/x"}, time.Minute)
 			res <- d
 		}()
 		synctest.Wait()

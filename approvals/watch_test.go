@@ -13,6 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
+
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -79,9 +81,9 @@ func submitWaiting(t *testing.T, q *Queue, jobID, cmd string) (PendingRequest, <
 	ch := make(chan Decision, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	req := Request{Tool: "Bash", Input: map[string]any{"command": cmd}}
+	req := rules.Request{Tool: "Bash", Input: map[string]any{"command": cmd}}
 	go func() { // owner: this test; ends with a decision or at cleanup
-		d, _ := q.Submit(ctx, jobID, req, Classify(req, Policy{Workspace: "/ws"}), time.Minute)
+		d, _ := q.Submit(ctx, jobID, req, rules.Classify(req, rules.Policy{Workspace: "/ws"}), time.Minute)
 		ch <- d
 	}()
 	var ps []PendingRequest

@@ -15,6 +15,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/prompt"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
@@ -176,7 +178,7 @@ func TestGuardPrepareWritesTheJobsHarnessFiles(t *testing.T) {
 			}
 
 			// The approval child's config, as the child will load it.
-			pc, err := approvals.LoadPromptConfig(filepath.Join(hd, "approval.json"))
+			pc, err := prompt.LoadConfig(filepath.Join(hd, "approval.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -189,15 +191,15 @@ func TestGuardPrepareWritesTheJobsHarnessFiles(t *testing.T) {
 
 			// Under that policy no tool call may name the state dir, the .env
 			// or a credential store — denied outright, whatever the mode.
-			pol := approvals.Policy{Workspace: pc.Workspace, Allow: pc.Allow, Protected: pc.Protected}
-			for _, req := range []approvals.Request{
+			pol := rules.Policy{Workspace: pc.Workspace, Allow: pc.Allow, Protected: pc.Protected}
+			for _, req := range []rules.Request{
 				{Tool: "Read", Input: map[string]any{"file_path": filepath.Join(f.home, ".ssh", "id_ed25519")}},
 				{Tool: "Read", Input: map[string]any{"file_path": f.env}},
 				{Tool: "Write", Input: map[string]any{"file_path": f.dir.ApprovalOffFlag(), "content": "x"}},
 				{Tool: "Edit", Input: map[string]any{"file_path": filepath.Join(hd, "approval.json"), "old_string": "on", "new_string": "off"}},
 				{Tool: "Bash", Input: map[string]any{"command": "cat " + filepath.Join(f.home, ".aws", "credentials")}},
 			} {
-				if v := approvals.Classify(req, pol); v.Decision != approvals.Deny {
+				if v := rules.Classify(req, pol); v.Decision != rules.Deny {
 					t.Errorf("%s %v: %s (%s), want deny", req.Tool, req.Input, v.Decision, v.Reason)
 				}
 			}
@@ -487,9 +489,9 @@ func TestGuardBootDeniesLeftovers(t *testing.T) {
 	leftDecision := make(chan approvals.Decision, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	req := approvals.Request{Tool: "Bash", Input: map[string]any{"command": "rm -rf build"}}
+	req := rules.Request{Tool: "Bash", Input: map[string]any{"command": "rm -rf build"}}
 	go func() { // owner: this test; ends with a decision or at cleanup
-		d, _ := q.Submit(ctx, "old-job", req, approvals.Classify(req, approvals.Policy{Workspace: "/ws"}), time.Minute)
+		d, _ := q.Submit(ctx, "old-job", req, rules.Classify(req, rules.Policy{Workspace: "/ws"}), time.Minute)
 		leftDecision <- d
 	}()
 	if !poll.Until(10*time.Second, func() bool { ps, err := q.PendingForJob("old-job"); return err == nil && len(ps) > 0 }) {

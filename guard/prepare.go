@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/prompt"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
@@ -63,7 +64,7 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 	defer joinSecrets()
 
 	approvalPath := filepath.Join(hd, approvalConfigFile)
-	pc := approvals.PromptConfig{
+	pc := prompt.Config{
 		JobID:        spec.JobID,
 		Workspace:    spec.Workspace,
 		StateDir:     g.dir.Root,
@@ -72,11 +73,11 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 		Timeout:      g.timeout,
 		ApprovalMode: mode,
 	}
-	// approvals.WritePromptConfig fsyncs; it runs alongside the other two
+	// prompt.WriteConfig fsyncs; it runs alongside the other two
 	// files, which are written without (they are rewritten for every job), so
 	// the spawn waits for one fsync, not three.
 	approvalErr := make(chan error, 1)
-	go func() { approvalErr <- approvals.WritePromptConfig(approvalPath, pc) }() // owner: Prepare; joined below
+	go func() { approvalErr <- prompt.WriteConfig(approvalPath, pc) }() // owner: Prepare; joined below
 	joined := false
 	join := func() error {
 		if joined {
@@ -126,7 +127,7 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 
 	spec.SettingsFile = settingsPath
 	spec.MCPConfigFile = mcpPath
-	spec.PermissionPromptTool = approvals.PromptToolFlag
+	spec.PermissionPromptTool = prompt.ToolFlag
 	spec.PermissionMode = "default"
 	spec.AllowedTools = []string{}
 	return nil

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/prompt"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemon"
 )
 
@@ -85,14 +85,14 @@ func runApprovalPrompt(ctx context.Context, args []string, stdin io.Reader, stdo
 		fmt.Fprintf(stderr, "bridge approval-prompt: needs --config FILE and nothing else\n\n%s", approvalHelp)
 		return exitConfig
 	}
-	cfg, err := approvals.LoadPromptConfig(*file)
+	cfg, err := prompt.LoadConfig(*file)
 	if err != nil {
 		fmt.Fprintf(stderr, "bridge approval-prompt: %v\n", err)
 		return exitConfig
 	}
 	cfg.Stderr = stderr
-	approvals.Version = version
-	if err := approvals.RunPrompt(ctx, cfg, stdin, stdout); err != nil {
+	prompt.Version = version
+	if err := prompt.Run(ctx, cfg, stdin, stdout); err != nil {
 		fmt.Fprintf(stderr, "bridge approval-prompt: %v\n", err)
 		return exitFail
 	}

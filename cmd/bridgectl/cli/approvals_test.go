@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -56,10 +57,10 @@ func newApprovalWorld(t *testing.T, extra ...string) *approvalWorld {
 // submit classifies req with the real rules (it must need a human), queues it
 // the way the approval child does, and returns the queued request and the
 // channel that receives the child's Decision. The goroutine ends with the test.
-func (w *approvalWorld) submit(t *testing.T, jobID string, req approvals.Request, timeout time.Duration) (approvals.PendingRequest, <-chan submitted) {
+func (w *approvalWorld) submit(t *testing.T, jobID string, req rules.Request, timeout time.Duration) (approvals.PendingRequest, <-chan submitted) {
 	t.Helper()
-	v := approvals.Classify(req, approvals.Policy{Workspace: w.ws, Allow: []string{"ls", "cat", "echo", "git"}, Protected: []string{w.dir.Root, w.envFile}})
-	if v.Decision != approvals.Ask {
+	v := rules.Classify(req, rules.Policy{Workspace: w.ws, Allow: []string{"ls", "cat", "echo", "git"}, Protected: []string{w.dir.Root, w.envFile}})
+	if v.Decision != rules.Ask {
 		t.Fatalf("the rules say %s for %+v, want ask (%s)", v.Decision, req, v.Reason)
 	}
 	before := w.requestIDs(t)
@@ -134,8 +135,8 @@ func noDecision(t *testing.T, ch <-chan submitted) {
 	}
 }
 
-func bash(cmd string) approvals.Request {
-	return approvals.Request{Tool: "Bash", Input: map[string]any{"command": cmd, "description": "a test command"}}
+func bash(cmd string) rules.Request {
+	return rules.Request{Tool: "Bash", Input: map[string]any{"command": cmd, "description": "a test command"}}
 }
 
 func TestPendingApproveDeny(t *testing.T) {
@@ -148,8 +149,8 @@ func TestPendingApproveDeny(t *testing.T) {
 	}
 
 	r1, ch1 := w.submit(t, jobA, bash("ls; rm -rf build"), time.Minute)
-	r2, ch2 := w.submit(t, jobB, approvals.Request{Tool: "Read", Input: map[string]any{"file_path": "/etc/hosts"}}, time.Minute)
-	r3, ch3 := w.submit(t, jobA, approvals.Request{Tool: "WebFetch", Input: map[string]any{"url": "https://example.com/x", "prompt": "summarise"}}, time.Minute)
+	r2, ch2 := w.submit(t, jobB, rules.Request{Tool: "Read", Input: map[string]any{"file_path": "/etc/hosts"}}, time.Minute)
+	r3, ch3 := w.submit(t, jobA, rules.Request{Tool: "WebFetch", Input: map[string]any{"url": "https://example.com/x", "prompt": "summarise"}}, time.Minute)
 
 	out, errs, code := w.run("pending")
 	if code != 0 {
@@ -316,13 +317,13 @@ func TestAudit(t *testing.T) {
 	if err := json.Unmarshal([]byte(w.must("audit", "--json")), &recs); err != nil || len(recs) != 4 {
 		t.Fatalf("audit --json: %v %d", err, len(recs))
 	}
-	if recs[2].Event != approvals.EventHuman || recs[2].Decision != approvals.Allow || recs[2].ID != r1.ID || recs[3].Reason != "no new dependencies" {
+	if recs[2].Event != approvals.EventHuman || recs[2].Decision != rules.Allow || recs[2].ID != r1.ID || recs[3].Reason != "no new dependencies" {
 		t.Fatalf("audit --json records: %+v", recs)
 	}
 
 	// Without --all only the tail; --all shows every line.
 	for i := range 2 * approvals.AuditTail {
-		if err := approvals.AppendAudit(w.dir, approvals.AuditRecord{Event: approvals.EventAuto, JobID: jobA, Tool: "Read", Summary: fmt.Sprintf("Read: f%03d", i), Decision: approvals.Allow}); err != nil {
+		if err := approvals.AppendAudit(w.dir, approvals.AuditRecord{Event: approvals.EventAuto, JobID: jobA, Tool: "Read", Summary: fmt.Sprintf("Read: f%03d", i), Decision: rules.Allow}); err != nil {
 			t.Fatal(err)
 		}
 	}

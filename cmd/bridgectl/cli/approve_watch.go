@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -264,7 +265,7 @@ func endedHow(dir statedir.Dir, id string) string {
 		switch r.Event {
 		case approvals.EventHuman:
 			verb := "was DENIED"
-			if r.Decision == approvals.Allow {
+			if r.Decision == rules.Allow {
 				verb = "was APPROVED"
 			}
 			return fmt.Sprintf("%s elsewhere, by %s%s", verb, visible(r.By, 80), ifNotEmpty(": ", visible(truncate(r.Reason, 160), 200)))

@@ -16,6 +16,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/syncbuf"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
@@ -102,7 +103,7 @@ func TestApproveWatch(t *testing.T) {
 
 	// Two at once: one at a time, oldest first, the count of the rest shown.
 	r2, ch2 := w.submit(t, jobA, bash("npm install left-pad"), time.Minute)
-	r3, ch3 := w.submit(t, jobB, approvals.Request{Tool: "Read", Input: map[string]any{"file_path": "/etc/shadow"}}, time.Minute)
+	r3, ch3 := w.submit(t, jobB, rules.Request{Tool: "Read", Input: map[string]any{"file_path": "/etc/shadow"}}, time.Minute)
 	wr.waitOut(t, "request: "+r2.ID)
 	wr.waitOut(t, "approve "+short(r2.ID)+"? ")
 	if strings.Contains(wr.out.String(), "request: "+r3.ID) {
@@ -345,7 +346,7 @@ func TestApproveWatchOnTerminal(t *testing.T) {
 	}
 	pw.waitOut(t, "approved "+short(r1.ID))
 
-	r2, ch2 := w.submit(t, jobB, approvals.Request{Tool: "WebFetch", Input: map[string]any{"url": "https://example.com/"}}, time.Minute)
+	r2, ch2 := w.submit(t, jobB, rules.Request{Tool: "WebFetch", Input: map[string]any{"url": "https://example.com/"}}, time.Minute)
 	pw.waitOut(t, "approve "+short(r2.ID)+"? ")
 	if n := strings.Count(pw.out.String(), "\a=== approval needed"); n != 2 {
 		t.Fatalf("the bell rang %d times for 2 requests", n)

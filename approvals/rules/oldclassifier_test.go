@@ -1,10 +1,15 @@
-package approvals
+package rules
+
+// The command rules as they were before the shell parser (a hand-written
+// tokenizer and a scan for metacharacters), kept unchanged as the reference
+// FuzzCommandRulesAgreeWithOldClassifier compares the new rules with.
+// Identifiers carry an "old" prefix; splitWords and shellWord keep their names
+// because FuzzClassifyCommand uses them.
 
 import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"unicode"
@@ -12,44 +17,44 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 )
 
-// chainChars are refused anywhere in a command, quoted or not: chaining,
+// oldChainChars are refused anywhere in a command, quoted or not: chaining,
 // redirection, command and variable substitution. "$" alone is included
 // because $HOME or $ANTHROPIC_AUTH_TOKEN expand to paths and secrets the rules
 // cannot see.
-var chainChars = []struct{ s, name string }{
+var oldChainChars = []struct{ s, name string }{
 	{";", "chaining (;)"}, {"&", "chaining or background (&)"}, {"|", "a pipe (|)"},
 	{"<", "redirection (<)"}, {">", "redirection (>)"}, {"\n", "a newline"}, {"\r", "a carriage return"},
 	{"`", "command substitution (`)"}, {"$(", "command substitution ($()"}, {"${", "parameter expansion (${)"},
 	{"$", "variable expansion ($)"},
 }
 
-// wrappers run another program or inline code, so the allow list would not
+// oldWrappers run another program or inline code, so the allow list would not
 // mean anything after them; they always go to a human, even when listed.
-var wrappers = []string{
+var oldWrappers = []string{
 	"sudo", "su", "doas", "env", "xargs", "nohup", "timeout", "nice", "ionice", "stdbuf", "chroot",
 	"setsid", "exec", "eval", "command", "builtin", "time", "watch", "strace", "ltrace", "unshare",
 	"nsenter", "busybox", "npx", "bunx", "pnpx", "sh", "bash", "zsh", "dash", "ksh", "fish", "csh",
 	"tcsh", "source", ".", "flock", "script", "parallel",
 }
 
-// ClassifyCommand applies the command rules to one shell command line:
+// oldClassifyCommand applies the command rules to one shell command line:
 // it runs unattended only when its first word is on the allow list, it has no
 // chaining, redirection or substitution, its program is not given by a path,
 // it is not a dangerous form of an allowed program, and none of its arguments
 // names a path outside the workspace or a .env file. An empty command is
 // denied; a command naming a protected path is denied; everything else goes
 // to a human.
-func ClassifyCommand(cmd string, p Policy) Verdict {
-	v := classifyCommand(cmd, p)
-	v.Summary = clip(cmd)
+func oldClassifyCommand(cmd string, p Policy) Verdict {
+	v := oldVerdict(cmd, p)
+	v.Summary = Clip(cmd)
 	return v
 }
 
-func classifyCommand(cmd string, p Policy) Verdict {
+func oldVerdict(cmd string, p Policy) Verdict {
 	if strings.TrimSpace(cmd) == "" {
 		return Verdict{Decision: Deny, Reason: "empty command: there is nothing to run"}
 	}
-	for _, c := range chainChars {
+	for _, c := range oldChainChars {
 		if strings.Contains(cmd, c.s) {
 			return Verdict{Decision: Ask, Reason: "the command contains " + c.name + ": a human decides"}
 		}
@@ -78,11 +83,11 @@ func classifyCommand(cmd string, p Policy) Verdict {
 	if strings.ContainsAny(prog, `/\`) {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("the program is given by a path (%s): a human decides", prog)}
 	}
-	name := normalizeProgram(prog)
-	if slices.Contains(wrappers, name) {
+	name := oldNormalizeProgram(prog)
+	if slices.Contains(oldWrappers, name) {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s runs another program or inline code: a human decides", name)}
 	}
-	if !onAllowList(name, p.Allow) {
+	if !oldOnAllowList(name, p.Allow) {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s is not on the allow list (BRIDGE_APPROVE_ALLOW): a human decides", name)}
 	}
 	args := make([]string, len(words)-1)
@@ -91,20 +96,20 @@ func classifyCommand(cmd string, p Policy) Verdict {
 	}
 	if (name == "sed" || name == "gsed") && bsdSed {
 		var why string
-		if args, why = bsdSedArgs(args); why != "" {
+		if args, why = oldBsdSedArgs(args); why != "" {
 			return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s: a human decides", why)}
 		}
 	}
-	if why := dangerousForm(name, args); why != "" {
+	if why := oldDangerousForm(name, args); why != "" {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s: a human decides", why)}
 	}
 	g := sandbox.Guard{Workspace: p.Workspace, Protected: p.Protected}
-	programs := notPaths(name, args)
+	programs := oldNotPaths(name, args)
 	for i, a := range args {
 		if programs[i] {
 			continue
 		}
-		for _, c := range pathCandidates(a) {
+		for _, c := range oldPathCandidates(a) {
 			d := g.Admit(c)
 			if d.Protected {
 				return Verdict{Decision: Deny, Reason: d.Reason + " (its state dir, its .env or a credential store): no job may touch it"}
@@ -115,7 +120,7 @@ func classifyCommand(cmd string, p Policy) Verdict {
 			if namesDotEnv(c, p.Workspace) || namesDotEnv(d.Resolved, p.Workspace) {
 				return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q mentions a .env file, which usually holds secrets: a human decides", a)}
 			}
-			if v, bad := globMatches(g, a, c, p.Workspace); bad {
+			if v, bad := oldGlobMatches(g, a, c, p.Workspace); bad {
 				return v
 			}
 		}
@@ -123,15 +128,15 @@ func classifyCommand(cmd string, p Policy) Verdict {
 	return Verdict{Decision: Allow, Reason: fmt.Sprintf("%s is on the allow list, with no dangerous form, and every path argument is inside the workspace", name)}
 }
 
-// maxGlobMatches bounds the files one glob argument is checked against.
-const maxGlobMatches = 4096
+// oldMaxGlobMatches bounds the files one glob argument is checked against.
+const oldMaxGlobMatches = 4096
 
-// globMatches checks what the shell would expand a glob argument to: every
+// oldGlobMatches checks what the shell would expand a glob argument to: every
 // match must be inside the workspace (a wildcard may match a symlink that
 // leads out, which the pattern's non-glob prefix does not show) and must not
 // name a .env file. Quoting is not tracked, so a quoted pattern is checked
 // as if it were expanded.
-func globMatches(g sandbox.Guard, arg, c, workspace string) (Verdict, bool) {
+func oldGlobMatches(g sandbox.Guard, arg, c, workspace string) (Verdict, bool) {
 	if !strings.ContainsAny(c, "*?[") {
 		return Verdict{}, false
 	}
@@ -143,8 +148,8 @@ func globMatches(g sandbox.Guard, arg, c, workspace string) (Verdict, bool) {
 	if err != nil {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q is a malformed glob (%v): a human decides", arg, err)}, true
 	}
-	if len(matches) > maxGlobMatches {
-		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q matches more than %d files: a human decides", arg, maxGlobMatches)}, true
+	if len(matches) > oldMaxGlobMatches {
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q matches more than %d files: a human decides", arg, oldMaxGlobMatches)}, true
 	}
 	for _, m := range matches {
 		d := g.Admit(m)
@@ -160,9 +165,9 @@ func globMatches(g sandbox.Guard, arg, c, workspace string) (Verdict, bool) {
 	return Verdict{}, false
 }
 
-// normalizeProgram makes program names case- and extension-insensitive:
+// oldNormalizeProgram makes program names case- and extension-insensitive:
 // NODE.EXE and node are the same program.
-func normalizeProgram(s string) string {
+func oldNormalizeProgram(s string) string {
 	s = strings.ToLower(strings.TrimSpace(s))
 	for _, ext := range []string{".exe", ".cmd", ".bat", ".com"} {
 		if t, ok := strings.CutSuffix(s, ext); ok && t != "" {
@@ -172,22 +177,22 @@ func normalizeProgram(s string) string {
 	return s
 }
 
-func onAllowList(name string, allow []string) bool {
+func oldOnAllowList(name string, allow []string) bool {
 	for _, a := range allow {
-		if a = normalizeProgram(a); a != "" && a == name {
+		if a = oldNormalizeProgram(a); a != "" && a == name {
 			return true
 		}
 	}
 	return false
 }
 
-// maxOptionSuffixes bounds the suffixes tried for one short-option word.
-const maxOptionSuffixes = 256
+// oldMaxOptionSuffixes bounds the suffixes tried for one short-option word.
+const oldMaxOptionSuffixes = 256
 
-// pathCandidates returns the strings in one argument that could be taken as a
+// oldPathCandidates returns the strings in one argument that could be taken as a
 // path: the word itself, the value of --opt=VALUE, every tail of a short
 // option cluster (-f/etc/passwd), and the pieces between = : and ,.
-func pathCandidates(w string) []string {
+func oldPathCandidates(w string) []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(s string) {
@@ -198,7 +203,7 @@ func pathCandidates(w string) []string {
 	}
 	add(w)
 	if strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "--") {
-		for i := 2; i < len(w) && i < maxOptionSuffixes; i++ {
+		for i := 2; i < len(w) && i < oldMaxOptionSuffixes; i++ {
 			add(w[i:])
 		}
 	}
@@ -294,9 +299,9 @@ func splitWords(s string) ([]shellWord, error) {
 	return words, nil
 }
 
-// dangerousForm names why an invocation of an allowed program must still go
+// oldDangerousForm names why an invocation of an allowed program must still go
 // to a human, or returns "".
-func dangerousForm(name string, args []string) string {
+func oldDangerousForm(name string, args []string) string {
 	for _, a := range args {
 		// sort, wc, du and find read the names of the files to open from a
 		// list file; the rules never see those names.
@@ -304,16 +309,16 @@ func dangerousForm(name string, args []string) string {
 			return name + " " + a + " reads a list of file names the rules cannot check"
 		}
 	}
-	if why := followsLinks(name, args); why != "" {
+	if why := oldFollowsLinks(name, args); why != "" {
 		return why
 	}
 	switch name {
 	case "node", "nodejs", "deno", "bun":
-		return nodeForm(name, args)
+		return oldNodeForm(name, args)
 	case "npm":
-		return npmForm(args)
+		return oldNpmForm(args)
 	case "git":
-		return gitForm(args)
+		return oldGitForm(args)
 	case "find":
 		for _, a := range args {
 			switch a {
@@ -322,11 +327,11 @@ func dangerousForm(name string, args []string) string {
 			}
 		}
 	case "python", "python3", "python2", "pypy", "pypy3":
-		return pythonForm(name, args)
+		return oldPythonForm(name, args)
 	case "sed", "gsed":
-		return sedForm(args)
+		return oldSedForm(args)
 	case "awk", "gawk", "mawk", "nawk":
-		return awkForm(name, args)
+		return oldAwkForm(name, args)
 	case "make", "gmake":
 		for _, a := range args {
 			if strings.HasPrefix(a, "--ev") || !strings.HasPrefix(a, "--") && strings.HasPrefix(a, "-") && strings.Contains(a, "E") {
@@ -334,14 +339,14 @@ func dangerousForm(name string, args []string) string {
 			}
 		}
 	case "go":
-		return goForm(args)
+		return oldGoForm(args)
 	case "cargo":
 		for _, a := range args {
 			if a == "--config" || strings.HasPrefix(a, "--config=") || a == "-Z" {
 				return "cargo " + a + " changes what cargo runs"
 			}
 		}
-		if sub := firstOperand(args); slices.Contains([]string{"install", "uninstall", "publish", "login", "logout", "owner", "yank", "add", "remove", "fetch", "update", "search"}, sub) {
+		if sub := oldFirstOperand(args); slices.Contains([]string{"install", "uninstall", "publish", "login", "logout", "owner", "yank", "add", "remove", "fetch", "update", "search"}, sub) {
 			return "cargo " + sub + " installs, publishes or fetches crates"
 		}
 	case "rustc":
@@ -361,7 +366,7 @@ func dangerousForm(name string, args []string) string {
 		}
 	case "sort":
 		for _, a := range args {
-			if abbrevOf(a, "compress-program", 3) {
+			if oldAbbrevOf(a, "compress-program", 3) {
 				return "sort --compress-program runs a program"
 			}
 		}
@@ -375,11 +380,11 @@ func dangerousForm(name string, args []string) string {
 	return ""
 }
 
-// followsLinks names a recursive read or copy that follows symlinks met on
+// oldFollowsLinks names a recursive read or copy that follows symlinks met on
 // the way down: every argument may be inside the workspace while a link
 // below it (planted, or checked out by git) leads outside, where the OS
 // sandbox only hides the state dir, .env and credential stores.
-func followsLinks(name string, args []string) string {
+func oldFollowsLinks(name string, args []string) string {
 	var short byte
 	var long string
 	switch name {
@@ -401,7 +406,7 @@ func followsLinks(name string, args []string) string {
 	case "ls":
 		// -L alone dereferences the named paths, which the rules admit; with
 		// -R it lists the trees behind links met on the way down.
-		if hasShortOrLong(args, 'L', "--der") && hasShortOrLong(args, 'R', "--rec") {
+		if oldHasShortOrLong(args, 'L', "--der") && oldHasShortOrLong(args, 'R', "--rec") {
 			return "ls -L -R lists the trees behind symlinks below its arguments, which may lead outside the workspace"
 		}
 		return ""
@@ -422,17 +427,17 @@ func followsLinks(name string, args []string) string {
 		return ""
 	}
 	for _, a := range args {
-		if hasShortOrLong([]string{a}, short, long) {
+		if oldHasShortOrLong([]string{a}, short, long) {
 			return name + " " + a + " follows symlinks below its arguments, which may lead outside the workspace"
 		}
 	}
 	return ""
 }
 
-// hasShortOrLong reports whether args hold the short option (alone or in a
+// oldHasShortOrLong reports whether args hold the short option (alone or in a
 // cluster) or a long option starting with long (getopt_long accepts
 // abbreviations).
-func hasShortOrLong(args []string, short byte, long string) bool {
+func oldHasShortOrLong(args []string, short byte, long string) bool {
 	for _, a := range args {
 		if strings.HasPrefix(a, long) ||
 			!strings.HasPrefix(a, "--") && strings.HasPrefix(a, "-") && strings.IndexByte(a[1:], short) >= 0 {
@@ -442,7 +447,7 @@ func hasShortOrLong(args []string, short byte, long string) bool {
 	return false
 }
 
-func nodeForm(name string, args []string) string {
+func oldNodeForm(name string, args []string) string {
 	for _, a := range args {
 		switch {
 		case a == "-":
@@ -463,54 +468,54 @@ func nodeForm(name string, args []string) string {
 	return ""
 }
 
-// npmSafe are npm subcommands that run the project's own scripts or only read.
-var npmSafe = []string{"run", "run-script", "rum", "urn", "test", "t", "tst", "start", "stop", "restart",
+// oldNpmSafe are npm subcommands that run the project's own scripts or only read.
+var oldNpmSafe = []string{"run", "run-script", "rum", "urn", "test", "t", "tst", "start", "stop", "restart",
 	"ls", "list", "la", "ll", "why", "explain", "help", "prefix", "root"}
 
-// npmRunner are npm options (nopt also takes any unambiguous abbreviation)
+// oldNpmRunner are npm options (nopt also takes any unambiguous abbreviation)
 // that choose the program npm runs, or a config file that can.
-var npmRunner = []string{"script-shell", "shell", "browser", "viewer", "editor", "node-options", "userconfig", "globalconfig"}
+var oldNpmRunner = []string{"script-shell", "shell", "browser", "viewer", "editor", "node-options", "userconfig", "globalconfig"}
 
-func npmForm(args []string) string {
+func oldNpmForm(args []string) string {
 	for _, a := range args {
 		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
 		if !strings.HasPrefix(a, "--") || len(name) < 2 {
 			continue
 		}
-		for _, r := range npmRunner {
+		for _, r := range oldNpmRunner {
 			if strings.HasPrefix(r, name) {
 				return "npm --" + r + " chooses the program npm runs or its config"
 			}
 		}
 	}
-	sub := firstOperand(args)
-	if sub == "" || slices.Contains(npmSafe, sub) {
+	sub := oldFirstOperand(args)
+	if sub == "" || slices.Contains(oldNpmSafe, sub) {
 		return ""
 	}
 	return "npm " + sub + " can install, publish or run packages from the registry"
 }
 
-// gitSafe are local git subcommands; anything else (push, fetch, clone,
+// oldGitSafe are local git subcommands; anything else (push, fetch, clone,
 // config, remote, credential, submodule, send-email, daemon, filter-branch,
 // difftool, hook, …) goes to a human.
-var gitSafe = []string{"status", "log", "diff", "show", "add", "commit", "checkout", "switch", "restore",
+var oldGitSafe = []string{"status", "log", "diff", "show", "add", "commit", "checkout", "switch", "restore",
 	"branch", "tag", "merge", "rebase", "reset", "stash", "rm", "mv", "init", "blame", "grep", "ls-files",
 	"ls-tree", "rev-parse", "rev-list", "describe", "shortlog", "cherry-pick", "revert", "apply",
 	"format-patch", "am", "clean", "cat-file", "show-ref", "for-each-ref", "reflog", "worktree", "notes",
 	"bisect", "version", "help", "merge-base", "name-rev", "whatchanged", "range-diff", "cherry", "count-objects",
 	"check-ignore", "check-attr", "var", "diff-tree", "diff-files", "diff-index", "annotate"}
 
-// gitValueOpts are git's global options that take the next word as a value.
-var gitValueOpts = []string{"-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--list-cmds"}
+// oldGitValueOpts are git's global options that take the next word as a value.
+var oldGitValueOpts = []string{"-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--list-cmds"}
 
-func gitForm(args []string) string {
+func oldGitForm(args []string) string {
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]
 		if a == "-c" || strings.HasPrefix(a, "-c") && len(a) > 2 || strings.HasPrefix(a, "--config-env") || strings.HasPrefix(a, "--exec-path") {
 			return "git " + a + " changes git's configuration for this call"
 		}
-		if slices.Contains(gitValueOpts, a) {
+		if slices.Contains(oldGitValueOpts, a) {
 			i++
 			continue
 		}
@@ -528,16 +533,16 @@ func gitForm(args []string) string {
 		}
 		return "git remote " + strings.Join(rest[:1], "") + " changes or contacts a remote"
 	}
-	if !slices.Contains(gitSafe, sub) {
+	if !slices.Contains(oldGitSafe, sub) {
 		return "git " + sub + " is not a known local git command (push, config, fetch and the like go to a human)"
 	}
 	for _, a := range rest {
 		switch {
-		case sub == "rebase" && (strings.HasPrefix(a, "-x") || abbrevOf(a, "exec", 2)):
+		case sub == "rebase" && (strings.HasPrefix(a, "-x") || oldAbbrevOf(a, "exec", 2)):
 			return "git rebase --exec runs commands"
 		case sub == "bisect" && a == "run":
 			return "git bisect run runs commands"
-		case sub == "grep" && (a == "-O" || strings.HasPrefix(a, "-O") || abbrevOf(a, "open-files-in-pager", 2)):
+		case sub == "grep" && (a == "-O" || strings.HasPrefix(a, "-O") || oldAbbrevOf(a, "open-files-in-pager", 2)):
 			return "git grep --open-files-in-pager runs a program"
 		case strings.HasPrefix(a, "--unsafe"):
 			return "git " + sub + " " + a + " writes outside the work tree"
@@ -548,7 +553,7 @@ func gitForm(args []string) string {
 	return ""
 }
 
-func pythonForm(name string, args []string) string {
+func oldPythonForm(name string, args []string) string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "-" {
@@ -592,8 +597,8 @@ func pythonForm(name string, args []string) string {
 	return ""
 }
 
-func goForm(args []string) string {
-	sub := firstOperand(args)
+func oldGoForm(args []string) string {
+	sub := oldFirstOperand(args)
 	for i, a := range args {
 		flag, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
 		switch {
@@ -608,29 +613,29 @@ func goForm(args []string) string {
 	return ""
 }
 
-// sedForm allows sed, including -i (an in-place edit is what Edit does inside
+// oldSedForm allows sed, including -i (an in-place edit is what Edit does inside
 // the workspace, and every file argument is path-checked), but sends to a
 // human any script file (-f) and any script that can run a command, read or
 // write a file (e, w, W, r, R commands; the e and w flags of s).
-func sedForm(args []string) string {
-	scripts, _, fromFile := sedScripts(args)
+func oldSedForm(args []string) string {
+	scripts, _, fromFile := oldSedScripts(args)
 	if fromFile {
 		return "sed -f runs a script file"
 	}
 	for _, s := range scripts {
-		if !sedScriptSafe(s) {
+		if !oldSedScriptSafe(s) {
 			return fmt.Sprintf("sed script %q may run a command or read or write a file", s)
 		}
 	}
 	return ""
 }
 
-// sedScripts finds sed's scripts: -e/--expression values (long options may
+// oldSedScripts finds sed's scripts: -e/--expression values (long options may
 // be abbreviated, as getopt_long allows: --expr, --e), or else the first
 // operand. The value of -l/--line-length is skipped as GNU sed does, but is
 // also checked as a script in case a sed reads -l without a value. at holds
 // the indexes of the arguments that carry them.
-func sedScripts(args []string) (scripts []string, at map[int]bool, fromFile bool) {
+func oldSedScripts(args []string) (scripts []string, at map[int]bool, fromFile bool) {
 	at = map[int]bool{}
 	explicit := false
 	script := func(i int, s string, counts bool) {
@@ -697,18 +702,14 @@ func sedScripts(args []string) (scripts []string, at map[int]bool, fromFile bool
 	return scripts, at, false
 }
 
-// bsdSed is true where `sed` is BSD sed (macOS, the BSDs), whose -i takes
-// the backup suffix as a separate argument: `sed -i "" 's/a/b/' f` there is
-// `sed -i 's/a/b/' f` in GNU sed, and the rules below model GNU sed. A test
-// may set it.
-var bsdSed = runtime.GOOS == "darwin" || runtime.GOOS == "dragonfly" || strings.HasSuffix(runtime.GOOS, "bsd")
+// bsdSed is shared with the new rules, so both read the same sed dialect.
 
-// bsdSedArgs rewrites a BSD sed command line to the GNU one the rules
+// oldBsdSedArgs rewrites a BSD sed command line to the GNU one the rules
 // understand: the only in-place form it accepts is `-i ""` (no backup), whose
 // empty suffix it removes. Any other -i goes to a human, because which word
 // is the suffix, which the script and which a file then depends on the sed,
 // and a suffix is a path the backup is written to.
-func bsdSedArgs(args []string) ([]string, string) {
+func oldBsdSedArgs(args []string) ([]string, string) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
@@ -738,13 +739,13 @@ func bsdSedArgs(args []string) ([]string, string) {
 	return args, ""
 }
 
-// notPaths returns the indexes of arguments that are programs, not paths:
-// sed scripts (checked whole by sedScriptSafe, so a /regex/ address is not
-// mistaken for an absolute path) and an awk program (checked for awkDanger).
-func notPaths(name string, args []string) map[int]bool {
+// oldNotPaths returns the indexes of arguments that are programs, not paths:
+// sed scripts (checked whole by oldSedScriptSafe, so a /regex/ address is not
+// mistaken for an absolute path) and an awk program (checked for oldAwkDanger).
+func oldNotPaths(name string, args []string) map[int]bool {
 	switch name {
 	case "sed", "gsed":
-		_, at, _ := sedScripts(args)
+		_, at, _ := oldSedScripts(args)
 		return at
 	case "awk", "gawk", "mawk", "nawk":
 		for i, a := range args {
@@ -759,16 +760,16 @@ func notPaths(name string, args []string) map[int]bool {
 	return nil
 }
 
-// sedScriptSafe accepts one sed command (separators are refused earlier) made
+// oldSedScriptSafe accepts one sed command (separators are refused earlier) made
 // of an optional address and one of s, y, or a command from a harmless set.
-func sedScriptSafe(s string) bool {
+func oldSedScriptSafe(s string) bool {
 	s = strings.TrimSpace(s)
-	i := skipSedAddress(s, 0)
+	i := oldSkipSedAddress(s, 0)
 	if i < 0 {
 		return false
 	}
 	if i < len(s) && s[i] == ',' {
-		if i = skipSedAddress(s, i+1); i < 0 {
+		if i = oldSkipSedAddress(s, i+1); i < 0 {
 			return false
 		}
 	}
@@ -811,9 +812,9 @@ func sedScriptSafe(s string) bool {
 	return false
 }
 
-// skipSedAddress skips a line number, "$" is refused earlier, or a /regex/
+// oldSkipSedAddress skips a line number, "$" is refused earlier, or a /regex/
 // address starting at i; it returns the index after it, or -1 if malformed.
-func skipSedAddress(s string, i int) int {
+func oldSkipSedAddress(s string, i int) int {
 	switch {
 	case i < len(s) && s[i] >= '0' && s[i] <= '9':
 		for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '~') {
@@ -838,17 +839,17 @@ func skipSedAddress(s string, i int) int {
 	return i
 }
 
-// awkDanger are awk words that run commands, read other files or the
+// oldAwkDanger are awk words that run commands, read other files or the
 // environment.
-var awkDanger = []string{"system", "getline", "ENVIRON", "ARGV", "ARGC", "PROCINFO", "close", "fflush", "@load", "@include"}
+var oldAwkDanger = []string{"system", "getline", "ENVIRON", "ARGV", "ARGC", "PROCINFO", "close", "fflush", "@load", "@include"}
 
-func awkForm(name string, args []string) string {
+func oldAwkForm(name string, args []string) string {
 	for _, a := range args {
 		if a == "-f" || a == "-E" || a == "-l" || a == "-i" ||
-			abbrevOf(a, "file", 3) || abbrevOf(a, "exec", 1) || abbrevOf(a, "load", 2) || abbrevOf(a, "include", 2) {
+			oldAbbrevOf(a, "file", 3) || oldAbbrevOf(a, "exec", 1) || oldAbbrevOf(a, "load", 2) || oldAbbrevOf(a, "include", 2) {
 			return name + " " + a + " runs a program file or extension"
 		}
-		for _, d := range awkDanger {
+		for _, d := range oldAwkDanger {
 			if strings.Contains(a, d) {
 				return name + " program uses " + d
 			}
@@ -862,10 +863,10 @@ func awkForm(name string, args []string) string {
 	return ""
 }
 
-// abbrevOf reports whether a is --long, or an abbreviation of it of at least
+// oldAbbrevOf reports whether a is --long, or an abbreviation of it of at least
 // min letters (getopt_long and git's parse-options both take one), with or
 // without =value.
-func abbrevOf(a, long string, min int) bool {
+func oldAbbrevOf(a, long string, min int) bool {
 	name, ok := strings.CutPrefix(a, "--")
 	if !ok {
 		return false
@@ -874,8 +875,8 @@ func abbrevOf(a, long string, min int) bool {
 	return len(name) >= min && strings.HasPrefix(long, name)
 }
 
-// firstOperand returns the first argument that is not an option.
-func firstOperand(args []string) string {
+// oldFirstOperand returns the first argument that is not an option.
+func oldFirstOperand(args []string) string {
 	for _, a := range args {
 		if !strings.HasPrefix(a, "-") {
 			return a

@@ -1,4 +1,4 @@
-package approvals
+package rules
 
 import (
 	"os"
@@ -211,8 +211,8 @@ func TestClassifyCommand(t *testing.T) {
 		{"rg --pre ./x foo", Ask, "--pre"},
 		{"sort --compress-program=sh main.go", Ask, "compress-program"},
 		{"tree -o out.txt", Ask, "tree -o"},
-		// Review R3: abbreviated long options and value-taking options that
-		// moved sed's script out of the classifier's sight.
+		// Abbreviated long options and value-taking options must not move
+		// sed's script out of the rules' sight.
 		{"sed -e p --expr '1r /etc/hosts' main.go", Ask, "sed script"},
 		{"sed --expr='1r /etc/hosts' main.go", Ask, "sed script"},
 		{"sed --e '1r /etc/hosts' main.go", Ask, "sed script"},
@@ -235,8 +235,8 @@ func TestClassifyCommand(t *testing.T) {
 		{"sort --files0-from list.txt", Ask, "files0-from"},
 		{"wc --files0-from=list.txt", Ask, "files0-from"},
 		{"find -files0-from list.txt -name x", Ask, "files0-from"},
-		// Review R3: recursive reads that follow symlinks (a planted out-link)
-		// read outside the workspace although every argument is inside.
+		// Recursive reads that follow symlinks (a planted out-link) read
+		// outside the workspace although every argument is inside.
 		{"grep -R foo .", Ask, "symlink"},
 		{"grep --dereference-recursive foo .", Ask, "symlink"},
 		{"grep -rnR foo .", Ask, "symlink"},
@@ -258,8 +258,8 @@ func TestClassifyCommand(t *testing.T) {
 		{"ls -R src", Allow, ""},
 		{"tree -l", Ask, "symlink"},
 		{"tree -a src", Allow, ""},
-		// Review R3: abbreviated or clustered make --eval, npm options that
-		// pick the program npm runs, git apply outside the work tree.
+		// Abbreviated or clustered make --eval, npm options that pick the
+		// program npm runs, git apply outside the work tree.
 		{"make --eva=all", Ask, "make --eval"},
 		{"make -sE all", Ask, "make --eval"},
 		{"make -s all", Allow, ""},
@@ -269,11 +269,11 @@ func TestClassifyCommand(t *testing.T) {
 		{"npm test --node-options=--require=./x.js", Ask, "--node-options"},
 		{"npm test --userconfig=npmrc", Ask, "--userconfig"},
 		{"git apply --unsafe-paths x.patch", Ask, "unsafe-paths"},
-		// Review R3: go's flag package takes --flag=value like -flag=value.
+		// Go's flag package takes --flag=value like -flag=value.
 		{"go test --exec=./ex.sh ./...", Ask, "-exec"},
 		{"go vet -vettool=./x ./...", Ask, "-vettool"},
 		{"go vet --vettool ./x ./...", Ask, "-vettool"},
-		// Review R3: getopt and git's parse-options take unambiguous
+		// getopt and git's parse-options take unambiguous
 		// abbreviations of long options.
 		{"git rebase --exe=make main", Ask, "rebase --exec"},
 		{"git rebase --ex make main", Ask, "rebase --exec"},
@@ -294,7 +294,7 @@ func TestClassifyCommand(t *testing.T) {
 		{"rustc --codegen linker=cc main.rs", Ask, "linker"},
 		{"rustc @args.txt main.rs", Ask, "@file"},
 		{"rustc -O main.rs", Allow, ""},
-		// Review R3: the shell expands an unquoted glob before the program
+		// The shell expands an unquoted glob before the program
 		// runs; what it matches is checked, not only the pattern's prefix.
 		{"cat out-lin*/secret.txt", Ask, "symlink"},
 		{"cat .en?", Ask, ".env"},
@@ -486,7 +486,7 @@ func TestClassify(t *testing.T) {
 		{"unknown tool", Request{"FrobnicateTool", in("x", 1.0)}, Ask, "not known"},
 		{"mcp tool", Request{"mcp__other__do", in()}, Ask, "MCP tool"},
 		{"agent", Request{"Agent", in("prompt", "x")}, Allow, "subagent"},
-		// Found in review: an isolated subagent works in a git worktree outside
+		// An isolated subagent works in a git worktree outside
 		// the workspace; files that git, Claude Code, editors or shells run
 		// later outside any sandbox may not be written by file tools.
 		{"agent isolated in a worktree", Request{"Agent", in("prompt", "x", "isolation", "worktree")}, Deny, "isolation worktree"},
@@ -534,8 +534,7 @@ func TestSummaryIsClipped(t *testing.T) {
 		!strings.Contains(v.Summary, " bytes cut] … ") || !strings.HasPrefix(v.Summary, "Bash: echo") || !strings.HasSuffix(v.Summary, "é") {
 		t.Fatalf("summary not clipped: %d bytes %q", len(v.Summary), v.Summary)
 	}
-	// The end of a long command is kept: that is where `; rm -rf` hides
-	// (found in review: the audit log showed only the a's).
+	// The end of a long command is kept: that is where `; rm -rf` hides.
 	v = Classify(Request{"Bash", map[string]any{"command": "echo " + strings.Repeat("a", 450) + " ; rm -rf ~/precious"}}, w.policy)
 	if !strings.HasSuffix(v.Summary, "; rm -rf ~/precious") || len(v.Summary) > maxSummary+len(" … [0000 bytes cut] … ") {
 		t.Errorf("summary %q hides the end of the command", v.Summary)

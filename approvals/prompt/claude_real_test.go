@@ -1,4 +1,4 @@
-package approvals
+package prompt
 
 import (
 	"context"
@@ -19,6 +19,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -32,7 +34,7 @@ const traceEnv = "BRIDGE_APPROVALS_TEST_TRACE"
 
 func TestMain(m *testing.M) {
 	if path := os.Getenv(childEnv); path != "" {
-		cfg, err := LoadPromptConfig(path)
+		cfg, err := LoadConfig(path)
 		if err == nil {
 			cfg.Stderr = os.Stderr
 			var in io.Reader = os.Stdin
@@ -44,7 +46,7 @@ func TestMain(m *testing.M) {
 					in, out = io.TeeReader(in, f), io.MultiWriter(out, f)
 				}
 			}
-			err = RunPrompt(context.Background(), cfg, in, out)
+			err = Run(context.Background(), cfg, in, out)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -154,7 +156,7 @@ func TestRealClaudeCode(t *testing.T) {
 	if testing.Short() || runtime.GOOS != "linux" {
 		t.Skip("needs Linux and the pinned Claude Code binary")
 	}
-	claude, err := filepath.Abs("../.cache/bin/claude")
+	claude, err := filepath.Abs("../../.cache/bin/claude")
 	if err == nil {
 		_, err = os.Stat(claude)
 	}
@@ -173,7 +175,7 @@ func TestRealClaudeCode(t *testing.T) {
 		name    string
 		command string
 		mode    string
-		human   func(q *Queue, pr PendingRequest) error
+		human   func(q *approvals.Queue, pr approvals.PendingRequest) error
 		more    []step   // further scripted tool calls
 		audit   []string // event:decision:tool lines the audit log must hold
 		denyEnv []string // nil: sandbox.DefaultDenyEnv
@@ -184,24 +186,30 @@ func TestRealClaudeCode(t *testing.T) {
 	}{
 		{name: "allowed by the rules runs sandboxed", command: "ls", want: []string{"canary.txt"}},
 		{name: "a human deny reaches the model", command: "ls && id",
-			human: func(q *Queue, pr PendingRequest) error { return q.Decide(pr.ID, false, "no chaining today", "test") },
-			want:  []string{"Denied by the owner: no chaining today. Do not try to work around this denial"}},
+			human: func(q *approvals.Queue, pr approvals.PendingRequest) error {
+				return q.Decide(pr.ID, false, "no chaining today", "test")
+			},
+			want: []string{"Denied by the owner: no chaining today. Do not try to work around this denial"}},
 		{name: "a human approval runs it", command: "ls && echo approved-run",
-			human: func(q *Queue, pr PendingRequest) error { return q.Decide(pr.ID, true, "", "test") },
+			human: func(q *approvals.Queue, pr approvals.PendingRequest) error { return q.Decide(pr.ID, true, "", "test") },
 			want:  []string{"approved-run"}},
 		{name: "protected path denied by the rules", command: "cat STATE/approvals/x",
 			want: []string{"Denied by the bridge's approval rules", "protected path"}},
-		{name: "approval off: the sandbox still holds", mode: ModeOff,
+		{name: "approval off: the sandbox still holds", mode: approvals.ModeOff,
 			command: "cat SECRET; echo token=[$ANTHROPIC_AUTH_TOKEN]; touch OUTSIDE/written; cat STATE/marker; " +
 				`python3 -c "import socket; socket.create_connection(('127.0.0.1', PORT), 3); print('net=open')" || echo net=blocked`,
 			want:   []string{"token=[]", "Read-only file system", "net=blocked"},
 			absent: []string{"sk-test-double-key", "canary-secret-0123456789abcdef", "state-marker", "net=open"}},
 		{name: "Read outside the workspace goes to a human", tool: "Read", input: map[string]any{"file_path": "OUTSIDE/notes.txt"},
-			human: func(q *Queue, pr PendingRequest) error { return q.Decide(pr.ID, false, "not that file", "test") },
-			want:  []string{"Denied by the owner: not that file."}},
+			human: func(q *approvals.Queue, pr approvals.PendingRequest) error {
+				return q.Decide(pr.ID, false, "not that file", "test")
+			},
+			want: []string{"Denied by the owner: not that file."}},
 		{name: "WebFetch goes to a human", tool: "WebFetch", input: map[string]any{"url": "https://example.com/", "prompt": "summarise"},
-			human: func(q *Queue, pr PendingRequest) error { return q.Decide(pr.ID, false, "no network", "test") },
-			want:  []string{"Denied by the owner: no network."}},
+			human: func(q *approvals.Queue, pr approvals.PendingRequest) error {
+				return q.Decide(pr.ID, false, "no network", "test")
+			},
+			want: []string{"Denied by the owner: no network."}},
 		{name: "Write into the state dir is denied", tool: "Write", input: map[string]any{"file_path": "STATE/approvals/0123.decision.json", "content": "{}"},
 			want: []string{"Denied by the bridge's approval rules", "protected path"}},
 		{name: "Read through a planted symlink to the state dir is denied", tool: "Read", input: map[string]any{"file_path": "WS/planted/marker"},
@@ -213,7 +221,7 @@ func TestRealClaudeCode(t *testing.T) {
 		{name: "subagent tool calls reach the prompt tool", tool: "Agent",
 			input: map[string]any{"description": "list files", "prompt": "run ls", "subagent_type": "general-purpose"},
 			more:  []step{{"Bash", map[string]any{"command": "ls && echo from-subagent", "description": "sub"}}},
-			human: func(q *Queue, pr PendingRequest) error {
+			human: func(q *approvals.Queue, pr approvals.PendingRequest) error {
 				if pr.Tool != "Bash" || !strings.Contains(pr.Summary, "from-subagent") {
 					return fmt.Errorf("pending request is %s %q, want the subagent's Bash", pr.Tool, pr.Summary)
 				}
@@ -223,7 +231,7 @@ func TestRealClaudeCode(t *testing.T) {
 			audit: []string{"auto:allow:Agent", "pending::Bash", "human:deny:Bash"}},
 		// Control: without credentials.envVars the harness's token is visible to
 		// commands, so the setting above is what hides it.
-		{name: "control: token visible without the env denial", mode: ModeOff, denyEnv: []string{},
+		{name: "control: token visible without the env denial", mode: approvals.ModeOff, denyEnv: []string{},
 			command: "echo token=[$ANTHROPIC_AUTH_TOKEN]", want: []string{"token=[sk-test-double-key]"}},
 	}
 	for _, c := range cases {
@@ -249,11 +257,11 @@ func TestRealClaudeCode(t *testing.T) {
 
 			jobID := "job-real"
 			mustDo(t, os.MkdirAll(dir.HarnessDir(jobID), 0o700))
-			cfgPath := PromptConfigPath(dir, jobID)
-			mustDo(t, WritePromptConfig(cfgPath, PromptConfig{JobID: jobID, Workspace: ws, StateDir: state,
+			cfgPath := ConfigPath(dir, jobID)
+			mustDo(t, WriteConfig(cfgPath, Config{JobID: jobID, Workspace: ws, StateDir: state,
 				Allow: []string{"ls", "cat", "echo"}, Protected: []string{state, envFile}, Timeout: time.Minute, ApprovalMode: c.mode}))
 			mcpCfg := filepath.Join(dir.HarnessDir(jobID), "mcp.json")
-			mustDo(t, statedir.WriteJSON(mcpCfg, map[string]any{"mcpServers": map[string]any{PromptServerName: map[string]any{
+			mustDo(t, statedir.WriteJSON(mcpCfg, map[string]any{"mcpServers": map[string]any{ServerName: map[string]any{
 				"type": "stdio", "command": self, "args": []string{"-test.run=^$"}, "env": map[string]string{childEnv: cfgPath, traceEnv: os.Getenv(traceEnv)}}}}))
 			settings := filepath.Join(dir.HarnessDir(jobID), "settings.json")
 			mustDo(t, statedir.WriteJSON(settings, sandbox.ClaudeSettings(sandbox.SettingsOptions{
@@ -280,7 +288,7 @@ func TestRealClaudeCode(t *testing.T) {
 			fm.mu.Unlock()
 
 			run := exec.CommandContext(t.Context(), claude, "-p", "run the scripted command", "--output-format", "stream-json", "--verbose",
-				"--mcp-config", mcpCfg, "--strict-mcp-config", "--permission-prompt-tool", PromptToolFlag,
+				"--mcp-config", mcpCfg, "--strict-mcp-config", "--permission-prompt-tool", ToolFlag,
 				"--settings", settings, "--max-turns", "4")
 			run.Dir = ws
 			run.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CLAUDE_CONFIG_DIR=" + filepath.Join(dir.HarnessDir(jobID), "claude"),
@@ -293,7 +301,7 @@ func TestRealClaudeCode(t *testing.T) {
 			go func() { exited <- run.Wait() }()
 
 			if c.human != nil {
-				q := NewQueue(dir, zerolog.Nop())
+				q := approvals.NewQueue(dir, zerolog.Nop())
 				pr := waitPending(t, q, jobID, exited, &stdout, &stderr)
 				if c.tool == "" && !strings.Contains(pr.Summary, "Bash: ls &&") || c.more == nil && pr.Tool != orDefault(c.tool, "Bash") {
 					t.Errorf("pending summary %q", pr.Summary)
@@ -338,8 +346,8 @@ func TestRealClaudeCode(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(outside, "written")); err == nil {
 				t.Error("a sandboxed command wrote outside the workspace")
 			}
-			recs, _ := ReadAudit(dir, true)
-			if len(recs) < 2 || recs[0].Event != EventRequest || recs[0].Tool != orDefault(c.tool, "Bash") {
+			recs, _ := approvals.ReadAudit(dir, true)
+			if len(recs) < 2 || recs[0].Event != approvals.EventRequest || recs[0].Tool != orDefault(c.tool, "Bash") {
 				t.Errorf("audit log = %+v", recs)
 			}
 			var lines []string
@@ -357,23 +365,30 @@ func TestRealClaudeCode(t *testing.T) {
 
 // waitPending polls the queue (the child is another process) until the job
 // has a pending request.
-func waitPending(t *testing.T, q *Queue, jobID string, exited <-chan error, stdout, stderr *strings.Builder) PendingRequest {
+func waitPending(t *testing.T, q *approvals.Queue, jobID string, exited <-chan error, stdout, stderr *strings.Builder) approvals.PendingRequest {
 	t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(90 * time.Second)
-	for {
+	var pr approvals.PendingRequest
+	var exit error
+	gone := false
+	found := poll.Until(90*time.Second, func() bool {
 		if open, _ := q.PendingForJob(jobID); len(open) > 0 {
-			return open[0]
+			pr = open[0]
+			return true
 		}
 		select {
-		case <-tick.C:
-		case err := <-exited:
-			t.Fatalf("claude exited (%v) with nothing pending\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-		case <-deadline:
-			t.Fatal("no pending request")
+		case exit = <-exited:
+			gone = true
+		default:
 		}
+		return gone
+	})
+	switch {
+	case gone:
+		t.Fatalf("claude exited (%v) with nothing pending\nstdout:\n%s\nstderr:\n%s", exit, stdout.String(), stderr.String())
+	case !found:
+		t.Fatal("no pending request")
 	}
+	return pr
 }
 
 func orDefault(s, def string) string {

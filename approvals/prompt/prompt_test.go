@@ -1,4 +1,4 @@
-package approvals
+package prompt
 
 import (
 	"bufio"
@@ -14,8 +14,39 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
+
+// world is a job's workspace beside the daemon's state dir and .env, both
+// protected.
+type world struct {
+	root, ws, state, env string
+	policy               rules.Policy
+}
+
+func newWorld(t testing.TB) world {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := world{root: root, ws: filepath.Join(root, "ws"), state: filepath.Join(root, "state"), env: filepath.Join(root, ".env")}
+	mustDo(t, os.MkdirAll(w.ws, 0o755))
+	mustDo(t, os.MkdirAll(filepath.Join(w.state, "approvals"), 0o755))
+	mustDo(t, os.WriteFile(w.env, []byte("x"), 0o600))
+	w.policy = rules.Policy{Workspace: w.ws, Allow: config.DefaultApproveAllow, Protected: []string{w.state, w.env}}
+	return w
+}
+
+func mustDo(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
 
 // rpcClient drives RunPrompt over pipes with JSON-RPC lines, like Claude Code.
 type rpcClient struct {
@@ -26,13 +57,13 @@ type rpcClient struct {
 	early map[string]map[string]any // responses that arrived before they were awaited
 }
 
-func startPrompt(t *testing.T, cfg PromptConfig) *rpcClient {
+func startPrompt(t *testing.T, cfg Config) *rpcClient {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &rpcClient{t: t, w: inW, lines: make(chan map[string]any, 16), done: make(chan error, 1), early: map[string]map[string]any{}}
 	go func() {
-		c.done <- RunPrompt(t.Context(), cfg, inR, outW)
+		c.done <- Run(t.Context(), cfg, inR, outW)
 		outW.Close()
 	}()
 	go func() {
@@ -134,8 +165,8 @@ func (c *rpcClient) answerFrom(m map[string]any) Answer {
 	return a
 }
 
-func promptConfig(t *testing.T, w world) PromptConfig {
-	return PromptConfig{JobID: "job-1", Workspace: w.ws, StateDir: w.state, Allow: w.policy.Allow,
+func promptConfig(t *testing.T, w world) Config {
+	return Config{JobID: "job-1", Workspace: w.ws, StateDir: w.state, Allow: w.policy.Allow,
 		Protected: w.policy.Protected, Timeout: time.Hour}
 }
 
@@ -163,8 +194,8 @@ func (c *rpcClient) handshake() {
 
 func TestRunPromptEndToEnd(t *testing.T) {
 	w := newWorld(t)
-	pending := make(chan PendingRequest, 4)
-	testHookPending = func(pr PendingRequest) { pending <- pr }
+	pending := make(chan approvals.PendingRequest, 4)
+	testHookPending = func(pr approvals.PendingRequest) { pending <- pr }
 	t.Cleanup(func() { testHookPending = nil })
 	c := startPrompt(t, promptConfig(t, w))
 	c.handshake()
@@ -205,7 +236,7 @@ func TestRunPromptEndToEnd(t *testing.T) {
 		if pr.JobID != "job-1" || pr.Tool != "Bash" || !strings.Contains(pr.Reason, "chaining") {
 			t.Fatalf("pending = %+v", pr)
 		}
-		q := NewQueue(statedir.Dir{Root: w.state}, zerolog.Nop())
+		q := approvals.NewQueue(statedir.Dir{Root: w.state}, zerolog.Nop())
 		if open, _ := q.PendingForJob("job-1"); len(open) != 1 || open[0].ID != pr.ID {
 			t.Fatalf("PendingForJob = %v", open)
 		}
@@ -219,7 +250,7 @@ func TestRunPromptEndToEnd(t *testing.T) {
 	t.Run("denied by a human", func(t *testing.T) {
 		c.sendCall(7, "Read", map[string]any{"file_path": "/etc/hostname"})
 		pr := <-pending
-		q := NewQueue(statedir.Dir{Root: w.state}, zerolog.Nop())
+		q := approvals.NewQueue(statedir.Dir{Root: w.state}, zerolog.Nop())
 		if err := q.Decide(pr.ID, false, "stay in the workspace", "alice"); err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +273,7 @@ func TestRunPromptEndToEnd(t *testing.T) {
 		}
 	})
 
-	recs, err := ReadAudit(statedir.Dir{Root: w.state}, true)
+	recs, err := approvals.ReadAudit(statedir.Dir{Root: w.state}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +285,7 @@ func TestRunPromptEndToEnd(t *testing.T) {
 		ev = append(ev, r.Event+":"+string(r.Decision))
 		// auto and pending records carry what the rules saw, not only the
 		// one-line summary.
-		if (r.Event == EventAuto || r.Event == EventPending) && r.Tool != "" && r.Input == nil {
+		if (r.Event == approvals.EventAuto || r.Event == approvals.EventPending) && r.Tool != "" && r.Input == nil {
 			t.Errorf("%s record of %s has no input: %+v", r.Event, r.Tool, r)
 		}
 	}
@@ -273,12 +304,12 @@ func TestRunPromptEndToEnd(t *testing.T) {
 // request is denied and logged, and RunPrompt returns.
 func TestRunPromptHarnessGoesAway(t *testing.T) {
 	w := newWorld(t)
-	pending := make(chan PendingRequest, 1)
-	testHookPending = func(pr PendingRequest) { pending <- pr }
+	pending := make(chan approvals.PendingRequest, 1)
+	testHookPending = func(pr approvals.PendingRequest) { pending <- pr }
 	t.Cleanup(func() { testHookPending = nil })
 	inR, inW := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- RunPrompt(context.Background(), promptConfig(t, w), inR, io.Discard) }()
+	go func() { done <- Run(context.Background(), promptConfig(t, w), inR, io.Discard) }()
 	c := &rpcClient{t: t, w: inW}
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -288,12 +319,12 @@ func TestRunPromptHarnessGoesAway(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("RunPrompt = %v", err)
 	}
-	q := NewQueue(statedir.Dir{Root: w.state}, zerolog.Nop())
+	q := approvals.NewQueue(statedir.Dir{Root: w.state}, zerolog.Nop())
 	if err := q.Decide(pr.ID, true, "", "alice"); err == nil {
 		t.Fatal("a request whose harness went away could still be approved")
 	}
-	recs, _ := ReadAudit(statedir.Dir{Root: w.state}, true)
-	if last := recs[len(recs)-1]; last.Event != EventCancel || last.Decision != Deny || last.ID != pr.ID {
+	recs, _ := approvals.ReadAudit(statedir.Dir{Root: w.state}, true)
+	if last := recs[len(recs)-1]; last.Event != approvals.EventCancel || last.Decision != rules.Deny || last.ID != pr.ID {
 		t.Fatalf("last audit record = %+v", last)
 	}
 }
@@ -309,26 +340,26 @@ func TestPrompterApprovalOff(t *testing.T) {
 				t.Fatal(err)
 			}
 			if how == "mode" {
-				p.cfg.ApprovalMode = ModeOff
+				p.cfg.ApprovalMode = approvals.ModeOff
 			} else {
-				if err := SetApprovalOff(p.dir, "alice"); err != nil {
+				if err := approvals.SetApprovalOff(p.dir, "alice"); err != nil {
 					t.Fatal(err)
 				}
-				t.Cleanup(func() { ClearApprovalOff(p.dir) })
+				t.Cleanup(func() { approvals.ClearApprovalOff(p.dir) })
 			}
-			a := p.Answer(t.Context(), Request{Tool: "Bash", Input: map[string]any{"command": "ls && id"}})
+			a := p.Answer(t.Context(), rules.Request{Tool: "Bash", Input: map[string]any{"command": "ls && id"}})
 			if a.Behavior != "allow" {
 				t.Fatalf("ask with approval off = %+v, want allow", a)
 			}
 			// A rules' deny stands even with approval off.
-			a = p.Answer(t.Context(), Request{Tool: "Read", Input: map[string]any{"file_path": w.env}})
+			a = p.Answer(t.Context(), rules.Request{Tool: "Read", Input: map[string]any{"file_path": w.env}})
 			if a.Behavior != "deny" {
 				t.Fatalf("protected read with approval off = %+v, want deny", a)
 			}
-			recs, _ := ReadAudit(p.dir, false)
+			recs, _ := approvals.ReadAudit(p.dir, false)
 			loud := false
 			for _, r := range recs {
-				loud = loud || r.Event == EventApprovalOff && strings.Contains(r.Reason, "HUMAN APPROVAL IS OFF") && strings.Contains(r.Reason, "OS sandbox still applies")
+				loud = loud || r.Event == approvals.EventApprovalOff && strings.Contains(r.Reason, "HUMAN APPROVAL IS OFF") && strings.Contains(r.Reason, "OS sandbox still applies")
 			}
 			if !loud {
 				t.Fatalf("audit log does not say approval is off: %+v", recs)
@@ -343,37 +374,37 @@ func TestPrompterApprovalOff(t *testing.T) {
 func TestPromptConfigRoundTrip(t *testing.T) {
 	w := newWorld(t)
 	dir, _ := statedir.Open(w.state)
-	path := PromptConfigPath(dir, "job-1")
+	path := ConfigPath(dir, "job-1")
 	cfg := promptConfig(t, w)
 	cfg.Timeout = 1500 * time.Millisecond
-	if err := WritePromptConfig(path, cfg); err == nil {
+	if err := WriteConfig(path, cfg); err == nil {
 		// HarnessDir does not exist yet: writing must fail rather than create it elsewhere.
 		t.Log("harness dir existed")
 	}
 	mustDo(t, mkdirAll(filepath.Dir(path)))
-	if err := WritePromptConfig(path, cfg); err != nil {
+	if err := WriteConfig(path, cfg); err != nil {
 		t.Fatal(err)
 	}
-	got, err := LoadPromptConfig(path)
+	got, err := LoadConfig(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.JobID != "job-1" || got.Workspace != w.ws || got.StateDir != w.state || got.Timeout != 1500*time.Millisecond ||
-		got.ApprovalMode != ModeOn || len(got.Allow) != len(cfg.Allow) || len(got.Protected) != 2 {
+		got.ApprovalMode != approvals.ModeOn || len(got.Allow) != len(cfg.Allow) || len(got.Protected) != 2 {
 		t.Fatalf("round trip = %+v", got)
 	}
-	for name, bad := range map[string]PromptConfig{
+	for name, bad := range map[string]Config{
 		"no job":            {Workspace: w.ws, StateDir: w.state, Timeout: time.Second},
 		"relative ws":       {JobID: "j", Workspace: "ws", StateDir: w.state, Timeout: time.Second},
 		"relative state":    {JobID: "j", Workspace: w.ws, StateDir: "st", Timeout: time.Second},
 		"no timeout":        {JobID: "j", Workspace: w.ws, StateDir: w.state},
 		"bad approval mode": {JobID: "j", Workspace: w.ws, StateDir: w.state, Timeout: time.Second, ApprovalMode: "maybe"},
 	} {
-		if err := WritePromptConfig(path, bad); err == nil {
+		if err := WriteConfig(path, bad); err == nil {
 			t.Errorf("%s: WritePromptConfig accepted %+v", name, bad)
 		}
 	}
-	if _, err := LoadPromptConfig(filepath.Join(w.root, "missing.json")); err == nil {
+	if _, err := LoadConfig(filepath.Join(w.root, "missing.json")); err == nil {
 		t.Error("LoadPromptConfig of a missing file succeeded")
 	}
 }
@@ -414,8 +445,8 @@ func TestRunPromptModernHandshake(t *testing.T) {
 // Calls waiting for a human do not hold up calls the rules answer at once.
 func TestRunPromptWaitingCallsDoNotBlockOthers(t *testing.T) {
 	w := newWorld(t)
-	pending := make(chan PendingRequest, 16)
-	testHookPending = func(pr PendingRequest) { pending <- pr }
+	pending := make(chan approvals.PendingRequest, 16)
+	testHookPending = func(pr approvals.PendingRequest) { pending <- pr }
 	t.Cleanup(func() { testHookPending = nil })
 	c := startPrompt(t, promptConfig(t, w))
 	c.handshake()
@@ -433,7 +464,7 @@ func TestRunPromptWaitingCallsDoNotBlockOthers(t *testing.T) {
 	if a := c.call(99, "Bash", map[string]any{"command": "ls"}); a.Behavior != "allow" {
 		t.Fatalf("answer = %+v", a)
 	}
-	q := NewQueue(statedir.Dir{Root: w.state}, zerolog.Nop())
+	q := approvals.NewQueue(statedir.Dir{Root: w.state}, zerolog.Nop())
 	if n, err := q.CancelJob("job-1"); err != nil || n != waiting {
 		t.Fatalf("CancelJob = %d, %v", n, err)
 	}

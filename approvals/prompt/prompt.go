@@ -1,4 +1,10 @@
-package approvals
+// Package prompt is the approval child: the stdio MCP server Claude Code
+// starts as its permission prompt tool (--permission-prompt-tool
+// mcp__bridge__approve) for one job. Each tool call is classified by
+// approvals/rules; what a human must decide is queued in approvals and
+// waited for; the answer goes back to Claude Code. Its config comes from the
+// job's private harness dir, never from anything the job controls.
+package prompt
 
 import (
 	"context"
@@ -7,113 +13,23 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"path/filepath"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
-// PromptServerName and PromptToolName make the harness flag
+// ServerName and ToolName make the harness flag
 // `--permission-prompt-tool mcp__bridge__approve`.
 const (
-	PromptServerName = "bridge"
-	PromptToolName   = "approve"
-	PromptToolFlag   = "mcp__" + PromptServerName + "__" + PromptToolName
+	ServerName = "bridge"
+	ToolName   = "approve"
+	ToolFlag   = "mcp__" + ServerName + "__" + ToolName
 )
-
-// Approval modes of PromptConfig.
-const (
-	ModeOn  = "on"
-	ModeOff = "off" // BRIDGE_CC_APPROVAL=off: "ask" becomes allow; deny stays deny
-)
-
-// PromptConfig is what the approval child needs to serve one job. The daemon
-// writes it into the job's private harness dir in the state dir (which the
-// job cannot read or write), and the child reads it from there: never from
-// the environment or anything the job controls.
-type PromptConfig struct {
-	JobID        string
-	Workspace    string
-	StateDir     string
-	Allow        []string
-	Protected    []string
-	Timeout      time.Duration
-	ApprovalMode string // ModeOn (default) or ModeOff
-
-	// Stderr receives the child's log lines (nil: discarded). Not stored.
-	Stderr io.Writer
-}
-
-type promptConfigFile struct {
-	Version      int      `json:"version"`
-	JobID        string   `json:"job_id"`
-	Workspace    string   `json:"workspace"`
-	StateDir     string   `json:"state_dir"`
-	Allow        []string `json:"allow"`
-	Protected    []string `json:"protected"`
-	TimeoutMS    int64    `json:"timeout_ms"`
-	ApprovalMode string   `json:"approval_mode"`
-}
-
-// PromptConfigPath is where the daemon writes a job's PromptConfig.
-func PromptConfigPath(dir statedir.Dir, jobID string) string {
-	return filepath.Join(dir.HarnessDir(jobID), "approval.json")
-}
-
-// WritePromptConfig validates cfg and writes it atomically with mode 0600.
-func WritePromptConfig(path string, cfg PromptConfig) error {
-	if err := cfg.validate(); err != nil {
-		return err
-	}
-	return statedir.WriteJSON(path, promptConfigFile{
-		Version: statedir.FormatVersion, JobID: cfg.JobID, Workspace: cfg.Workspace, StateDir: cfg.StateDir,
-		Allow: cfg.Allow, Protected: cfg.Protected, TimeoutMS: cfg.Timeout.Milliseconds(), ApprovalMode: cfg.mode(),
-	})
-}
-
-// LoadPromptConfig reads and validates a PromptConfig written by WritePromptConfig.
-func LoadPromptConfig(path string) (PromptConfig, error) {
-	var f promptConfigFile
-	if err := statedir.ReadJSON(path, &f); err != nil {
-		return PromptConfig{}, fmt.Errorf("approval config: %w", err)
-	}
-	if f.Version != statedir.FormatVersion {
-		return PromptConfig{}, fmt.Errorf("approval config %s: version %d, want %d", path, f.Version, statedir.FormatVersion)
-	}
-	cfg := PromptConfig{JobID: f.JobID, Workspace: f.Workspace, StateDir: f.StateDir, Allow: f.Allow,
-		Protected: f.Protected, Timeout: time.Duration(f.TimeoutMS) * time.Millisecond, ApprovalMode: f.ApprovalMode}
-	if err := cfg.validate(); err != nil {
-		return PromptConfig{}, fmt.Errorf("approval config %s: %w", path, err)
-	}
-	return cfg, nil
-}
-
-func (c PromptConfig) mode() string {
-	if c.ApprovalMode == "" {
-		return ModeOn
-	}
-	return c.ApprovalMode
-}
-
-func (c PromptConfig) validate() error {
-	switch {
-	case c.JobID == "":
-		return errors.New("approval config: no job id")
-	case !filepath.IsAbs(c.Workspace):
-		return fmt.Errorf("approval config: workspace %q is not absolute", c.Workspace)
-	case !filepath.IsAbs(c.StateDir):
-		return fmt.Errorf("approval config: state dir %q is not absolute", c.StateDir)
-	case c.Timeout <= 0:
-		return fmt.Errorf("approval config: timeout %s must be positive", c.Timeout)
-	case c.mode() != ModeOn && c.mode() != ModeOff:
-		return fmt.Errorf("approval config: approval mode %q is neither %q nor %q", c.ApprovalMode, ModeOn, ModeOff)
-	}
-	return nil
-}
 
 // Answer is the permission prompt tool's reply, as Claude Code expects it.
 type Answer struct {
@@ -133,14 +49,17 @@ func denyAnswer(msg string) Answer { return Answer{Behavior: "deny", Message: ms
 
 // Prompter answers permission prompts for one job.
 type Prompter struct {
-	cfg   PromptConfig
+	cfg   Config
 	dir   statedir.Dir
-	queue *Queue
+	queue *approvals.Queue
 	log   zerolog.Logger
 }
 
+// testHookPending, when set by a test, sees each request once it is queued.
+var testHookPending func(approvals.PendingRequest)
+
 // NewPrompter opens the state dir and the queue for cfg.
-func NewPrompter(cfg PromptConfig, log zerolog.Logger) (*Prompter, error) {
+func NewPrompter(cfg Config, log zerolog.Logger) (*Prompter, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -148,7 +67,11 @@ func NewPrompter(cfg PromptConfig, log zerolog.Logger) (*Prompter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Prompter{cfg: cfg, dir: dir, queue: NewQueue(dir, log), log: log}, nil
+	q := approvals.NewQueue(dir, log)
+	if testHookPending != nil {
+		q.Notify(testHookPending)
+	}
+	return &Prompter{cfg: cfg, dir: dir, queue: q, log: log}, nil
 }
 
 // Answer classifies one tool call and, when a human must decide, queues it
@@ -157,21 +80,21 @@ func NewPrompter(cfg PromptConfig, log zerolog.Logger) (*Prompter, error) {
 // config's mode, or the flag file) an "ask" is allowed without asking, said
 // loudly in the log and the audit log; a rules' deny still stands, and the OS
 // sandbox still applies.
-func (p *Prompter) Answer(ctx context.Context, req Request) Answer {
-	v := Classify(req, Policy{Workspace: p.cfg.Workspace, Allow: p.cfg.Allow, Protected: p.cfg.Protected})
-	p.queue.audit(AuditRecord{Event: EventRequest, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Verdict: v.Decision, Reason: v.Reason})
+func (p *Prompter) Answer(ctx context.Context, req rules.Request) Answer {
+	v := rules.Classify(req, rules.Policy{Workspace: p.cfg.Workspace, Allow: p.cfg.Allow, Protected: p.cfg.Protected})
+	p.queue.Audit(approvals.AuditRecord{Event: approvals.EventRequest, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Verdict: v.Decision, Reason: v.Reason})
 	switch v.Decision {
-	case Allow:
-		p.queue.audit(AuditRecord{Event: EventAuto, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Input: displayInput(req.Input), Decision: Allow, Reason: v.Reason, By: "rules"})
+	case rules.Allow:
+		p.queue.Audit(approvals.AuditRecord{Event: approvals.EventAuto, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Input: approvals.DisplayInput(req.Input), Decision: rules.Allow, Reason: v.Reason, By: "rules"})
 		return allowAnswer(req.Input)
-	case Ask:
+	case rules.Ask:
 	default:
-		p.queue.audit(AuditRecord{Event: EventAuto, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Input: displayInput(req.Input), Decision: Deny, Reason: v.Reason, By: "rules"})
+		p.queue.Audit(approvals.AuditRecord{Event: approvals.EventAuto, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Input: approvals.DisplayInput(req.Input), Decision: rules.Deny, Reason: v.Reason, By: "rules"})
 		return denyAnswer("Denied by the bridge's approval rules: " + v.Reason + ". Do not try to work around this denial; report it in your final answer.")
 	}
 	if src := p.approvalOffSource(); src != "" {
 		reason := "HUMAN APPROVAL IS OFF (" + src + "): allowed without asking a human; the OS sandbox still applies. The rules said: " + v.Reason
-		p.queue.audit(AuditRecord{Event: EventApprovalOff, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Verdict: Ask, Decision: Allow, Reason: reason, By: src})
+		p.queue.Audit(approvals.AuditRecord{Event: approvals.EventApprovalOff, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Verdict: rules.Ask, Decision: rules.Allow, Reason: reason, By: src})
 		p.log.Warn().Str("job", p.cfg.JobID).Str("tool", req.Tool).Str("summary", v.Summary).Msg(reason)
 		return allowAnswer(req.Input)
 	}
@@ -187,9 +110,9 @@ func (p *Prompter) Answer(ctx context.Context, req Request) Answer {
 
 func (p *Prompter) approvalOffSource() string {
 	switch {
-	case p.cfg.mode() == ModeOff:
+	case p.cfg.mode() == approvals.ModeOff:
 		return "BRIDGE_CC_APPROVAL=off"
-	case ApprovalOff(p.dir):
+	case approvals.ApprovalOff(p.dir):
 		return "flag " + p.dir.ApprovalOffFlag()
 	}
 	return ""
@@ -197,7 +120,7 @@ func (p *Prompter) approvalOffSource() string {
 
 // promptTool is the "approve" tool: its schema and its handler.
 func promptTool(p *Prompter) (mcp.Tool, server.ToolHandlerFunc) {
-	tool := mcp.NewTool(PromptToolName,
+	tool := mcp.NewTool(ToolName,
 		mcp.WithDescription("Permission prompt for the bridge's agent jobs: decides whether a harness tool call may run."),
 		mcp.WithString("tool_name", mcp.Required(), mcp.Description("The tool the harness wants to call.")),
 		mcp.WithObject("input", mcp.Description("The tool call's input.")),
@@ -217,7 +140,7 @@ func promptTool(p *Prompter) (mcp.Tool, server.ToolHandlerFunc) {
 			input = map[string]any{"_malformed_input": raw}
 			name = ""
 		}
-		ans := p.Answer(ctx, Request{Tool: name, Input: input})
+		ans := p.Answer(ctx, rules.Request{Tool: name, Input: input})
 		b, err := json.Marshal(ans)
 		if err != nil {
 			b = []byte(`{"behavior":"deny","message":"Denied: the approval answer could not be encoded. Do not try to work around this denial; report it in your final answer."}`)
@@ -237,11 +160,11 @@ const (
 // Version is reported in the approval child's serverInfo.
 var Version = "dev"
 
-// RunPrompt serves the approval child: a stdio MCP server named "bridge"
+// Run serves the approval child: a stdio MCP server named "bridge"
 // with one tool, "approve", reading JSON-RPC lines from in and writing them to
 // out until in ends or ctx is done. Requests still waiting for a human when
 // it ends are denied.
-func RunPrompt(ctx context.Context, cfg PromptConfig, in io.Reader, out io.Writer) error {
+func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	stderr := cfg.Stderr
 	if stderr == nil {
 		stderr = io.Discard
@@ -251,7 +174,7 @@ func RunPrompt(ctx context.Context, cfg PromptConfig, in io.Reader, out io.Write
 	if err != nil {
 		return err
 	}
-	s := server.NewMCPServer(PromptServerName, Version, server.WithToolCapabilities(false))
+	s := server.NewMCPServer(ServerName, Version, server.WithToolCapabilities(false))
 	s.AddTool(promptTool(p))
 	stdio := server.NewStdioServer(s)
 	stdio.SetErrorLogger(log.New(stderr, "approval-prompt: ", log.LstdFlags))

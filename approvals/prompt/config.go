@@ -1,0 +1,96 @@
+package prompt
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+// Config is what the approval child needs to serve one job. The daemon
+// writes it into the job's private harness dir in the state dir (which the
+// job cannot read or write), and the child reads it from there: never from
+// the environment or anything the job controls.
+type Config struct {
+	JobID        string
+	Workspace    string
+	StateDir     string
+	Allow        []string
+	Protected    []string
+	Timeout      time.Duration
+	ApprovalMode string // approvals.ModeOn (default) or approvals.ModeOff
+
+	// Stderr receives the child's log lines (nil: discarded). Not stored.
+	Stderr io.Writer
+}
+
+type configFile struct {
+	Version      int      `json:"version"`
+	JobID        string   `json:"job_id"`
+	Workspace    string   `json:"workspace"`
+	StateDir     string   `json:"state_dir"`
+	Allow        []string `json:"allow"`
+	Protected    []string `json:"protected"`
+	TimeoutMS    int64    `json:"timeout_ms"`
+	ApprovalMode string   `json:"approval_mode"`
+}
+
+// ConfigPath is where the daemon writes a job's Config.
+func ConfigPath(dir statedir.Dir, jobID string) string {
+	return filepath.Join(dir.HarnessDir(jobID), "approval.json")
+}
+
+// WriteConfig validates cfg and writes it atomically with mode 0600.
+func WriteConfig(path string, cfg Config) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	return statedir.WriteJSON(path, configFile{
+		Version: statedir.FormatVersion, JobID: cfg.JobID, Workspace: cfg.Workspace, StateDir: cfg.StateDir,
+		Allow: cfg.Allow, Protected: cfg.Protected, TimeoutMS: cfg.Timeout.Milliseconds(), ApprovalMode: cfg.mode(),
+	})
+}
+
+// LoadConfig reads and validates a Config written by WriteConfig.
+func LoadConfig(path string) (Config, error) {
+	var f configFile
+	if err := statedir.ReadJSON(path, &f); err != nil {
+		return Config{}, fmt.Errorf("approval config: %w", err)
+	}
+	if f.Version != statedir.FormatVersion {
+		return Config{}, fmt.Errorf("approval config %s: version %d, want %d", path, f.Version, statedir.FormatVersion)
+	}
+	cfg := Config{JobID: f.JobID, Workspace: f.Workspace, StateDir: f.StateDir, Allow: f.Allow,
+		Protected: f.Protected, Timeout: time.Duration(f.TimeoutMS) * time.Millisecond, ApprovalMode: f.ApprovalMode}
+	if err := cfg.validate(); err != nil {
+		return Config{}, fmt.Errorf("approval config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+func (c Config) mode() string {
+	if c.ApprovalMode == "" {
+		return approvals.ModeOn
+	}
+	return c.ApprovalMode
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.JobID == "":
+		return errors.New("approval config: no job id")
+	case !filepath.IsAbs(c.Workspace):
+		return fmt.Errorf("approval config: workspace %q is not absolute", c.Workspace)
+	case !filepath.IsAbs(c.StateDir):
+		return fmt.Errorf("approval config: state dir %q is not absolute", c.StateDir)
+	case c.Timeout <= 0:
+		return fmt.Errorf("approval config: timeout %s must be positive", c.Timeout)
+	case c.mode() != approvals.ModeOn && c.mode() != approvals.ModeOff:
+		return fmt.Errorf("approval config: approval mode %q is neither %q nor %q", c.ApprovalMode, approvals.ModeOn, approvals.ModeOff)
+	}
+	return nil
+}

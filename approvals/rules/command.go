@@ -1,0 +1,185 @@
+package rules
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
+)
+
+// wrappers run another program or inline code, so the allow list would not
+// mean anything after them; they always go to a human, even when listed.
+var wrappers = []string{
+	"sudo", "su", "doas", "env", "xargs", "nohup", "timeout", "nice", "ionice", "stdbuf", "chroot",
+	"setsid", "exec", "eval", "command", "builtin", "time", "watch", "strace", "ltrace", "unshare",
+	"nsenter", "busybox", "npx", "bunx", "pnpx", "sh", "bash", "zsh", "dash", "ksh", "fish", "csh",
+	"tcsh", "source", ".", "flock", "script", "parallel",
+}
+
+// ClassifyCommand applies the command rules to one shell command line:
+// it runs unattended only when it is one simple command (no chaining,
+// redirection, substitution or other shell syntax, see parseCommand), its
+// first word is on the allow list, its program is not given by a path, it is
+// not a dangerous form of an allowed program (see programs), and none of its
+// arguments names a path outside the workspace or a .env file. An empty
+// command is denied; a command naming a protected path is denied; everything
+// else goes to a human.
+func ClassifyCommand(cmd string, p Policy) Verdict {
+	v := classifyCommand(cmd, p)
+	v.Summary = Clip(cmd)
+	return v
+}
+
+func classifyCommand(cmd string, p Policy) Verdict {
+	if strings.TrimSpace(cmd) == "" {
+		return Verdict{Decision: Deny, Reason: "empty command: there is nothing to run"}
+	}
+	words, why, commented := parseCommand(cmd)
+	if why != "" {
+		return Verdict{Decision: Ask, Reason: why}
+	}
+	v := classifyWords(words, p)
+	if commented && v.Decision != Deny {
+		return Verdict{Decision: Ask, Reason: "the command contains a comment (#): a human decides"}
+	}
+	return v
+}
+
+// classifyWords applies the rules to the words of one simple command.
+func classifyWords(words []string, p Policy) Verdict {
+	if len(words) == 0 {
+		return Verdict{Decision: Deny, Reason: "empty command: there is nothing to run"}
+	}
+	prog := words[0]
+	if strings.ContainsAny(prog, `/\`) {
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("the program is given by a path (%s): a human decides", prog)}
+	}
+	name := normalizeProgram(prog)
+	if slices.Contains(wrappers, name) {
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s runs another program or inline code: a human decides", name)}
+	}
+	if !onAllowList(name, p.Allow) {
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s is not on the allow list (BRIDGE_APPROVE_ALLOW): a human decides", name)}
+	}
+	args := words[1:]
+	rule := programs[name]
+	if rule.rewrite != nil {
+		var why string
+		if args, why = rule.rewrite(args); why != "" {
+			return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s: a human decides", why)}
+		}
+	}
+	if why := dangerousForm(name, args); why != "" {
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s: a human decides", why)}
+	}
+	g := sandbox.Guard{Workspace: p.Workspace, Protected: p.Protected}
+	code := notPaths(name, args)
+	for i, a := range args {
+		if code[i] {
+			continue
+		}
+		for _, c := range pathCandidates(a) {
+			d := g.Admit(c)
+			if d.Protected {
+				return Verdict{Decision: Deny, Reason: d.Reason + " (its state dir, its .env or a credential store): no job may touch it"}
+			}
+			if !d.Inside {
+				return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q: %s: a human decides", a, d.Reason)}
+			}
+			if namesDotEnv(c, p.Workspace) || namesDotEnv(d.Resolved, p.Workspace) {
+				return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q mentions a .env file, which usually holds secrets: a human decides", a)}
+			}
+			if v, bad := globMatches(g, a, c, p.Workspace); bad {
+				return v
+			}
+		}
+	}
+	return Verdict{Decision: Allow, Reason: fmt.Sprintf("%s is on the allow list, with no dangerous form, and every path argument is inside the workspace", name)}
+}
+
+// maxGlobMatches bounds the files one glob argument is checked against.
+const maxGlobMatches = 4096
+
+// globMatches checks what the shell would expand a glob argument to: every
+// match must be inside the workspace (a wildcard may match a symlink that
+// leads out, which the pattern's non-glob prefix does not show) and must not
+// name a .env file. A quoted pattern is checked as if it were expanded too: a
+// program such as find expands it itself.
+func globMatches(g sandbox.Guard, arg, c, workspace string) (Verdict, bool) {
+	if !strings.ContainsAny(c, "*?[") {
+		return Verdict{}, false
+	}
+	pattern := c
+	if !filepath.IsAbs(pattern) {
+		pattern = filepath.Join(workspace, pattern)
+	}
+	matches, err := filepath.Glob(pattern)
+	if err != nil {
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q is a malformed glob (%v): a human decides", arg, err)}, true
+	}
+	if len(matches) > maxGlobMatches {
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q matches more than %d files: a human decides", arg, maxGlobMatches)}, true
+	}
+	for _, m := range matches {
+		d := g.Admit(m)
+		switch {
+		case d.Protected:
+			return Verdict{Decision: Deny, Reason: fmt.Sprintf("argument %q matches %s (its state dir, its .env or a credential store): no job may touch it", arg, d.Reason)}, true
+		case !d.Inside:
+			return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q matches %s: %s: a human decides", arg, m, d.Reason)}, true
+		case namesDotEnv(m, workspace) || namesDotEnv(d.Resolved, workspace):
+			return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q matches %s, a .env file, which usually holds secrets: a human decides", arg, m)}, true
+		}
+	}
+	return Verdict{}, false
+}
+
+// normalizeProgram makes program names case- and extension-insensitive:
+// NODE.EXE and node are the same program.
+func normalizeProgram(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	for _, ext := range []string{".exe", ".cmd", ".bat", ".com"} {
+		if t, ok := strings.CutSuffix(s, ext); ok && t != "" {
+			return t
+		}
+	}
+	return s
+}
+
+func onAllowList(name string, allow []string) bool {
+	for _, a := range allow {
+		if a = normalizeProgram(a); a != "" && a == name {
+			return true
+		}
+	}
+	return false
+}
+
+// maxOptionSuffixes bounds the suffixes tried for one short-option word.
+const maxOptionSuffixes = 256
+
+// pathCandidates returns the strings in one argument that could be taken as a
+// path: the word itself, the value of --opt=VALUE, every tail of a short
+// option cluster (-f/etc/passwd), and the pieces between = : and ,.
+func pathCandidates(w string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(s string) {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	add(w)
+	if strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "--") {
+		for i := 2; i < len(w) && i < maxOptionSuffixes; i++ {
+			add(w[i:])
+		}
+	}
+	for _, piece := range strings.FieldsFunc(w, func(r rune) bool { return r == '=' || r == ':' || r == ',' }) {
+		add(piece)
+	}
+	return out
+}

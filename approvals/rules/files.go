@@ -1,0 +1,140 @@
+package rules
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
+)
+
+// runLaterDirs and runLaterFiles name workspace paths whose contents other
+// programs run later on the owner's machine, outside any sandbox: git's
+// config and hooks (core.fsmonitor runs at the owner's next `git status`),
+// Claude Code's project settings and MCP servers (hooks,
+// enableAllProjectMcpServers), editors' task files, hook managers' dirs,
+// shell start-up files. Claude Code's sandbox refuses its commands writes to
+// most of them; its file tools run outside the sandbox, so the rules deny
+// them a write there, with approval off too: an Edit of .git/config can plant
+// an fsmonitor that runs with the owner's environment.
+var (
+	runLaterDirs  = []string{".git", ".claude", ".vscode", ".idea", ".husky", ".githooks"}
+	runLaterFiles = []string{".mcp.json", ".gitmodules", ".gitconfig", ".bashrc", ".bash_profile", ".bash_login",
+		".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".ripgreprc", ".envrc", ".npmrc", ".yarnrc", ".yarnrc.yml"}
+)
+
+// runsLater returns the workspace-relative path when path (absolute, or
+// relative to the workspace) lies in a runLaterDirs dir or names a
+// runLaterFiles file, anywhere below the workspace.
+func runsLater(path, workspace string) (string, bool) {
+	rel, below := belowWorkspace(path, workspace)
+	if !below {
+		return "", false
+	}
+	comps := strings.Split(rel, string(filepath.Separator))
+	for i, c := range comps {
+		c = strings.ToLower(c)
+		if i < len(comps)-1 && slices.Contains(runLaterDirs, c) || i == len(comps)-1 && (slices.Contains(runLaterFiles, c) || slices.Contains(runLaterDirs, c)) {
+			return rel, true
+		}
+	}
+	return "", false
+}
+
+// belowWorkspace returns path relative to the workspace (as given or with
+// its symlinks resolved), cleaned; a relative path is taken as relative to
+// the workspace already. below is false for an absolute path elsewhere.
+func belowWorkspace(path, workspace string) (rel string, below bool) {
+	if !filepath.IsAbs(path) {
+		return filepath.Clean(path), true
+	}
+	for _, ws := range []string{workspace, resolvedOrSelf(workspace)} {
+		if r, err := filepath.Rel(ws, path); ws != "" && err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+			return r, true
+		}
+	}
+	return filepath.Clean(path), false
+}
+
+func classifyFile(req Request, args []pathArg, p Policy) Verdict {
+	g := sandbox.Guard{Workspace: p.Workspace, Protected: p.Protected}
+	base := "."
+	var shown []string
+	var ask []string
+	for _, a := range args {
+		raw, present := req.Input[a.key]
+		if !present || raw == nil {
+			if a.required {
+				return Verdict{Decision: Deny, Reason: fmt.Sprintf("malformed %s call: %q is missing", req.Tool, a.key), Summary: summarize(req)}
+			}
+			continue
+		}
+		s, ok := raw.(string)
+		if !ok {
+			return Verdict{Decision: Deny, Reason: fmt.Sprintf("malformed %s call: %q is not a string", req.Tool, a.key), Summary: summarize(req)}
+		}
+		if s == "" {
+			if a.required {
+				return Verdict{Decision: Deny, Reason: fmt.Sprintf("malformed %s call: %q is empty", req.Tool, a.key), Summary: summarize(req)}
+			}
+			continue
+		}
+		path := s
+		if a.glob {
+			path = strings.TrimPrefix(path, "!") // a Grep glob may be negated
+			if !filepath.IsAbs(path) && !strings.HasPrefix(path, "~") {
+				path = strings.TrimSuffix(base, "/") + "/" + path // not Join: it would clean ".." away
+			}
+		}
+		if a.key == "path" {
+			base = s
+		}
+		shown = append(shown, s)
+		d := g.Admit(path)
+		if writeTools[req.Tool] {
+			for _, c := range []string{path, d.Resolved} {
+				if rel, later := runsLater(c, p.Workspace); c != "" && later {
+					return Verdict{Decision: Deny, Reason: fmt.Sprintf("%s is run later outside any sandbox (by git, Claude Code, an editor or a shell): no job may write it, and its commands cannot either", rel), Summary: Clip(req.Tool + " " + strings.Join(shown, " "))}
+				}
+			}
+		}
+		switch {
+		case d.Protected:
+			return Verdict{Decision: Deny, Reason: d.Reason + " (its state dir, its .env or a credential store): no job may touch it", Summary: Clip(req.Tool + " " + strings.Join(shown, " "))}
+		case !d.Inside:
+			ask = append(ask, d.Reason)
+		case namesDotEnv(s, p.Workspace) || namesDotEnv(d.Resolved, p.Workspace):
+			ask = append(ask, s+" names a .env file, which usually holds secrets")
+		}
+	}
+	summary := Clip(req.Tool + " " + strings.Join(shown, " "))
+	if len(shown) == 0 {
+		summary = req.Tool + " (workspace)"
+	}
+	if len(ask) > 0 {
+		return Verdict{Decision: Ask, Reason: strings.Join(ask, "; "), Summary: summary}
+	}
+	return Verdict{Decision: Allow, Reason: "every path is inside the workspace", Summary: summary}
+}
+
+// namesDotEnv reports whether a path names a .env-style file or directory:
+// a component, below the workspace, that contains ".env" in any case. The
+// workspace's own path is left out, so a project under ~/my.envoy/ is not
+// flagged as a whole.
+func namesDotEnv(path, workspace string) bool {
+	rel, _ := belowWorkspace(path, workspace) // outside: every component counts
+	for _, comp := range strings.Split(rel, string(filepath.Separator)) {
+		if strings.Contains(strings.ToLower(comp), ".env") {
+			return true
+		}
+	}
+	return false
+}
+
+func resolvedOrSelf(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}

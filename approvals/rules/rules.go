@@ -1,0 +1,149 @@
+// Package rules classifies one harness tool call: it runs unattended, goes
+// to a human, or is refused. Classify takes any tool call, ClassifyCommand a
+// shell command. The rules keep no state and write nothing; they read the
+// file system only to resolve the paths a call names. They fail closed: what
+// they do not clearly allow goes to a human.
+package rules
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
+)
+
+// Action is what happens to one tool call.
+type Action string
+
+const (
+	Allow Action = "allow" // runs unattended
+	Ask   Action = "ask"   // a human decides
+	Deny  Action = "deny"  // refused without asking
+)
+
+// Request is one tool call the harness wants to make.
+type Request struct {
+	Tool  string         `json:"tool"`
+	Input map[string]any `json:"input"`
+}
+
+// Policy is what the rules are measured against for one job.
+type Policy struct {
+	Workspace string   // absolute; the job's working directory
+	Allow     []string // first words that may run unattended (BRIDGE_APPROVE_ALLOW)
+	Protected []string // paths no tool call may touch: state dir, the daemon's .env
+}
+
+// Verdict is the rules' answer for one Request.
+type Verdict struct {
+	Decision Action `json:"decision"`
+	Reason   string `json:"reason"`
+	Summary  string `json:"summary"` // one line for a human: the tool and its command or paths
+}
+
+// HarmlessTools run unattended: they only touch the harness's own bookkeeping
+// (todo lists, background task output, tool schemas, plan mode), never files,
+// commands or the network.
+var HarmlessTools = []string{
+	"TodoWrite", "TaskCreate", "TaskGet", "TaskList", "TaskUpdate",
+	"TaskOutput", "BashOutput", "TaskStop", "KillShell", "KillBash",
+	"ToolSearch", "EnterPlanMode", "ExitPlanMode",
+}
+
+// DelegationTools run unattended because they only start a subagent whose
+// own tool calls go through the same permission prompt tool (verified with
+// Claude Code 2.1.328: a subagent's Bash call waited for a human).
+var DelegationTools = []string{"Agent"}
+
+// commandTools hold a POSIX shell command in the named input field.
+var commandTools = map[string]string{"Bash": "command", "Monitor": "command"}
+
+// pathArg is one path-like input field of a file tool.
+type pathArg struct {
+	key      string
+	required bool
+	glob     bool // relative to the tool's "path" argument, not the workspace
+}
+
+// fileTools lists the path arguments of every file tool. Grep's "pattern" is a
+// regular expression, not a path, and is deliberately absent.
+var fileTools = map[string][]pathArg{
+	"Read":         {{key: "file_path", required: true}},
+	"Write":        {{key: "file_path", required: true}},
+	"Edit":         {{key: "file_path", required: true}},
+	"MultiEdit":    {{key: "file_path", required: true}},
+	"NotebookEdit": {{key: "notebook_path", required: true}},
+	"NotebookRead": {{key: "notebook_path", required: true}},
+	"LS":           {{key: "path"}},
+	"Glob":         {{key: "path"}, {key: "pattern", required: true, glob: true}},
+	"Grep":         {{key: "path"}, {key: "glob", glob: true}},
+	"LSP":          {{key: "filePath", required: true}},
+}
+
+var networkTools = map[string]bool{"WebFetch": true, "WebSearch": true}
+
+// writeTools are the file tools that change a file.
+var writeTools = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true}
+
+// Classify applies the rules to one tool call:
+//   - command tools (Bash, Monitor) by ClassifyCommand;
+//   - file tools: every path argument admitted by sandbox against the
+//     workspace; inside runs unattended, outside goes to a human, a protected
+//     path (state dir, the daemon's .env) is denied, a .env file goes to a human;
+//   - WebFetch and WebSearch go to a human;
+//   - HarmlessTools and DelegationTools (Agent) run unattended;
+//     AskUserQuestion is denied (nobody is there to answer during a job);
+//   - every other tool, mcp__* included, goes to a human.
+func Classify(req Request, p Policy) Verdict {
+	if field, ok := commandTools[req.Tool]; ok {
+		cmd, ok := req.Input[field].(string)
+		if !ok {
+			return Verdict{Decision: Deny, Reason: fmt.Sprintf("malformed %s call: %q is missing or not a string", req.Tool, field), Summary: summarize(req)}
+		}
+		v := ClassifyCommand(cmd, p)
+		v.Summary = Clip(req.Tool + ": " + cmd)
+		if v.Decision == Allow && truthy(req.Input["dangerouslyDisableSandbox"]) {
+			v.Decision, v.Reason = Ask, "the command asks to run outside the OS sandbox (dangerouslyDisableSandbox)"
+		}
+		// A process that keeps running beside the job's later tool calls can
+		// swap a symlink between the rules' check of a file tool's path and
+		// Claude Code's write, so only a human starts one.
+		if bg, set := req.Input["run_in_background"]; v.Decision == Allow && (req.Tool == "Monitor" || set && bg != nil && bg != false) {
+			v.Decision, v.Reason = Ask, "the command keeps running in the background, beside the job's later tool calls: a human decides"
+		}
+		return v
+	}
+	if args, ok := fileTools[req.Tool]; ok {
+		return classifyFile(req, args, p)
+	}
+	switch {
+	case slices.Contains(sandbox.DeniedTools, req.Tool):
+		return Verdict{Decision: Deny, Reason: req.Tool + " is never allowed in a job: it would act outside the workspace or past the job's end", Summary: summarize(req)}
+	case networkTools[req.Tool]:
+		return Verdict{Decision: Ask, Reason: req.Tool + " reaches the network: a human decides", Summary: summarize(req)}
+	case slices.Contains(HarmlessTools, req.Tool):
+		return Verdict{Decision: Allow, Reason: req.Tool + " only touches the harness's own bookkeeping", Summary: summarize(req)}
+	case slices.Contains(DelegationTools, req.Tool) && req.Input["isolation"] != nil && req.Input["isolation"] != "":
+		// isolation "worktree" runs the subagent in a git worktree of the
+		// repository around the workspace, where its commands can write the
+		// owner's refs; "remote" leaves the machine.
+		return Verdict{Decision: Deny, Reason: fmt.Sprintf("a subagent with isolation %v would work outside the workspace: start it without isolation", req.Input["isolation"]), Summary: summarize(req)}
+	case slices.Contains(DelegationTools, req.Tool):
+		return Verdict{Decision: Allow, Reason: req.Tool + " starts a subagent whose own tool calls are checked the same way", Summary: summarize(req)}
+	case req.Tool == "AskUserQuestion":
+		return Verdict{Decision: Deny, Reason: "nobody can answer questions while a job runs: state your assumption and carry on, or ask in your final answer", Summary: summarize(req)}
+	case req.Tool == "PowerShell":
+		return Verdict{Decision: Ask, Reason: "PowerShell commands are not classified by the rules: a human decides", Summary: summarize(req)}
+	case req.Tool == "":
+		return Verdict{Decision: Deny, Reason: "malformed request: no tool name", Summary: summarize(req)}
+	case strings.HasPrefix(req.Tool, "mcp__"):
+		return Verdict{Decision: Ask, Reason: "MCP tool " + req.Tool + " is not known to the rules: a human decides", Summary: summarize(req)}
+	}
+	return Verdict{Decision: Ask, Reason: "tool " + req.Tool + " is not known to the rules: a human decides", Summary: summarize(req)}
+}
+
+func truthy(v any) bool {
+	b, ok := v.(bool)
+	return ok && b
+}
