@@ -68,7 +68,7 @@ var AskTools = []string{
 // or the approval mode says; the settings deny them outright, behind the
 // harness not offering them (harness.DefaultTools). EnterWorktree moved a
 // job's session into a git worktree outside its workspace, where the OS
-// sandbox then let commands write (found in review); the others schedule
+// sandbox then let commands write; the others schedule
 // work past the job, reach other sessions, or load instructions from the
 // workspace the job writes.
 var DeniedTools = []string{
