@@ -20,6 +20,7 @@ var layers = map[string]int{
 	"internal":              10,
 	"statedir":              10,
 	"config":                10,
+	"config/configtest":     11, // test configs from an injected environment
 	"logging":               10,
 	"envfile":               12, // edits .env files atomically (statedir)
 	"sandbox":               20,

@@ -15,13 +15,14 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config/configtest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/syncbuf"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
-const testSecret = "test-secret-0123456789abcdef"
+const testSecret = configtest.Secret
 
 // noFlash is deepseek_flash's client of a daemon test: never called.
 type noFlash struct{}
@@ -33,7 +34,7 @@ func (noFlash) Flash(context.Context, deepseek.FlashRequest) (deepseek.FlashResu
 // newTestDaemon builds a daemon on 127.0.0.1:0 in a temp dir, without a key.
 func newTestDaemon(t *testing.T, logs *syncbuf.Buffer) *Daemon {
 	t.Helper()
-	cfg := agentConfig(t, map[string]string{"HOST": "127.0.0.1", "PORT": "0", "DEEPSEEK_API_KEY": ""})
+	cfg := configtest.New(t, map[string]string{"HOST": "127.0.0.1", "PORT": "0", "DEEPSEEK_API_KEY": ""})
 	d, err := New(cfg, Options{Flash: noFlash{}, Logger: zerolog.New(logs), Version: "v9"})
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +136,7 @@ func TestDaemonRunOnATakenPort(t *testing.T) {
 	}
 	t.Cleanup(func() { ln.Close() })
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	cfg := agentConfig(t, map[string]string{"HOST": "127.0.0.1", "PORT": port})
+	cfg := configtest.New(t, map[string]string{"HOST": "127.0.0.1", "PORT": port})
 	d, err := New(cfg, Options{Flash: noFlash{}, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)

@@ -15,41 +15,16 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config/configtest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/modelproxy"
 )
 
-// agentConfig is a Config for newAgentJobs from an injected environment.
-func agentConfig(t testing.TB, env map[string]string) config.Config {
-	t.Helper()
-	dir := t.TempDir()
-	empty := filepath.Join(dir, "empty.env") // named, so no stray ./.env is read
-	if err := os.WriteFile(empty, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	vals := map[string]string{
-		"BRIDGE_ENV_FILE":        empty,
-		"MCP_PATH_SECRET":        testSecret,
-		"BRIDGE_STATE_DIR":       filepath.Join(dir, "state"),
-		"BRIDGE_CLAUDE_BIN":      "",
-		"DEEPSEEK_ALLOWED_ROOTS": dir,
-	}
-	for k, v := range env {
-		vals[k] = v
-	}
-	cfg, err := config.LoadFrom("", func(k string) (string, bool) { v, ok := vals[k]; return v, ok })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
 // Without a key there is no model proxy, and every job is refused at start
 // with the reason — no job record, no harness, no key handed out.
 func TestAgentJobsWithoutKeyAreRefused(t *testing.T) {
-	cfg := agentConfig(t, map[string]string{"DEEPSEEK_API_KEY": ""})
+	cfg := configtest.New(t, map[string]string{"DEEPSEEK_API_KEY": ""})
 	var logBuf bytes.Buffer
 	log := zerolog.New(&logBuf)
 	a, err := newAgentJobs(cfg, log)
@@ -85,7 +60,7 @@ func TestAgentJobsBehindModelProxy(t *testing.T) {
 	t.Cleanup(d.Close)
 	u := deepseektest.Usage{InputTokens: 1200, CacheHitTokens: 800, OutputTokens: 55}
 	d.ScriptAnthropic(deepseektest.Text("hi").WithUsage(u))
-	cfg := agentConfig(t, map[string]string{"DEEPSEEK_API_KEY": key, "DEEPSEEK_BASE_URL": d.URL()})
+	cfg := configtest.New(t, map[string]string{"DEEPSEEK_API_KEY": key, "DEEPSEEK_BASE_URL": d.URL()})
 	a, err := newAgentJobs(cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

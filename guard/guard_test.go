@@ -17,7 +17,7 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/prompt"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config/configtest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
@@ -35,28 +35,6 @@ type guardFixture struct {
 	probe int // calls of the sandbox probe
 }
 
-// testConfig is a Config from an injected environment.
-func testConfig(t testing.TB, env map[string]string) config.Config {
-	t.Helper()
-	dir := t.TempDir()
-	empty := filepath.Join(dir, "empty.env") // named, so no stray ./.env is read
-	if err := os.WriteFile(empty, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	vals := mergeMaps(map[string]string{
-		"BRIDGE_ENV_FILE":        empty,
-		"MCP_PATH_SECRET":        "test-secret-0123456789abcdef",
-		"BRIDGE_STATE_DIR":       filepath.Join(dir, "state"),
-		"BRIDGE_CLAUDE_BIN":      "",
-		"DEEPSEEK_ALLOWED_ROOTS": dir,
-	}, env)
-	cfg, err := config.LoadFrom("", func(k string) (string, bool) { v, ok := vals[k]; return v, ok })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
 func newGuardFixture(t testing.TB, env map[string]string, probeErr error) *guardFixture {
 	t.Helper()
 	base := t.TempDir()
@@ -69,7 +47,7 @@ func newGuardFixture(t testing.TB, env map[string]string, probeErr error) *guard
 	if err := os.WriteFile(f.env, []byte("BRIDGE_LOG_LEVEL=debug\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := testConfig(t, mergeMaps(map[string]string{
+	cfg := configtest.New(t, mergeMaps(map[string]string{
 		"BRIDGE_STATE_DIR":           filepath.Join(base, "state"),
 		"DEEPSEEK_ALLOWED_ROOTS":     f.root,
 		"BRIDGE_APPROVAL_TIMEOUT_MS": "60000",
@@ -93,7 +71,7 @@ func newGuardFixture(t testing.TB, env map[string]string, probeErr error) *guard
 // bootAgain builds a second guard on f's state dir, as the next boot does.
 func (f *guardFixture) bootAgain(t *testing.T) {
 	t.Helper()
-	if _, err := New(Options{Config: testConfig(t, map[string]string{"BRIDGE_STATE_DIR": f.dir.Root}), Dir: f.dir, Exe: "/bin/bridge", Home: f.home,
+	if _, err := New(Options{Config: configtest.New(t, map[string]string{"BRIDGE_STATE_DIR": f.dir.Root}), Dir: f.dir, Exe: "/bin/bridge", Home: f.home,
 		SandboxAvailable: func() error { return nil }, Logger: zerolog.Nop()}); err != nil {
 		t.Fatal(err)
 	}
