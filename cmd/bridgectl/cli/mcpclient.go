@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 
@@ -34,7 +35,7 @@ func connectMCP(ctx context.Context, e *Env, endpoint string) (*client.Client, *
 	}
 	c := client.NewClient(tr, client.WithProtocolVersion(protocolVersion))
 	if err := c.Start(ctx); err != nil {
-		return nil, nil, err
+		return nil, nil, callError(ctx, "initialize", err)
 	}
 	ir, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ProtocolVersion: protocolVersion,
@@ -45,9 +46,9 @@ func connectMCP(ctx context.Context, e *Env, endpoint string) (*client.Client, *
 		if code := int(st.last.Load()); errors.Is(err, transport.ErrLegacySSEServer) && code >= 400 {
 			// mcp-go takes any 4xx to initialize for an old SSE server; here
 			// it means a wrong secret or path, so say what the server answered.
-			err = fmt.Errorf("calling \"initialize\": %s", http.StatusText(code))
+			return nil, nil, fmt.Errorf("calling \"initialize\": %s", http.StatusText(code))
 		}
-		return nil, nil, err
+		return nil, nil, callError(ctx, "initialize", err)
 	}
 	return c, ir, nil
 }
@@ -72,7 +73,54 @@ func (t *statusTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // callTool calls the tool name with args.
 func callTool(ctx context.Context, c *client.Client, name string, args map[string]any) (*mcp.CallToolResult, error) {
-	return c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
+	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
+	return res, callError(ctx, "tools/call", err)
+}
+
+// listTools asks for the server's tools.
+func listTools(ctx context.Context, c *client.Client) (*mcp.ListToolsResult, error) {
+	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	return res, callError(ctx, "tools/list", err)
+}
+
+// rpcSentinels are the errors mcp-go puts in front of a JSON-RPC error's
+// message; the owner reads the server's message alone.
+var rpcSentinels = []error{
+	mcp.ErrParseError, mcp.ErrInvalidRequest, mcp.ErrMethodNotFound, mcp.ErrInvalidParams,
+	mcp.ErrInternalError, mcp.ErrRequestInterrupted, mcp.ErrResourceNotFound,
+}
+
+// callError words a failed MCP request the one way bridgectl reports it:
+// the context's own error when it ended the call (a timeout, Ctrl-C), else
+// `calling "METHOD": WHAT`, where WHAT is the server's JSON-RPC message or
+// the network error, without mcp-go's layers of "transport error: failed to
+// send request:".
+func callError(ctx context.Context, method string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	what := err.Error()
+	var terr *transport.Error
+	var uerr *url.Error
+	switch {
+	case errors.As(err, &uerr):
+		what = uerr.Error()
+	case errors.As(err, &terr) && strings.Contains(terr.Err.Error(), "unexpected nil response"):
+		what = "request terminated without response"
+	case errors.As(err, &terr):
+		what = terr.Err.Error()
+	default:
+		for _, s := range rpcSentinels {
+			if errors.Is(err, s) {
+				what = strings.TrimPrefix(what, s.Error()+": ")
+				break
+			}
+		}
+	}
+	return fmt.Errorf("calling %q: %s", method, oneLine(what, 300)) // a proxy's 5xx page can be long
 }
 
 // resultText joins a tool result's text blocks.

@@ -8,8 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 var smokeCmd = &Command{
@@ -95,7 +93,7 @@ func runSmoke(ctx context.Context, e *Env, args []string) error {
 	defer sess.Close()
 	r.ok("initialize: %s %s, protocol %s", ir.ServerInfo.Name, ir.ServerInfo.Version, ir.ProtocolVersion)
 	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	tl, err := sess.ListTools(lctx, mcp.ListToolsRequest{})
+	tl, err := listTools(lctx, sess)
 	cancel()
 	if err != nil {
 		r.fail("tools/list: %v", err)
