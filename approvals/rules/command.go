@@ -111,9 +111,12 @@ func globMatches(g sandbox.Guard, arg, c, workspace string) (Verdict, bool) {
 	if !strings.ContainsAny(c, "*?[") {
 		return Verdict{}, false
 	}
-	pattern := c
+	pattern, why := goGlob(c)
+	if why != "" {
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q %s: a human decides", arg, why)}, true
+	}
 	if !filepath.IsAbs(pattern) {
-		pattern = filepath.Join(workspace, pattern)
+		pattern = filepath.Clean(escapeGlob(workspace) + string(filepath.Separator) + pattern)
 	}
 	matches, err := filepath.Glob(pattern)
 	if err != nil {
