@@ -1,0 +1,55 @@
+package rules
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestClassifyCommandOptionSpellings: a dangerous option is found in every
+// spelling the program accepts (a short option in a cluster, a long one
+// abbreviated), and the subcommand is found after the global options that
+// take a value; an option the rules do not know before the subcommand goes
+// to a human.
+func TestClassifyCommandOptionSpellings(t *testing.T) {
+	w := newWorld(t)
+	cases := []struct {
+		cmd    string
+		want   Action
+		reason string
+	}{
+		// git short-option clusters.
+		{"git rebase -fx 'touch PWNED' HEAD~1", Ask, "rebase --exec"},
+		{"git rebase -ix make main", Ask, "rebase --exec"},
+		{"git rebase -sx main", Allow, ""}, // -s takes x as the strategy
+		{"git grep -nOtouch foo", Ask, "open-files-in-pager"},
+		{"git grep -inO foo", Ask, "open-files-in-pager"},
+		{"git grep -n -e Oops", Allow, ""},
+		{"git grep -eOops", Allow, ""}, // -e takes Oops as the pattern
+		// git long-option abbreviations.
+		{"git apply --uns x.patch", Ask, "unsafe-paths"},
+		{"git apply --unsafe x.patch", Ask, "unsafe-paths"},
+		{"git apply --unsafe-p=1 x.patch", Ask, "unsafe-paths"},
+		{"git rebase --exe make main", Ask, "rebase --exec"},
+		{"git grep --open-f vim foo", Ask, "open-files-in-pager"},
+		{"git apply --check x.patch", Allow, ""},
+		// git global options that take a value.
+		{"git --attr-source status push", Ask, "git push"},
+		{"git --attr-source=HEAD status", Allow, ""},
+		{"git --git-dir .git status", Allow, ""},
+		{"git --work-tree . push", Ask, "git push"},
+		{"git --namespace x fetch", Ask, "git fetch"},
+		{"git --no-pager log", Allow, ""},
+		{"git -P log", Allow, ""},
+		{"git --frobnicate status", Ask, "--frobnicate"},
+		{"git --shallow-file x status", Ask, "--shallow-file"},
+		{"git -Csrc status", Ask, "-Csrc"},
+	}
+	for _, c := range cases {
+		t.Run(c.cmd, func(t *testing.T) {
+			v := ClassifyCommand(c.cmd, w.policy)
+			if v.Decision != c.want || !strings.Contains(v.Reason, c.reason) {
+				t.Errorf("ClassifyCommand(%q) = %s (%s), want %s containing %q", c.cmd, v.Decision, v.Reason, c.want, c.reason)
+			}
+		})
+	}
+}
