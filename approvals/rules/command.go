@@ -62,12 +62,22 @@ func classifyWords(words []string, p Policy) Verdict {
 	}
 	name := programName(prog)
 	if !onAllowList(name, p.Allow) {
-		if onAllowList(normalizeProgram(prog), p.Allow) {
-			return Verdict{Decision: Ask, Reason: fmt.Sprintf("%q is not spelled as on the allow list (case, spaces or an extension differ, and may name another program): a human decides", prog)}
+		if !onAllowList(normalizeProgram(prog), p.Allow) {
+			return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s is not on the allow list (BRIDGE_APPROVE_ALLOW): a human decides", normalizeProgram(prog))}
 		}
-		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s is not on the allow list (BRIDGE_APPROVE_ALLOW): a human decides", normalizeProgram(prog))}
+		// Listed only when folded (HEAD, 'ls '): checked as the listed
+		// program, so a protected path is still denied, but never allowed.
+		if v := checkArgs(normalizeProgram(prog), words[1:], p); v.Decision == Deny {
+			return v
+		}
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%q is not spelled as on the allow list (case, spaces or an extension differ, and may name another program): a human decides", prog)}
 	}
-	args := words[1:]
+	return checkArgs(name, words[1:], p)
+}
+
+// checkArgs applies the rules of the allow-listed program name to its
+// arguments.
+func checkArgs(name string, args []string, p Policy) Verdict {
 	rule := programs[name]
 	if rule.rewrite != nil {
 		var why string
