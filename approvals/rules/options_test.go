@@ -43,6 +43,31 @@ func TestClassifyCommandOptionSpellings(t *testing.T) {
 		{"git --frobnicate status", Ask, "--frobnicate"},
 		{"git --shallow-file x status", Ask, "--shallow-file"},
 		{"git -Csrc status", Ask, "-Csrc"},
+		// go's -C comes before the subcommand.
+		{"go -C . env -w GOPROXY=https://evil.example", Ask, "go env -w"},
+		{"go -C . install example.com/x@latest", Ask, "go install"},
+		{"go -C src get example.com/x", Ask, "go get"},
+		{"go -C=src get example.com/x", Ask, "go get"},
+		{"go -C src test ./...", Allow, ""},
+		{"go -x build", Ask, "before the subcommand"},
+		{"go env --w GOPROXY=x", Ask, "go env -w"},
+		{"go env -w=true GOPROXY=x", Ask, "go env -w"},
+		{"go env GOPATH", Allow, ""},
+		// npm options before the subcommand.
+		{"npm --prefix ls install left-pad", Ask, "before the subcommand"},
+		{"npm --tag t install evil-pkg", Ask, "before the subcommand"},
+		{"npm -w test install x", Ask, "before the subcommand"},
+		{"npm -s test", Ask, "before the subcommand"},
+		{"npm test -s", Allow, ""},
+		// cargo options before the subcommand, toolchains, aliases.
+		{"cargo --color always install ripgrep", Ask, "before the subcommand"},
+		{"cargo --color never publish", Ask, "before the subcommand"},
+		{"cargo -q build", Ask, "before the subcommand"},
+		{"cargo +nightly install ripgrep", Ask, "cargo"},
+		{"cargo rm serde", Ask, "cargo rm"},
+		{"cargo frob", Ask, "cargo frob"},
+		{"cargo build --release", Allow, ""},
+		{"cargo test", Allow, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.cmd, func(t *testing.T) {

@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"slices"
 	"strings"
 )
 
@@ -148,18 +147,6 @@ var makeRules = program{form: func(_ string, args []string) string {
 		if strings.HasPrefix(a, "--ev") || !strings.HasPrefix(a, "--") && strings.HasPrefix(a, "-") && strings.Contains(a, "E") {
 			return "make --eval evaluates inline makefile text"
 		}
-	}
-	return ""
-}}
-
-var cargoRules = program{form: func(_ string, args []string) string {
-	for _, a := range args {
-		if a == "--config" || strings.HasPrefix(a, "--config=") || a == "-Z" {
-			return "cargo " + a + " changes what cargo runs"
-		}
-	}
-	if sub := firstOperand(args); slices.Contains([]string{"install", "uninstall", "publish", "login", "logout", "owner", "yank", "add", "remove", "fetch", "update", "search"}, sub) {
-		return "cargo " + sub + " installs, publishes or fetches crates"
 	}
 	return ""
 }}
