@@ -68,6 +68,17 @@ func TestClassifyCommandOptionSpellings(t *testing.T) {
 		{"cargo frob", Ask, "cargo frob"},
 		{"cargo build --release", Allow, ""},
 		{"cargo test", Allow, ""},
+		// python -m only for modules known to be harmless.
+		{"python3 -m runpy pip install requests", Ask, "-m runpy"},
+		{"python3 -m cProfile -m pip install requests", Ask, "-m cProfile"},
+		{"python3 -m profile -m pip install requests", Ask, "-m profile"},
+		{"python3 -m trace --trace -m pip install requests", Ask, "-m trace"},
+		{"python3 -m pydoc -p 8000", Ask, "-m pydoc"},
+		{"python3 -mrunpy pip", Ask, "-m runpy"},
+		{"python3 -Im coverage run -m pip", Ask, "-m coverage"},
+		{"python3 -m unittest discover", Allow, ""},
+		{"python3 -m py_compile main.go", Allow, ""},
+		{"python3 -Bm pytest -q", Allow, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.cmd, func(t *testing.T) {
