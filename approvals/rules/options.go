@@ -21,6 +21,16 @@ func shortIn(a, want, takesValue string) (letter byte, ok bool) {
 	return 0, false
 }
 
+// takesNext reports whether the short-option cluster a ends in its first
+// letter from takesValue, which then takes the next word as its value (-F
+// alone, or -bv).
+func takesNext(a, takesValue string) bool {
+	if len(a) < 2 || a[0] != '-' || a[1] == '-' {
+		return false
+	}
+	return strings.IndexAny(a[1:], takesValue) == len(a)-2
+}
+
 // hasShort reports whether the cluster a holds the option letter short
 // (shortIn).
 func hasShort(a string, short byte, takesValue string) bool {

@@ -79,6 +79,17 @@ func TestClassifyCommandOptionSpellings(t *testing.T) {
 		{"python3 -m unittest discover", Allow, ""},
 		{"python3 -m py_compile main.go", Allow, ""},
 		{"python3 -Bm pytest -q", Allow, ""},
+		// awk program files and extensions, clustered or attached.
+		{"awk -flib.awk main.go", Ask, "program file"},
+		{"awk -ilib.awk 1 main.go", Ask, "program file"},
+		{"awk -Eprog.awk main.go", Ask, "program file"},
+		{"awk -lext 1 main.go", Ask, "program file"},
+		{"awk -bf lib.awk main.go", Ask, "program file"},
+		{"awk --i lib.awk 1 main.go", Ask, "program file"},
+		{"awk -W exec prog.awk main.go", Ask, "-W"},
+		{"awk -Wi=lib.awk 1 main.go", Ask, "-W"},
+		{"awk -vf=1 1 main.go", Allow, ""}, // -v takes f=1 as its value
+		{"awk -b 1 main.go", Allow, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.cmd, func(t *testing.T) {
