@@ -37,3 +37,35 @@ func hasShort(a string, short byte, takesValue string) bool {
 	_, ok := shortIn(a, string(short), takesValue)
 	return ok
 }
+
+// longIn reports whether a is --long or an abbreviation of it of at least
+// min letters, with or without =value (abbrevOf).
+func longIn(a string, min int, long ...string) bool {
+	for _, l := range long {
+		if abbrevOf(a, l, min) {
+			return true
+		}
+	}
+	return false
+}
+
+// readsFileList names an option that makes the program read the names of
+// the files to open from a list file, whose names the rules never see
+// (--files0-from of sort, wc and du at any abbreviation, file -f), or "".
+func readsFileList(name string, args []string) string {
+	for _, a := range args {
+		switch {
+		case strings.Contains(a, "files0-from"),
+			(name == "sort" || name == "wc" || name == "du") && longIn(a, 1, "files0-from"),
+			name == "file" && longIn(a, 1, "files-from"):
+		case name == "file":
+			if _, ok := shortIn(a, "f", "eFmP"); !ok {
+				continue
+			}
+		default:
+			continue
+		}
+		return name + " " + a + " reads a list of file names the rules cannot check"
+	}
+	return ""
+}

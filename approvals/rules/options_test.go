@@ -90,6 +90,19 @@ func TestClassifyCommandOptionSpellings(t *testing.T) {
 		{"awk -Wi=lib.awk 1 main.go", Ask, "-W"},
 		{"awk -vf=1 1 main.go", Allow, ""}, // -v takes f=1 as its value
 		{"awk -b 1 main.go", Allow, ""},
+		// sort's long options at any unambiguous prefix.
+		{"sort --co=./x -S 1K main.go", Ask, "compress-program"},
+		{"sort --co ./x main.go", Ask, "compress-program"},
+		{"sort --files0=list.txt", Ask, "list of file names"},
+		{"wc --f=list.txt", Ask, "list of file names"},
+		{"sort --check main.go", Allow, ""},
+		// file reads the names of the files to open from a list.
+		{"file -f list.txt", Ask, "list of file names"},
+		{"file -bf list.txt", Ask, "list of file names"},
+		{"file -flist.txt", Ask, "list of file names"},
+		{"file --files-from list.txt", Ask, "list of file names"},
+		{"file --f=list.txt", Ask, "list of file names"},
+		{"file -b main.go", Allow, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.cmd, func(t *testing.T) {
