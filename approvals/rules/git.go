@@ -73,7 +73,7 @@ options:
 			return "git bisect run runs commands"
 		case sub == "grep" && (hasShort(a, 'O', "efABCm") || abbrevOf(a, "open-files-in-pager", 2)):
 			return "git grep --open-files-in-pager runs a program"
-		case abbrevOf(a, "unsafe-paths", 2):
+		case abbrevOf(a, "unsafe-paths", 2) || strings.HasPrefix(a, "--unsafe"): // and any other --unsafe… word, asked about as before
 			return "git " + sub + " " + a + " (--unsafe-paths) writes outside the work tree"
 		case abbrevOf(a, "upload-pack", 2) || abbrevOf(a, "receive-pack", 2) || strings.HasPrefix(a, "--exec="):
 			return "git " + a + " runs a program"
