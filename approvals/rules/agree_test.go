@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -34,6 +35,20 @@ var knownDifferences = []struct {
 		why:  "the parser refuses it, so a human sees the command before its paths are checked; commands arrive as JSON strings, which decode to valid UTF-8",
 		applies: func(cmd string, _ Policy, old, new Verdict) bool {
 			return !utf8.ValidString(cmd) && new.Decision == Ask && strings.Contains(new.Reason, "invalid UTF-8")
+		},
+	},
+	{
+		name: "a bracket expression bash reads and Go refuses",
+		why:  "[]x], [!]x] and [a-] are sets to bash (a ] first, a - at either end, as themselves); the old classifier gave Go's syntax error to a human, the new rules match them as bash does (goGlob) and check what they match",
+		applies: func(cmd string, _ Policy, old, new Verdict) bool {
+			var arg string
+			if _, err := fmt.Sscanf(old.Reason, "argument %q is a malformed glob", &arg); err != nil || new.Decision != Allow {
+				return false
+			}
+			// An allow means Go took the rewritten pattern (a syntax error
+			// would have gone to a human); the rewriting made the difference.
+			pattern, why := goGlob(arg)
+			return why == "" && pattern != arg
 		},
 	},
 }

@@ -18,12 +18,15 @@ func awkProgram(args []string) map[int]bool {
 		if !strings.HasPrefix(a, "-") {
 			return map[int]bool{i: true}
 		}
-		if a == "-F" || a == "-v" || a == "--field-separator" || a == "--assign" {
+		if a == "--field-separator" || a == "--assign" || takesNext(a, awkValueShort) {
 			return nil
 		}
 	}
 	return nil
 }
+
+// awkValueShort are awk's short options whose value may be the next word.
+const awkValueShort = "FvfEileW"
 
 // awkDanger are awk words that run commands, read other files or the
 // environment.
@@ -31,8 +34,12 @@ var awkDanger = []string{"system", "getline", "ENVIRON", "ARGV", "ARGC", "PROCIN
 
 func awkForm(name string, args []string) string {
 	for _, a := range args {
-		if a == "-f" || a == "-E" || a == "-l" || a == "-i" ||
-			abbrevOf(a, "file", 3) || abbrevOf(a, "exec", 1) || abbrevOf(a, "load", 2) || abbrevOf(a, "include", 2) {
+		// -f, -E, -i and -l, alone, in a cluster (-bf) or with the file
+		// attached (-flib.awk); gawk's long options at any unambiguous
+		// abbreviation (--f is also --field-separator, --l also --lint).
+		if l, ok := shortIn(a, "fEilW", "eFvdDLop"); ok && l == 'W' {
+			return name + " " + a + ": -W gives a long option another way (gawk -W file=, mawk -W exec)"
+		} else if ok || abbrevOf(a, "file", 3) || abbrevOf(a, "exec", 1) || abbrevOf(a, "load", 2) || abbrevOf(a, "include", 1) {
 			return name + " " + a + " runs a program file or extension"
 		}
 		for _, d := range awkDanger {

@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -56,14 +57,27 @@ func classifyWords(words []string, p Policy) Verdict {
 	if strings.ContainsAny(prog, `/\`) {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("the program is given by a path (%s): a human decides", prog)}
 	}
-	name := normalizeProgram(prog)
-	if slices.Contains(wrappers, name) {
-		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s runs another program or inline code: a human decides", name)}
+	if w := normalizeProgram(prog); slices.Contains(wrappers, w) {
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s runs another program or inline code: a human decides", w)}
 	}
+	name := programName(prog)
 	if !onAllowList(name, p.Allow) {
-		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s is not on the allow list (BRIDGE_APPROVE_ALLOW): a human decides", name)}
+		if !onAllowList(normalizeProgram(prog), p.Allow) {
+			return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s is not on the allow list (BRIDGE_APPROVE_ALLOW): a human decides", normalizeProgram(prog))}
+		}
+		// Listed only when folded (HEAD, 'ls '): checked as the listed
+		// program, so a protected path is still denied, but never allowed.
+		if v := checkArgs(normalizeProgram(prog), words[1:], p); v.Decision == Deny {
+			return v
+		}
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%q is not spelled as on the allow list (case, spaces or an extension differ, and may name another program): a human decides", prog)}
 	}
-	args := words[1:]
+	return checkArgs(name, words[1:], p)
+}
+
+// checkArgs applies the rules of the allow-listed program name to its
+// arguments.
+func checkArgs(name string, args []string, p Policy) Verdict {
 	rule := programs[name]
 	if rule.rewrite != nil {
 		var why string
@@ -111,9 +125,12 @@ func globMatches(g sandbox.Guard, arg, c, workspace string) (Verdict, bool) {
 	if !strings.ContainsAny(c, "*?[") {
 		return Verdict{}, false
 	}
-	pattern := c
+	pattern, why := goGlob(c)
+	if why != "" {
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q %s: a human decides", arg, why)}, true
+	}
 	if !filepath.IsAbs(pattern) {
-		pattern = filepath.Join(workspace, pattern)
+		pattern = filepath.Clean(escapeGlob(workspace) + string(filepath.Separator) + pattern)
 	}
 	matches, err := filepath.Glob(pattern)
 	if err != nil {
@@ -136,8 +153,26 @@ func globMatches(g sandbox.Guard, arg, c, workspace string) (Verdict, bool) {
 	return Verdict{}, false
 }
 
-// normalizeProgram makes program names case- and extension-insensitive:
-// NODE.EXE and node are the same program.
+// programName is the name the rules know the program by: on Windows, which
+// finds NODE.EXE as node, lower-cased and without its extension; elsewhere
+// the word itself, byte for byte, because the system looks it up that way
+// (HEAD is lwp-request, not head; "ls " and LS are not ls).
+func programName(word string) string {
+	if runtime.GOOS != "windows" {
+		return word
+	}
+	s := strings.ToLower(word)
+	for _, ext := range []string{".exe", ".cmd", ".bat", ".com"} {
+		if t, ok := strings.CutSuffix(s, ext); ok && t != "" {
+			return t
+		}
+	}
+	return s
+}
+
+// normalizeProgram makes names case- and extension-insensitive, for the
+// owner's allow list (Make.EXE lists make), for the wrappers and for what a
+// human is shown; a command's own word is matched by programName.
 func normalizeProgram(s string) string {
 	s = strings.ToLower(strings.TrimSpace(s))
 	for _, ext := range []string{".exe", ".cmd", ".bat", ".com"} {

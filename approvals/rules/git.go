@@ -20,22 +20,34 @@ var gitSafe = []string{"status", "log", "diff", "show", "add", "commit", "checko
 	"bisect", "version", "help", "merge-base", "name-rev", "whatchanged", "range-diff", "cherry", "count-objects",
 	"check-ignore", "check-attr", "var", "diff-tree", "diff-files", "diff-index", "annotate"}
 
-// gitValueOpts are git's global options that take the next word as a value.
-var gitValueOpts = []string{"-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--list-cmds"}
+// gitValueOpts are git's global options that take a value, as the next
+// word or after =; gitFlagOpts are the ones that take none. git compares
+// them whole (no abbreviations); any other word before the subcommand goes
+// to a human.
+var (
+	gitValueOpts = []string{"-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--attr-source"}
+	gitFlagOpts  = []string{"-p", "--paginate", "-P", "--no-pager", "--no-replace-objects", "--no-lazy-fetch",
+		"--no-optional-locks", "--no-advice", "--bare", "--literal-pathspecs", "--glob-pathspecs",
+		"--noglob-pathspecs", "--icase-pathspecs", "--html-path", "--man-path", "--info-path", "-v", "--version",
+		"-h", "--help"}
+)
 
 func gitForm(args []string) string {
 	i := 0
+options:
 	for ; i < len(args); i++ {
 		a := args[i]
-		if a == "-c" || strings.HasPrefix(a, "-c") && len(a) > 2 || strings.HasPrefix(a, "--config-env") || strings.HasPrefix(a, "--exec-path") {
+		name, _, hasValue := strings.Cut(a, "=")
+		switch {
+		case a == "-c" || strings.HasPrefix(a, "-c") && len(a) > 2 || strings.HasPrefix(a, "--config-env") || strings.HasPrefix(a, "--exec-path"):
 			return "git " + a + " changes git's configuration for this call"
-		}
-		if slices.Contains(gitValueOpts, a) {
+		case slices.Contains(gitValueOpts, a):
 			i++
-			continue
-		}
-		if !strings.HasPrefix(a, "-") {
-			break
+		case hasValue && name != "-C" && slices.Contains(gitValueOpts, name), strings.HasPrefix(a, "--list-cmds="), slices.Contains(gitFlagOpts, a):
+		case strings.HasPrefix(a, "-"):
+			return "git " + a + " is an option the rules do not know"
+		default:
+			break options
 		}
 	}
 	if i >= len(args) {
@@ -53,15 +65,17 @@ func gitForm(args []string) string {
 	}
 	for _, a := range rest {
 		switch {
-		case sub == "rebase" && (strings.HasPrefix(a, "-x") || abbrevOf(a, "exec", 2)):
+		// parse-options takes -x in a cluster (-fx cmd: -x, whose value is
+		// cmd), and any unambiguous abbreviation of a long option.
+		case sub == "rebase" && (hasShort(a, 'x', "sXSC") || abbrevOf(a, "exec", 2)):
 			return "git rebase --exec runs commands"
 		case sub == "bisect" && a == "run":
 			return "git bisect run runs commands"
-		case sub == "grep" && (a == "-O" || strings.HasPrefix(a, "-O") || abbrevOf(a, "open-files-in-pager", 2)):
+		case sub == "grep" && (hasShort(a, 'O', "efABCm") || abbrevOf(a, "open-files-in-pager", 2)):
 			return "git grep --open-files-in-pager runs a program"
-		case strings.HasPrefix(a, "--unsafe"):
-			return "git " + sub + " " + a + " writes outside the work tree"
-		case a == "--upload-pack" || strings.HasPrefix(a, "--upload-pack=") || strings.HasPrefix(a, "--receive-pack") || strings.HasPrefix(a, "--exec="):
+		case abbrevOf(a, "unsafe-paths", 2) || strings.HasPrefix(a, "--unsafe"): // and any other --unsafe… word, asked about as before
+			return "git " + sub + " " + a + " (--unsafe-paths) writes outside the work tree"
+		case abbrevOf(a, "upload-pack", 2) || abbrevOf(a, "receive-pack", 2) || strings.HasPrefix(a, "--exec="):
 			return "git " + a + " runs a program"
 		}
 	}

@@ -30,6 +30,11 @@ func npmForm(args []string) string {
 			}
 		}
 	}
+	if len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		// --prefix, --tag, -w and the like take the next word as their
+		// value: the subcommand may be any of the words after them.
+		return "npm " + args[0] + " before the subcommand hides which subcommand runs"
+	}
 	sub := firstOperand(args)
 	if sub == "" || slices.Contains(npmSafe, sub) {
 		return ""

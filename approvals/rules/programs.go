@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"slices"
 	"strings"
 )
 
@@ -54,12 +53,8 @@ var programs = map[string]program{
 // dangerousForm names why an invocation of an allowed program must still go
 // to a human, or returns "".
 func dangerousForm(name string, args []string) string {
-	for _, a := range args {
-		// sort, wc, du and find read the names of the files to open from a
-		// list file; the rules never see those names.
-		if strings.Contains(a, "files0-from") {
-			return name + " " + a + " reads a list of file names the rules cannot check"
-		}
+	if why := readsFileList(name, args); why != "" {
+		return why
 	}
 	if why := followsLinks(name, args); why != "" {
 		return why
@@ -152,18 +147,6 @@ var makeRules = program{form: func(_ string, args []string) string {
 	return ""
 }}
 
-var cargoRules = program{form: func(_ string, args []string) string {
-	for _, a := range args {
-		if a == "--config" || strings.HasPrefix(a, "--config=") || a == "-Z" {
-			return "cargo " + a + " changes what cargo runs"
-		}
-	}
-	if sub := firstOperand(args); slices.Contains([]string{"install", "uninstall", "publish", "login", "logout", "owner", "yank", "add", "remove", "fetch", "update", "search"}, sub) {
-		return "cargo " + sub + " installs, publishes or fetches crates"
-	}
-	return ""
-}}
-
 var rustcRules = program{form: func(_ string, args []string) string {
 	for _, a := range args {
 		if strings.Contains(a, "linker") {
@@ -190,7 +173,7 @@ var rgRules = program{
 
 var sortRules = program{form: func(_ string, args []string) string {
 	for _, a := range args {
-		if abbrevOf(a, "compress-program", 3) {
+		if abbrevOf(a, "compress-program", 2) { // --c is also --check
 			return "sort --compress-program runs a program"
 		}
 	}

@@ -1,12 +1,17 @@
 package rules
 
 import (
+	"slices"
 	"strings"
 )
 
-// pythonRules: a script runs unattended; inline code, stdin and modules that
-// install packages or serve files go to a human.
+// pythonRules: a script runs unattended, and -m for a module known to be
+// harmless; inline code, stdin and any other module go to a human.
 var pythonRules = program{form: pythonForm}
+
+// pythonModules are the modules -m runs unattended: they test, check or
+// compile the project's own code, like a script of its own.
+var pythonModules = []string{"pytest", "unittest", "doctest", "py_compile", "compileall", "tabnanny", "json.tool"}
 
 func pythonForm(name string, args []string) string {
 	for i := 0; i < len(args); i++ {
@@ -39,6 +44,9 @@ func pythonForm(name string, args []string) string {
 					if mod == bad || strings.HasPrefix(mod, bad+".") || bad == "pip" && strings.HasPrefix(mod, "pip") {
 						return name + " -m " + mod + " installs packages, serves files or changes the environment"
 					}
+				}
+				if !slices.Contains(pythonModules, mod) {
+					return name + " -m " + mod + " is not a module the rules know to be harmless (runpy, cProfile and trace run other modules, pydoc serves files)"
 				}
 				return ""
 			case 'W', 'X':

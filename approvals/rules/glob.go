@@ -1,0 +1,98 @@
+package rules
+
+import (
+	"runtime"
+	"strings"
+)
+
+// goGlob rewrites a bash glob pattern in the syntax of Go's filepath.Match,
+// so the files it is checked against are the ones bash expands it to. bash
+// negates a bracket expression with [! as well as [^, takes a ] first in the
+// set (after the negation) as itself and a - first or last in the set as
+// itself; Go knows only [^, and refuses the others. A [ that is never closed
+// (bash reads it as itself) is left for Go to refuse: a human decides. A POSIX class ([:alpha:], [=a=], [.a.])
+// has no Go spelling at all, and Go reads it as a different set: why says so.
+func goGlob(p string) (pattern, why string) {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			b.WriteByte('\\')
+			if i+1 < len(p) {
+				i++
+				b.WriteByte(p[i])
+			}
+		case '[':
+			end, set, neg, why := bracket(p, i)
+			if why != "" {
+				return "", why
+			}
+			if end < 0 { // bash reads it as itself; Go refuses it: a human decides
+				b.WriteByte('[')
+				continue
+			}
+			b.WriteByte('[')
+			if neg {
+				b.WriteByte('^')
+			}
+			for j := 0; j < len(set); j++ {
+				switch c := set[j]; {
+				case c == '\\' && j+1 < len(set):
+					b.WriteString(set[j : j+2])
+					j++
+				case c == ']' && j == 0, c == '-' && (j == 0 || j == len(set)-1):
+					b.WriteByte('\\')
+					b.WriteByte(c)
+				default:
+					b.WriteByte(c)
+				}
+			}
+			b.WriteByte(']')
+			i = end
+		default:
+			b.WriteByte(p[i])
+		}
+	}
+	return b.String(), ""
+}
+
+// bracket reads the bracket expression that opens at p[i] the way bash does:
+// it returns the index of its closing ], the set between the negation and
+// that ], and whether it is negated; end is -1 when the [ is never closed.
+func bracket(p string, i int) (end int, set string, neg bool, why string) {
+	j := i + 1
+	if j < len(p) && (p[j] == '!' || p[j] == '^') {
+		neg = true
+		j++
+	}
+	start := j
+	if j < len(p) && p[j] == ']' {
+		j++
+	}
+	for ; j < len(p); j++ {
+		switch {
+		case p[j] == '\\':
+			j++
+		case p[j] == '[' && j+1 < len(p) && strings.IndexByte(":=.", p[j+1]) >= 0:
+			return 0, "", false, "uses a POSIX character class ([:name:], [=c=], [.c.]), which the rules cannot match"
+		case p[j] == ']':
+			return j, p[start:j], neg, ""
+		}
+	}
+	return -1, "", false, ""
+}
+
+// escapeGlob makes a literal path safe to join in front of a Go pattern.
+func escapeGlob(s string) string {
+	if runtime.GOOS == "windows" { // \ is the separator there, not an escape
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
