@@ -75,7 +75,8 @@ options:
 			return "git grep --open-files-in-pager runs a program"
 		case abbrevOf(a, "unsafe-paths", 2) || strings.HasPrefix(a, "--unsafe"): // and any other --unsafe… word, asked about as before
 			return "git " + sub + " " + a + " (--unsafe-paths) writes outside the work tree"
-		case abbrevOf(a, "upload-pack", 2) || abbrevOf(a, "receive-pack", 2) || strings.HasPrefix(a, "--exec="):
+		case abbrevOf(a, "upload-pack", 2) || abbrevOf(a, "receive-pack", 2) ||
+			strings.HasPrefix(a, "--upload-pack") || strings.HasPrefix(a, "--receive-pack") || strings.HasPrefix(a, "--exec="):
 			return "git " + a + " runs a program"
 		}
 	}
