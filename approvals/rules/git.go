@@ -33,7 +33,7 @@ var (
 )
 
 func gitForm(args []string) string {
-	i := 0
+	i, valued := 0, false
 options:
 	for ; i < len(args); i++ {
 		a := args[i]
@@ -42,13 +42,18 @@ options:
 		case a == "-c" || strings.HasPrefix(a, "-c") && len(a) > 2 || strings.HasPrefix(a, "--config-env") || strings.HasPrefix(a, "--exec-path"):
 			return "git " + a + " changes git's configuration for this call"
 		case slices.Contains(gitValueOpts, a):
-			i++
+			i, valued = i+1, i+1 == len(args)-1
 		case hasValue && name != "-C" && slices.Contains(gitValueOpts, name), strings.HasPrefix(a, "--list-cmds="), slices.Contains(gitFlagOpts, a):
 		case strings.HasPrefix(a, "-"):
 			return "git " + a + " is an option the rules do not know"
 		default:
 			break options
 		}
+	}
+	if valued {
+		// git --attr-source 0: the last word is a value; the old rules
+		// took it for the subcommand and asked, and so do these.
+		return "git " + args[len(args)-2] + " " + args[len(args)-1] + " has no subcommand"
 	}
 	if i >= len(args) {
 		return ""
@@ -75,7 +80,8 @@ options:
 			return "git grep --open-files-in-pager runs a program"
 		case abbrevOf(a, "unsafe-paths", 2) || strings.HasPrefix(a, "--unsafe"): // and any other --unsafe… word, asked about as before
 			return "git " + sub + " " + a + " (--unsafe-paths) writes outside the work tree"
-		case abbrevOf(a, "upload-pack", 2) || abbrevOf(a, "receive-pack", 2) || strings.HasPrefix(a, "--exec="):
+		case abbrevOf(a, "upload-pack", 2) || abbrevOf(a, "receive-pack", 2) ||
+			strings.HasPrefix(a, "--upload-pack") || strings.HasPrefix(a, "--receive-pack") || strings.HasPrefix(a, "--exec="):
 			return "git " + a + " runs a program"
 		}
 	}
