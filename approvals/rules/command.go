@@ -2,7 +2,6 @@ package rules
 
 import (
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -125,14 +124,10 @@ func globMatches(g sandbox.Guard, arg, c, workspace string) (Verdict, bool) {
 	if !strings.ContainsAny(c, "*?[") {
 		return Verdict{}, false
 	}
-	pattern, why := goGlob(c)
+	matches, why, err := globFiles(c, workspace)
 	if why != "" {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q %s: a human decides", arg, why)}, true
 	}
-	if !filepath.IsAbs(pattern) {
-		pattern = filepath.Clean(escapeGlob(workspace) + string(filepath.Separator) + pattern)
-	}
-	matches, err := filepath.Glob(pattern)
 	if err != nil {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q is a malformed glob (%v): a human decides", arg, err)}, true
 	}

@@ -1,9 +1,45 @@
 package rules
 
 import (
+	"path/filepath"
 	"runtime"
 	"strings"
 )
+
+// globFiles returns the files a glob pattern (absolute, or relative to the
+// workspace) matches read as bash reads it (goGlob), and also as Go's own
+// syntax reads it when Go accepts it: where the two differ ([!0-x] is a set
+// holding ! to Go), the rules check both sets of files.
+func globFiles(pattern, workspace string) (matches []string, why string, err error) {
+	bash, why := goGlob(pattern)
+	if why != "" {
+		return nil, why, nil
+	}
+	matches, err = filepath.Glob(inWorkspace(bash, workspace))
+	if err != nil || bash == pattern {
+		return matches, "", err
+	}
+	if more, err := filepath.Glob(inWorkspace(pattern, workspace)); err == nil {
+		seen := map[string]bool{}
+		for _, m := range matches {
+			seen[m] = true
+		}
+		for _, m := range more {
+			if !seen[m] {
+				matches = append(matches, m)
+			}
+		}
+	}
+	return matches, "", nil
+}
+
+// inWorkspace joins a relative pattern to the workspace, escaped.
+func inWorkspace(pattern, workspace string) string {
+	if filepath.IsAbs(pattern) {
+		return pattern
+	}
+	return filepath.Clean(escapeGlob(workspace) + string(filepath.Separator) + pattern)
+}
 
 // goGlob rewrites a bash glob pattern in the syntax of Go's filepath.Match,
 // so the files it is checked against are the ones bash expands it to. bash

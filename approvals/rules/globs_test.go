@@ -24,6 +24,7 @@ func TestClassifyCommandBracketGlobs(t *testing.T) {
 		{"cat 'state-lin[!]x]/approvals/x.request.json'", Deny, "protected"},
 		{"cat out-lin[!x]/secret.txt", Ask, "symlink"},
 		{"cat .e[!x]v", Ask, ".env"},
+		{"ls 'out-li[!a-z]k'", Ask, "symlink"}, // Go's reading ({!, a-z}) is checked too
 		{"cat .e[^x]v", Ask, ".env"},
 		{"cat '.e[[:alpha:]]v'", Ask, "character class"},
 		{"cat 'state-lin[[:alpha:]]/approvals/x.request.json'", Ask, "character class"},
