@@ -38,17 +38,6 @@ var knownDifferences = []struct {
 		},
 	},
 	{
-		name: "a negated bracket expression spelled [!…]",
-		why:  "bash negates a set with [! as with [^; Go's filepath.Match, which the old classifier used, read [!0-x] as the set of ! and 0-x, so it matched names bash does not; the new rules match as bash does, and agree with the old classifier given the [^ spelling",
-		applies: func(cmd string, p Policy, _, new Verdict) bool {
-			if !strings.Contains(cmd, "[!") {
-				return false
-			}
-			old := oldClassifyCommand(strings.ReplaceAll(cmd, "[!", "[^"), p)
-			return rank(new.Decision) >= rank(old.Decision)
-		},
-	},
-	{
 		name: "a bracket expression bash reads and Go refuses",
 		why:  "[]x], [!]x] and [a-] are sets to bash (a ] first, a - at either end, as themselves); the old classifier gave Go's syntax error to a human, the new rules match them as bash does (goGlob) and check what they match",
 		applies: func(cmd string, _ Policy, old, new Verdict) bool {
