@@ -11,12 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
 // fakeSink records what the watcher tells the registry. A job is live while
@@ -65,15 +62,6 @@ func (f *fakeSink) callList() []string {
 	return append([]string(nil), f.calls...)
 }
 
-func watchQueue(t *testing.T) (*Queue, statedir.Dir) {
-	t.Helper()
-	dir, err := statedir.Open(filepath.Join(t.TempDir(), "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return NewQueue(dir, zerolog.Nop()), dir
-}
-
 // submitWaiting queues a request the way the approval child does and returns
 // the channel its decision arrives on, once the request is on disk.
 func submitWaiting(t *testing.T, q *Queue, jobID, cmd string) (PendingRequest, <-chan Decision) {
@@ -100,7 +88,7 @@ func submitWaiting(t *testing.T, q *Queue, jobID, cmd string) (PendingRequest, <
 // The watcher shows a live job's pending request, puts the job back to
 // running once it is decided, and denies the requests of jobs that are over.
 func TestWatchShowsWaitingAndCancelsEndedJobs(t *testing.T) {
-	q, _ := watchQueue(t)
+	q, _ := newQueue(t)
 	const live, ended, unknownJob = "live", "ended", "gone"
 	sink := &fakeSink{state: map[string]string{live: "running", ended: "running"}}
 	shown := map[string]string{}
@@ -147,7 +135,7 @@ func TestWatchShowsWaitingAndCancelsEndedJobs(t *testing.T) {
 
 // Watch returns once its context ends.
 func TestWatchStopsWithContext(t *testing.T) {
-	q, _ := watchQueue(t)
+	q, _ := newQueue(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { // owner: this test; joined below
@@ -165,7 +153,7 @@ func TestWatchStopsWithContext(t *testing.T) {
 // Decided requests stay while young (Watch prunes at its start) and go
 // keepDecided later; the audit log keeps their history.
 func TestWatchPrunesDecidedRequests(t *testing.T) {
-	q, dir := watchQueue(t)
+	q, dir := newQueue(t)
 	left, leftDecision := submitWaiting(t, q, "old-job", "rm -rf build")
 	decided, decidedCh := submitWaiting(t, q, "older-job", "rm -rf dist")
 	if err := q.Decide(decided.ID, false, "no", "test"); err != nil {

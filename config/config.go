@@ -316,15 +316,25 @@ func joinHostPort(h string, p int) string {
 	return h + ":" + strconv.Itoa(p)
 }
 
+// ErrBadSecret marks CheckSecret's errors: configuration the owner must fix
+// (errors.Is), whoever checked it.
+var ErrBadSecret = errors.New("MCP_PATH_SECRET cannot be served")
+
+// secretError is one of CheckSecret's errors; its text says the fix.
+type secretError string
+
+func (e secretError) Error() string        { return string(e) }
+func (e secretError) Is(target error) bool { return target == ErrBadSecret }
+
 // CheckSecret says why the path secret cannot be served, with the fix.
 func (c Config) CheckSecret() error {
 	switch {
 	case c.PathSecret == "":
-		return errors.New("MCP_PATH_SECRET is not set: run `bridgectl secret` (or put 32+ random hex characters, e.g. from `openssl rand -hex 32`, into MCP_PATH_SECRET in .env)")
+		return secretError("MCP_PATH_SECRET is not set: run `bridgectl secret` (or put 32+ random hex characters, e.g. from `openssl rand -hex 32`, into MCP_PATH_SECRET in .env)")
 	case len(c.PathSecret) < MinSecretLen:
-		return fmt.Errorf("MCP_PATH_SECRET is %d characters, at least %d are required: run `bridgectl secret` (or `openssl rand -hex 32`)", len(c.PathSecret), MinSecretLen)
+		return secretError(fmt.Sprintf("MCP_PATH_SECRET is %d characters, at least %d are required: run `bridgectl secret` (or `openssl rand -hex 32`)", len(c.PathSecret), MinSecretLen))
 	case strings.ContainsAny(c.PathSecret, "/?#% "):
-		return errors.New("MCP_PATH_SECRET must be one URL path segment (no / ? # % or spaces): run `bridgectl secret`")
+		return secretError("MCP_PATH_SECRET must be one URL path segment (no / ? # % or spaces): run `bridgectl secret`")
 	}
 	return nil
 }

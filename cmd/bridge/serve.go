@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/prompt"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemon"
 )
 
@@ -36,14 +38,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	defer env.Close()
-	if err := env.Config.CheckSecret(); err != nil {
-		fmt.Fprintf(stderr, "bridge serve: %v\n", err)
-		env.Log.Error().Err(err).Msg("refusing to start")
-		return exitConfig
-	}
 	d, err := daemon.New(env.Config, daemon.Options{Flash: env.Flash, Logger: env.Log, Version: version})
 	if err != nil { // logged by New
 		fmt.Fprintf(stderr, "bridge serve: %v\n", err)
+		if errors.Is(err, config.ErrBadSecret) {
+			return exitConfig
+		}
 		return exitFail
 	}
 	err = d.Run(ctx)
