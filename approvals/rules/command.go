@@ -56,17 +56,18 @@ func classifyWords(words []string, p Policy) Verdict {
 	if strings.ContainsAny(prog, `/\`) {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("the program is given by a path (%s): a human decides", prog)}
 	}
-	if w := normalizeProgram(prog); slices.Contains(wrappers, w) {
-		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s runs another program or inline code: a human decides", w)}
+	folded := normalizeProgram(prog)
+	if slices.Contains(wrappers, folded) {
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s runs another program or inline code: a human decides", folded)}
 	}
 	name := programName(prog)
 	if !onAllowList(name, p.Allow) {
-		if !onAllowList(normalizeProgram(prog), p.Allow) {
-			return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s is not on the allow list (BRIDGE_APPROVE_ALLOW): a human decides", normalizeProgram(prog))}
+		if !onAllowList(folded, p.Allow) {
+			return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s is not on the allow list (BRIDGE_APPROVE_ALLOW): a human decides", folded)}
 		}
 		// Listed only when folded (HEAD, 'ls '): checked as the listed
 		// program, so a protected path is still denied, but never allowed.
-		if v := checkArgs(normalizeProgram(prog), words[1:], p); v.Decision == Deny {
+		if v := checkArgs(folded, words[1:], p); v.Decision == Deny {
 			return v
 		}
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%q is not spelled as on the allow list (case, spaces or an extension differ, and may name another program): a human decides", prog)}
