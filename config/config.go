@@ -75,6 +75,7 @@ type Config struct {
 	AnthropicBaseURL string        // BRIDGE_ANTHROPIC_BASE_URL (else DeepSeekBaseURL+"/anthropic")
 
 	AllowedRoots []string // DEEPSEEK_ALLOWED_ROOTS (path-list separated); empty = deny all
+	RuntimeRoots []string // BRIDGE_RUNTIME_ROOTS (path-list separated): toolchains jobs see read-only
 
 	StateDir      string        // BRIDGE_STATE_DIR
 	LogFile       string        // BRIDGE_LOG_FILE (default <state>/bridge.log when started by bridgectl)
@@ -120,6 +121,7 @@ var Vars = []Var{
 	{"DEEPSEEK_MAX_OUTPUT_TOKENS", strconv.Itoa(DefaultMaxOutputTokens), "output cap of one deepseek_flash call"},
 	{"BRIDGE_ANTHROPIC_BASE_URL", "$DEEPSEEK_BASE_URL/anthropic", "where the harness's model calls go"},
 	{"DEEPSEEK_ALLOWED_ROOTS", "", "roots a job's workspace must lie in, separated by the OS path-list separator; empty = every workspace refused"},
+	{"BRIDGE_RUNTIME_ROOTS", "", "toolchain dirs outside the system dirs that jobs may read and run (a venv, ~/.cargo, ~/go/pkg/mod), read-only, separated like the roots; nothing else outside the workspace is visible to a job"},
 	{"BRIDGE_STATE_DIR", "per-user state dir", "jobs, approvals, audit log, pid and log files (mode 0700)"},
 	{"BRIDGE_LOG_FILE", "", "JSON log file; empty = stderr"},
 	{"BRIDGE_LOG_LEVEL", DefaultLogLevel, "debug | info | warn | error"},
@@ -244,6 +246,7 @@ func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 		MaxOutputTokens:    p.intv("DEEPSEEK_MAX_OUTPUT_TOKENS", DefaultMaxOutputTokens, 1, 400_000),
 		AnthropicBaseURL:   strings.TrimRight(get("BRIDGE_ANTHROPIC_BASE_URL"), "/"),
 		AllowedRoots:       splitList(get("DEEPSEEK_ALLOWED_ROOTS"), string(os.PathListSeparator)),
+		RuntimeRoots:       splitList(get("BRIDGE_RUNTIME_ROOTS"), string(os.PathListSeparator)),
 		StateDir:           get("BRIDGE_STATE_DIR"),
 		LogFile:            get("BRIDGE_LOG_FILE"),
 		LogLevel:           p.str("BRIDGE_LOG_LEVEL", DefaultLogLevel),
@@ -285,6 +288,11 @@ func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 	for i, r := range c.AllowedRoots {
 		if abs, err := filepath.Abs(r); err == nil {
 			c.AllowedRoots[i] = abs
+		}
+	}
+	for _, r := range c.RuntimeRoots {
+		if !filepath.IsAbs(r) {
+			return Config{}, fmt.Errorf("BRIDGE_RUNTIME_ROOTS: %q is not an absolute path", r)
 		}
 	}
 	return c, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -82,6 +83,16 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
 	exe, _ := os.Executable()
 	wd, _ := os.Getwd()
 	bin, lerr := harness.Locate(cfg.ClaudeBin, harness.PinnedPaths(exe, wd), exec.LookPath)
+	if lerr == nil {
+		// The real file: jobs' harnesses see only it (and its dir), not the
+		// link that led to it.
+		if real, err := filepath.EvalSymlinks(bin); err == nil {
+			bin = real
+		}
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
 	a.info = HarnessInfo{Kind: "claude-code", Bin: bin, Available: lerr == nil}
 	harnessBin := "" // runs unsandboxed for every job: no workspace may hold it
 	if lerr == nil {

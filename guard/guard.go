@@ -8,6 +8,7 @@ package guard
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -70,6 +71,8 @@ type Guard struct {
 	approval   bool  // BRIDGE_CC_APPROVAL
 	sandbox    bool  // BRIDGE_SANDBOX
 	sandboxErr error // why the sandbox cannot run (nil: it can)
+	bwrap      string   // bubblewrap for the jail ("" when the sandbox is off or unavailable, or not Linux)
+	runtime    []string // BRIDGE_RUNTIME_ROOTS, resolved: read-only in every job's jail
 	queue      *approvals.Queue
 	log        zerolog.Logger
 }
@@ -88,6 +91,11 @@ func New(o Options) (*Guard, error) {
 	if available == nil {
 		available = func() error { return sandbox.Available("") }
 	}
+	rr, err := checkRuntimeRoots(cfg, g.dir.Root, g.home)
+	if err != nil {
+		return nil, err
+	}
+	g.runtime = rr
 	if err := approvals.ClearApprovalOff(g.dir); err != nil {
 		return nil, fmt.Errorf("clear the approval-off flag: %w", err)
 	}
@@ -109,6 +117,16 @@ func New(o Options) (*Guard, error) {
 		if err := available(); err != nil {
 			g.sandboxErr = err
 			g.log.Error().Err(err).Msg("agent jobs are refused: the OS sandbox cannot run")
+			break
+		}
+		if runtime.GOOS == "linux" {
+			bw, err := sandbox.SystemBinary("bwrap")
+			if err != nil {
+				g.sandboxErr = fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
+				g.log.Error().Err(g.sandboxErr).Msg("agent jobs are refused: no bubblewrap for the job's jail")
+				break
+			}
+			g.bwrap = bw
 		}
 	}
 	return g, nil

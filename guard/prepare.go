@@ -63,6 +63,27 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 	}
 	defer joinSecrets()
 
+	// The record of what runs later, for the audit at the job's end, is
+	// taken before the harness starts; its paths are also denied to writes.
+	type scanned struct {
+		scan sandbox.RunsLaterScan
+		err  error
+	}
+	baseline := make(chan scanned, 1)
+	go func() { // owner: Prepare; joined below
+		s, err := g.baseline(spec.JobID, spec.Workspace)
+		baseline <- scanned{s, err}
+	}()
+	baseJoined := false
+	joinBaseline := func() scanned {
+		if baseJoined {
+			return scanned{}
+		}
+		baseJoined = true
+		return <-baseline
+	}
+	defer joinBaseline()
+
 	approvalPath := filepath.Join(hd, approvalConfigFile)
 	pc := prompt.Config{
 		JobID:        spec.JobID,
@@ -108,11 +129,18 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 	for _, p := range joinSecrets() {
 		wsSecrets = append(wsSecrets, sandbox.LiteralPattern(p))
 	}
+	base := joinBaseline()
+	if base.err != nil {
+		return fmt.Errorf("record what in the workspace runs later: %w", base.err)
+	}
 	settings := sandbox.ClaudeSettings(sandbox.SettingsOptions{
 		Sandbox:           g.sandbox,
 		DenyRead:          append(g.denied(), wsSecrets...),
-		DenyWrite:         g.protected(),
+		DenyWrite:         append(g.protected(), runsLaterDenies(spec.Workspace, base.scan)...),
 		HideFromFileTools: wsSecrets,
+		// The jail shows the host's /proc (its own nested sandbox needs one
+		// nothing is mounted over): the daemon's environment is in it.
+		HideDirsFromFileTools: []string{"/proc", "/sys"},
 	})
 	if !g.sandbox {
 		delete(settings, "sandbox")
@@ -125,6 +153,13 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 		return err
 	}
 
+	if g.bwrap != "" {
+		wrap, err := g.jail(spec, []string{approvalPath, mcpPath, settingsPath, filepath.Join(hd, baselineFile)})
+		if err != nil {
+			return err
+		}
+		spec.Wrap = wrap
+	}
 	spec.SettingsFile = settingsPath
 	spec.MCPConfigFile = mcpPath
 	spec.PermissionPromptTool = prompt.ToolFlag

@@ -119,7 +119,11 @@ func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
 		return nil, fmt.Errorf("encode task: %w", err)
 	}
 
-	cmd := exec.Command(c.Bin, Args(spec)...)
+	argv := append([]string{c.Bin}, Args(spec)...)
+	if len(spec.Wrap) > 0 {
+		argv = append(append([]string(nil), spec.Wrap...), argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = spec.Workspace
 	cmd.Env = c.Env(spec)
 	setProcessGroup(cmd)

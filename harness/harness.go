@@ -70,6 +70,9 @@ type Spec struct {
 	SettingsFile         string // --settings
 	MCPConfigFile        string // --mcp-config (with --strict-mcp-config always on)
 	PermissionPromptTool string // --permission-prompt-tool
+	// Wrap is an argv prefix the harness is started through (the guard's
+	// jail: bubblewrap ending in "--"); the binary and its arguments follow.
+	Wrap []string
 }
 
 // Kind says what an Event carries.

@@ -267,6 +267,10 @@ func (g rootGuard) Admit(dir string) (string, error) {
 
 func (rootGuard) Prepare(context.Context, *harness.Spec) error { return nil }
 
+func (rootGuard) Audit(context.Context, string, string) sandbox.AuditResult {
+	return sandbox.AuditResult{}
+}
+
 // prepareGuard is a rootGuard whose Prepare runs prepare.
 type prepareGuard struct {
 	rootGuard

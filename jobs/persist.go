@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -94,6 +95,10 @@ func (r *Registry) reload() error {
 				r.log.Warn().Str("job", s.ID).Int("processes", n).Msg("killed leftover harness processes of an interrupted job")
 			}
 			settleCommands(j.snap.Commands, s.Status == StatusWaitingApproval)
+			if s.Status != StatusQueued {
+				res := r.opts.Guard.Audit(context.Background(), s.ID, s.Workspace)
+				j.snap.Quarantined, j.snap.AuditNote = res.Quarantined, res.Note
+			}
 			j.snap.Status = StatusInterrupted
 			j.snap.Error = fmt.Sprintf("the bridge stopped while the job was %s; it did not finish", s.Status)
 			j.snap.Nonce, j.snap.Result, j.snap.Approval = "", "", nil

@@ -26,12 +26,25 @@ func (r *Registry) runJob(j *job) {
 		return
 	}
 	out := r.execute(j, baseURL, token)
+	r.audit(j)
 	if u, err := r.opts.Gateway.Close(j.id); err == nil {
 		out.usage = &u
 	} else {
 		r.log.Warn().Err(err).Str("job", j.id).Msg("model gateway close")
 	}
 	r.finish(j, out)
+}
+
+// audit runs the guard's end-of-job audit of j's workspace (its processes
+// are gone by now) and keeps what it found for the final snapshot.
+func (r *Registry) audit(j *job) {
+	r.mu.Lock()
+	ws := j.snap.Workspace
+	r.mu.Unlock()
+	res := r.opts.Guard.Audit(r.ctx, j.id, ws)
+	r.mu.Lock()
+	j.snap.Quarantined, j.snap.AuditNote = res.Quarantined, res.Note
+	r.mu.Unlock()
 }
 
 // execute runs the harness to its end and says how the job ended.

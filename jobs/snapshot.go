@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -175,6 +176,11 @@ type Snapshot struct {
 	FilesWritten      []string      `json:"files_written"`
 	Commands          []Command     `json:"commands"`
 	PermissionDenials []Denial      `json:"permission_denials,omitempty"`
+	// Quarantined are the git dirs, hooks and runs-later files the job
+	// created or changed, moved aside at its end (see sandbox.Quarantine).
+	Quarantined []sandbox.Quarantined `json:"quarantined,omitempty"`
+	// AuditNote says what the end-of-job audit could not do.
+	AuditNote string `json:"audit_note,omitempty"`
 	Approval          *ApprovalInfo `json:"approval,omitempty"`
 	// QueuePosition is 1 for the next queued job; 0 when not queued.
 	QueuePosition int `json:"queue_position,omitempty"`
@@ -205,6 +211,7 @@ func (s *Snapshot) clone() Snapshot {
 	c.FilesWritten = append([]string{}, s.FilesWritten...)
 	c.Commands = append([]Command{}, s.Commands...)
 	c.PermissionDenials = append([]Denial(nil), s.PermissionDenials...)
+	c.Quarantined = append([]sandbox.Quarantined(nil), s.Quarantined...)
 	c.Trace = append([]TraceEntry(nil), s.Trace...)
 	if s.Partial != nil {
 		p := *s.Partial

@@ -19,4 +19,8 @@ type Guard interface {
 	// Prepare adds the job's harness files and flags to spec before it
 	// starts.
 	Prepare(ctx context.Context, spec *harness.Spec) error
+	// Audit runs once the job's processes are gone, in every end state:
+	// it compares the workspace with Prepare's record of what runs later
+	// and moves aside what the job created or changed there.
+	Audit(ctx context.Context, jobID, workspace string) sandbox.AuditResult
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 )
 
@@ -16,10 +18,27 @@ var ErrUnavailable = errors.New("OS sandbox unavailable")
 // probeTimeout bounds the trial run of bubblewrap.
 const probeTimeout = 10 * time.Second
 
+// SystemBinDirs are where SystemBinary looks: the package manager's dirs,
+// which no job (and no owner's virtualenv) can write.
+var SystemBinDirs = []string{"/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin"}
+
+// SystemBinary finds name in SystemBinDirs, never on PATH: a program the
+// bridge runs outside every sandbox (bubblewrap itself) must not be one a
+// job could have planted in a PATH directory it can write.
+func SystemBinary(name string) (string, error) {
+	for _, d := range SystemBinDirs {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found in %s", name, strings.Join(SystemBinDirs, ", "))
+}
+
 // Available reports whether Claude Code's sandbox can run here. On Linux that
-// needs bubblewrap (bwrapPath, or "bwrap" on PATH when empty) that can
-// actually create a sandbox, and socat for its network proxy. macOS uses the
-// built-in sandbox-exec. The error carries an install hint for the OS.
+// needs bubblewrap (bwrapPath, or "bwrap" from SystemBinDirs when empty) that
+// can actually create a sandbox, and socat for its network proxy. macOS uses
+// the built-in sandbox-exec. The error carries an install hint for the OS.
 func Available(bwrapPath string) error {
 	switch runtime.GOOS {
 	case "darwin":
@@ -31,14 +50,16 @@ func Available(bwrapPath string) error {
 	default:
 		return fmt.Errorf("%w: no OS sandbox for %s; set BRIDGE_SANDBOX=off to run agent jobs without one", ErrUnavailable, runtime.GOOS)
 	}
-	if bwrapPath == "" {
-		bwrapPath = "bwrap"
+	bw, err := bwrapPath, error(nil)
+	if bw == "" {
+		bw, err = SystemBinary("bwrap")
+	} else {
+		bw, err = exec.LookPath(bw)
 	}
-	bw, err := exec.LookPath(bwrapPath)
 	if err != nil {
 		return fmt.Errorf("%w: bubblewrap (%s) not found: %s; or set BRIDGE_SANDBOX=off to run agent jobs without an OS sandbox", ErrUnavailable, bwrapPath, installHint())
 	}
-	if _, err := exec.LookPath("socat"); err != nil {
+	if _, err := SystemBinary("socat"); err != nil {
 		return fmt.Errorf("%w: socat not found (Claude Code's sandbox needs it for its network proxy): %s", ErrUnavailable, installHint())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
@@ -106,6 +127,9 @@ type SettingsOptions struct {
 	// refuse: a permissions.deny Read and Edit rule each, which holds with
 	// human approval off too. Usually also in DenyRead.
 	HideFromFileTools []string
+	// HideDirsFromFileTools are dirs whose every file Claude Code's file
+	// tools must refuse (a Read and Edit deny rule for the dir and below).
+	HideDirsFromFileTools []string
 }
 
 // ClaudeSettings returns the `--settings` JSON object (Claude Code 2.1.328
@@ -156,6 +180,10 @@ func ClaudeSettings(o SettingsOptions) map[string]any {
 	for _, p := range o.HideFromFileTools {
 		abs := "/" + filepath.Clean(p)
 		deny = append(deny, "Read("+abs+")", "Edit("+abs+")")
+	}
+	for _, p := range o.HideDirsFromFileTools {
+		abs := "/" + filepath.Clean(p)
+		deny = append(deny, "Read("+abs+")", "Read("+abs+"/**)", "Edit("+abs+")", "Edit("+abs+"/**)")
 	}
 	perms["deny"] = deny
 	return map[string]any{"sandbox": sb, "permissions": perms}

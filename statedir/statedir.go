@@ -75,7 +75,9 @@ func (d Dir) HarnessDir(jobID string) string { return filepath.Join(d.HarnessRoo
 func (d Dir) AuditLog() string { return filepath.Join(d.Root, "audit.log") }
 
 // ApprovalOffFlag, when present, turns human approval off until the daemon's next boot.
-func (d Dir) ApprovalOffFlag() string { return filepath.Join(d.Root, "approval-off") }
+// It lives in approvals/, the one part of the state dir (with the audit log)
+// a job's approval child sees.
+func (d Dir) ApprovalOffFlag() string { return filepath.Join(d.Approvals(), "approval-off") }
 
 // DisabledFlag, when present, makes `bridgectl start` refuse.
 func (d Dir) DisabledFlag() string { return filepath.Join(d.Root, "disabled") }

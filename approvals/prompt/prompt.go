@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"os"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -63,9 +64,15 @@ func NewPrompter(cfg Config, log zerolog.Logger) (*Prompter, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	dir, err := statedir.Open(cfg.StateDir)
+	// The daemon made the dir; the child only uses it. Inside a job's jail
+	// it sees the approval queue and the audit log alone, and creates
+	// nothing.
+	dir, err := statedir.At(cfg.StateDir)
 	if err != nil {
 		return nil, err
+	}
+	if st, err := os.Stat(dir.Approvals()); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("the state dir's approval queue %s is not there: %v", dir.Approvals(), err)
 	}
 	q := approvals.NewQueue(dir, log)
 	if testHookPending != nil {

@@ -1,0 +1,157 @@
+package guard
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+// Files of a job's harness dir the audit uses.
+const (
+	baselineFile = "runs-later.json"
+	jailTmpDir   = "tmp"
+)
+
+// EventQuarantine is the audit-log event of a path moved aside at a job's end.
+const EventQuarantine = "quarantine"
+
+// jail returns the argv prefix that starts the job's harness in its own view
+// of the filesystem (sandbox.JailArgs): the system dirs, the workspace, the
+// harness's config dir, a private /tmp, the owner's runtime roots, the
+// bridge binary and Claude Code read-only, and of the state dir only the
+// approval queue and the audit log, which the approval child writes. The
+// harness files the guard wrote are bound read-only over themselves.
+func (g *Guard) jail(spec *harness.Spec, files []string) ([]string, error) {
+	tmp := filepath.Join(spec.ConfigDir, jailTmpDir)
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("jail /tmp: %w", err)
+	}
+	if err := os.MkdirAll(g.dir.Approvals(), 0o700); err != nil {
+		return nil, fmt.Errorf("approval queue: %w", err)
+	}
+	// The audit log is bound as a file: it must exist.
+	f, err := os.OpenFile(g.dir.AuditLog(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	f.Close()
+	ro := []string{g.exe}
+	if g.harnessBin != "" {
+		ro = append(ro, filepath.Dir(g.harnessBin))
+	}
+	ro = append(ro, g.runtime...)
+	ro = append(ro, files...)
+	return sandbox.JailArgs(sandbox.JailOptions{
+		Bwrap:     g.bwrap,
+		Workspace: spec.Workspace,
+		ConfigDir: spec.ConfigDir,
+		Tmp:       tmp,
+		ReadWrite: []string{g.dir.Approvals(), g.dir.AuditLog()},
+		ReadOnly:  ro,
+	})
+}
+
+// baseline scans the workspace for what runs later (sandbox.ScanRunsLater)
+// and keeps the scan in the job's harness dir for Audit, which may run in a
+// later daemon.
+func (g *Guard) baseline(jobID, ws string) (sandbox.RunsLaterScan, error) {
+	start := time.Now()
+	scan, err := sandbox.ScanRunsLater(ws, sandbox.DefaultRunsLaterLimit)
+	if err != nil {
+		return scan, err
+	}
+	if err := writeJSON(filepath.Join(g.dir.HarnessDir(jobID), baselineFile), scan); err != nil {
+		return scan, err
+	}
+	log := g.log.Info()
+	if scan.Truncated {
+		log = g.log.Warn().Int("unlisted_dirs", scan.Unlisted)
+	}
+	log.Str("job", jobID).Int("runs_later", len(scan.Items)).Int("entries", scan.Visited).
+		Dur("took", time.Since(start)).Msg("recorded what in the workspace runs later, to compare at the job's end")
+	return scan, nil
+}
+
+// runsLaterDenies are the paths of scan the job's commands must not write:
+// every git dir's config, hooks and info, the hook dirs and the runs-later
+// files, outermost only (a denied dir covers what is in it). Git dirs
+// themselves stay writable: objects, refs and the index are the job's work.
+func runsLaterDenies(ws string, scan sandbox.RunsLaterScan) []string {
+	keys := make([]string, 0, len(scan.Items))
+	for k, it := range scan.Items {
+		if it.What != "git dir" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var out, dirs []string
+	for _, k := range keys {
+		covered := false
+		for _, d := range dirs {
+			if strings.HasPrefix(k, d+"/") {
+				covered = true
+				break
+			}
+		}
+		if covered {
+			continue
+		}
+		if scan.Items[k].Sum == "" || scan.Items[k].Sum == "d" {
+			dirs = append(dirs, k)
+		}
+		out = append(out, filepath.Join(ws, filepath.FromSlash(k)))
+	}
+	return out
+}
+
+// Audit compares the workspace with its scan at the job's start and moves
+// aside (sandbox.Quarantine) every git dir, gitfile, git config, hook and
+// runs-later file the job created or changed, in every end state. Each one
+// is logged and written to the audit log with how to put it back.
+func (g *Guard) Audit(_ context.Context, jobID, ws string) sandbox.AuditResult {
+	log := g.log.With().Str("job", jobID).Logger()
+	var before sandbox.RunsLaterScan
+	if err := statedir.ReadJSON(filepath.Join(g.dir.HarnessDir(jobID), baselineFile), &before); err != nil {
+		if os.IsNotExist(err) {
+			return sandbox.AuditResult{} // the job never reached its harness
+		}
+		log.Warn().Err(err).Msg("the workspace audit has no start record")
+		return sandbox.AuditResult{Note: "the workspace could not be audited: its start record is unreadable (" + err.Error() + "); check it for new .git dirs, hooks and rc files before you run git in it"}
+	}
+	after, err := sandbox.ScanRunsLater(ws, sandbox.DefaultRunsLaterLimit)
+	if err != nil {
+		log.Warn().Err(err).Msg("the workspace audit could not scan the workspace")
+		return sandbox.AuditResult{Note: "the workspace could not be audited at the job's end (" + err.Error() + ")"}
+	}
+	var res sandbox.AuditResult
+	if before.Truncated || after.Truncated {
+		res.Note = fmt.Sprintf("the workspace is too large to audit whole (over %d entries): what the job planted in the %d directories not looked at is not quarantined", sandbox.DefaultRunsLaterLimit, max(before.Unlisted, after.Unlisted))
+	}
+	res.Quarantined = sandbox.Quarantine(ws, jobID, before.Planted(after))
+	for _, q := range res.Quarantined {
+		reason := fmt.Sprintf("the job %s %s (%s), which other programs run outside the sandbox", q.Change, q.Path, q.What)
+		ev := log.Warn().Str("path", q.Path).Str("what", q.What).Str("change", q.Change)
+		if q.MovedTo != "" {
+			reason += fmt.Sprintf("; moved to %s: inspect it there, and put it back on purpose with `%s`", q.MovedTo, q.RestoreHint())
+			ev = ev.Str("moved_to", q.MovedTo)
+		}
+		if q.Error != "" {
+			reason += "; " + q.Error
+			ev = ev.Str("error", q.Error)
+		}
+		ev.Msg("quarantined what the job planted")
+		if err := approvals.AppendAudit(g.dir, approvals.AuditRecord{Event: EventQuarantine, JobID: jobID, Summary: q.Path, Reason: reason, By: "bridge"}); err != nil {
+			log.Warn().Err(err).Msg("audit log")
+		}
+	}
+	return res
+}

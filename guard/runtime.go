@@ -1,0 +1,62 @@
+package guard
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
+)
+
+// checkRuntimeRoots resolves BRIDGE_RUNTIME_ROOTS and refuses, at start-up,
+// a root a job must not see whole: one that is missing or not a directory,
+// or one that holds (or lies in) the state dir, the daemon's .env, its home,
+// one of its credential stores or an allowed root (whose workspaces it
+// would turn read-only, and whose other workspaces it would show).
+func checkRuntimeRoots(cfg config.Config, stateDir, home string) ([]string, error) {
+	var out []string
+	for _, r := range cfg.RuntimeRoots {
+		real, err := filepath.EvalSymlinks(r)
+		if err != nil {
+			return nil, fmt.Errorf("BRIDGE_RUNTIME_ROOTS: %s: %w", r, err)
+		}
+		if st, err := os.Stat(real); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("BRIDGE_RUNTIME_ROOTS: %s is not a directory", r)
+		}
+		// A root must not lie in these nor hold them.
+		both := []string{stateDir, cfg.EnvFile}
+		both = append(both, sandbox.DefaultDenyRead(home, "", "")...)
+		both = append(both, cfg.AllowedRoots...)
+		for _, p := range both {
+			if p == "" {
+				continue
+			}
+			pr := resolved(p)
+			if contains(real, pr) || contains(pr, real) {
+				return nil, fmt.Errorf("BRIDGE_RUNTIME_ROOTS: %s overlaps %s, which no job may see whole (the state dir, the daemon's .env, a credential store or an allowed root); name the toolchain's own dir instead, such as a venv, ~/.cargo or ~/go/pkg/mod", r, p)
+			}
+		}
+		// It may lie in the home (~/.cargo), not hold it.
+		if home != "" && contains(real, resolved(home)) {
+			return nil, fmt.Errorf("BRIDGE_RUNTIME_ROOTS: %s holds the home directory %s, which no job may see; name the toolchain's own dir instead, such as ~/.cargo or ~/go/pkg/mod", r, home)
+		}
+		out = append(out, real)
+	}
+	return out, nil
+}
+
+// contains reports whether outer is inner or holds it.
+func contains(outer, inner string) bool {
+	rel, err := filepath.Rel(outer, inner)
+	return err == nil && !filepath.IsAbs(rel) && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// resolved is p with its links resolved, or p when it cannot be.
+func resolved(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}

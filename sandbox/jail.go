@@ -1,0 +1,167 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// SystemDirs are the system paths every job sees read-only: programs,
+// libraries and /etc (less SystemSecrets). A link among them (/bin → usr/bin
+// on merged-/usr systems) is recreated as the same link.
+var SystemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
+
+// SystemSecrets are files and dirs under SystemDirs that hold secrets: the
+// password hashes, ssh host keys, sudo rules and TLS private keys. A job sees
+// an empty file (or dir) in their place.
+var SystemSecrets = []string{
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+	"/etc/security/opasswd", "/etc/sudoers", "/etc/sudoers.d", "/etc/ssl/private",
+	"/etc/ssh/ssh_host_*_key",
+	"/etc/krb5.keytab", "/etc/libvirt/secrets", "/etc/NetworkManager/system-connections",
+	"/etc/wpa_supplicant", "/etc/ipsec.secrets", "/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets",
+}
+
+// JailOptions describe the filesystem view of one job's harness: what
+// Claude Code itself, its file tools, the approval child and every command
+// (inside Claude Code's own sandbox, nested) can see at all.
+type JailOptions struct {
+	// Bwrap is the absolute path of bubblewrap.
+	Bwrap string
+	// Workspace is the job's workspace, read-write.
+	Workspace string
+	// ConfigDir is the harness's HOME and config dir, read-write.
+	ConfigDir string
+	// Tmp is bound at /tmp, read-write: the job's private /tmp.
+	Tmp string
+	// ReadOnly are paths (files or dirs) bound read-only at the same place:
+	// the harness binary's dir, the bridge binary, the owner's runtime roots.
+	// They are bound after ReadWrite, so a read-only path inside a
+	// read-write one stays read-only.
+	ReadOnly []string
+	// ReadWrite are further paths bound read-write (the approval child's
+	// queue and audit log).
+	ReadWrite []string
+	// Env are variables set inside (bwrap --setenv), none by default.
+	Env map[string]string
+}
+
+// JailArgs is the argv prefix that runs a command inside the job's view:
+// a fresh mount namespace whose root holds only the system dirs, the
+// workspace, the config dir, a private /tmp and the given paths. Its /proc
+// is the host's: the file tools are denied it, the commands get their own. The network is shared: the harness
+// reaches the bridge's model proxy on loopback, and Claude Code's own
+// sandbox takes the network from its commands. It ends in "--": append the
+// command.
+func JailArgs(o JailOptions) ([]string, error) {
+	if !filepath.IsAbs(o.Bwrap) {
+		return nil, fmt.Errorf("jail: bubblewrap path %q is not absolute", o.Bwrap)
+	}
+	for _, p := range []string{o.Workspace, o.ConfigDir, o.Tmp} {
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("jail: %q is not an absolute path", p)
+		}
+	}
+	args := []string{o.Bwrap,
+		"--die-with-parent", "--unshare-ipc", "--unshare-uts",
+		// The host's /proc, not a fresh one (and so no pid namespace of its
+		// own, whose pids would not match it): bubblewrap covers parts of a
+		// fresh one, and the kernel then refuses Claude Code's own nested
+		// sandbox the fresh /proc (and --disable-userns) its commands get.
+		"--bind", "/proc", "/proc", "--dev", "/dev",
+	}
+	for _, d := range SystemDirs {
+		st, err := os.Lstat(d)
+		switch {
+		case err != nil:
+			continue
+		case st.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(d)
+			if err != nil {
+				return nil, fmt.Errorf("jail: %w", err)
+			}
+			args = append(args, "--symlink", target, d)
+		case st.IsDir():
+			args = append(args, "--ro-bind", d, d)
+		}
+	}
+	hidden, err := systemSecrets()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range hidden {
+		if s.dir {
+			args = append(args, "--tmpfs", s.path, "--remount-ro", s.path)
+		} else {
+			args = append(args, "--ro-bind", os.DevNull, s.path)
+		}
+	}
+	args = append(args, "--bind", o.Tmp, "/tmp",
+		"--bind", o.ConfigDir, o.ConfigDir,
+		"--bind", o.Workspace, o.Workspace)
+	for _, p := range o.ReadWrite {
+		args = append(args, "--bind", p, p)
+	}
+	for _, p := range o.ReadOnly {
+		args = append(args, "--ro-bind", p, p)
+	}
+	keys := make([]string, 0, len(o.Env))
+	for k := range o.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		args = append(args, "--setenv", k, o.Env[k])
+	}
+	return append(args, "--chdir", o.Workspace, "--"), nil
+}
+
+type hiddenPath struct {
+	path string
+	dir  bool
+}
+
+// systemSecrets expands SystemSecrets to what exists here, links resolved
+// to where they point inside the system dirs (a bind over a link would bind
+// its target anyway; hiding the target hides every name for it).
+func systemSecrets() ([]hiddenPath, error) {
+	var out []hiddenPath
+	seen := map[string]bool{}
+	for _, pat := range SystemSecrets {
+		matches, err := filepath.Glob(pat)
+		if err != nil {
+			return nil, fmt.Errorf("jail: %w", err)
+		}
+		for _, m := range matches {
+			real, err := filepath.EvalSymlinks(m)
+			if err != nil {
+				if errors.Is(err, os.ErrNotExist) {
+					continue
+				}
+				return nil, fmt.Errorf("jail: %w", err)
+			}
+			if !underSystemDirs(real) || seen[real] {
+				continue
+			}
+			seen[real] = true
+			st, err := os.Stat(real)
+			if err != nil {
+				continue
+			}
+			out = append(out, hiddenPath{path: real, dir: st.IsDir()})
+		}
+	}
+	return out, nil
+}
+
+func underSystemDirs(p string) bool {
+	for _, d := range SystemDirs {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,66 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Inside the jail a command sees the workspace, the config dir, its /tmp,
+// the system dirs and the read-only paths, and nothing else: not a file
+// beside the workspace, not the daemon's home, not /etc/shadow.
+func TestJailShowsOnlyWhatItBinds(t *testing.T) {
+	bw, err := SystemBinary("bwrap")
+	if err != nil {
+		t.Skip("bubblewrap not installed:", err)
+	}
+	root := t.TempDir()
+	mk := func(rel, body string) string {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ws := filepath.Dir(mk("roots/ws/main.go", "package main\n"))
+	other := mk("roots/other/secret.txt", "other-workspace-canary\n")
+	home := mk("home/doc.txt", "home-canary\n")
+	tool := filepath.Dir(mk("toolchain/bin/tool", "toolchain\n"))
+	cfg, tmp := filepath.Join(root, "cfg"), filepath.Join(root, "tmp")
+	for _, d := range []string{cfg, tmp} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args, err := JailArgs(JailOptions{Bwrap: bw, Workspace: ws, ConfigDir: cfg, Tmp: tmp, ReadOnly: []string{tool}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(script string) (string, error) {
+		cmd := exec.Command(args[0], append(args[1:], "/bin/sh", "-c", script)...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("cat main.go && cat " + tool + "/tool && echo w > ws.txt && echo t > /tmp/t && echo c > " + cfg + "/c"); err != nil {
+		t.Fatalf("the workspace, toolchain, /tmp and config dir: %v: %s", err, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(tmp, "t")); err != nil || string(b) != "t\n" {
+		t.Fatalf("/tmp is not the job's tmp dir: %q %v", b, err)
+	}
+	for _, p := range []string{other, home, "/etc/shadow", "/root/.bashrc"} {
+		if out, err := run("cat " + p); err == nil || strings.Contains(out, "canary") {
+			t.Errorf("%s was readable in the jail: %s", p, out)
+		}
+	}
+	if out, err := run("echo x > " + tool + "/x"); err == nil {
+		t.Errorf("a read-only path was writable: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(tool, "x")); err == nil {
+		t.Errorf("the write reached the toolchain")
+	}
+}
