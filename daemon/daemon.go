@@ -42,6 +42,9 @@ type Info struct {
 	Harness   HarnessInfo        `json:"harness"`
 	Sandbox   guard.SandboxMode  `json:"sandbox,omitempty"`
 	Approval  guard.ApprovalMode `json:"approval,omitempty"`
+	// Path is the daemon's PATH, so bridgectl can warn about an allowed root
+	// that holds one of its directories.
+	Path string `json:"path,omitempty"`
 }
 
 // Daemon is one `bridge serve`. Build it with New, start it with Run, and
@@ -192,6 +195,7 @@ func (d *Daemon) writeInfo() error {
 		Version: statedir.FormatVersion, PID: os.Getpid(), Addr: d.addr,
 		StartedAt: time.Now().UTC().Format(time.RFC3339),
 		Harness:   d.agent.info, Sandbox: d.agent.guard.SandboxMode(), Approval: d.agent.guard.ApprovalMode(),
+		Path: d.agent.path,
 	}
 	return statedir.WriteJSON(d.dir.DaemonInfoFile(), info)
 }

@@ -71,6 +71,9 @@ func TestDaemonRunAndClose(t *testing.T) {
 	if info["approval"] != "on" || (info["sandbox"] != "on" && info["sandbox"] != "unavailable") {
 		t.Errorf("daemon.json approval %v sandbox %v", info["approval"], info["sandbox"])
 	}
+	if info["path"] != os.Getenv("PATH") {
+		t.Errorf("daemon.json path %v, want the daemon's PATH %q", info["path"], os.Getenv("PATH"))
+	}
 	if h, _ := info["harness"].(map[string]any); h["kind"] != "claude-code" || h["available"] != false || !strings.Contains(h["error"].(string), "DEEPSEEK_API_KEY") {
 		t.Errorf("daemon.json harness %v", info["harness"])
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +43,7 @@ type agentJobs struct {
 	proxy *modelproxy.Proxy // nil without a key; stop it after the registry closed
 	guard *guard.Guard
 	info  HarnessInfo
+	path  string // the daemon's PATH (daemon.json "path")
 }
 
 // lockStateDir takes the state dir's daemon lock for the life of the daemon.
@@ -73,7 +75,9 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
 	if err := harness.BecomeSubreaper(); err != nil {
 		log.Debug().Err(err).Msg("not a child subreaper: orphans that leave a job's process group and marker are not found")
 	}
-	a := &agentJobs{}
+	a := &agentJobs{path: os.Getenv("PATH")}
+	untrusted := untrustedDirs(cfg)
+	warnDroppedPath(log, a.path, untrusted)
 	mp, perr := startModelProxy(cfg, dir, &log, func(id, reason string) { a.reg.Abort(id, reason) }) // called only once jobs run
 	noKey := errors.Is(perr, modelproxy.ErrNoAPIKey)
 	if perr != nil && !noKey {
@@ -128,7 +132,7 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
 	}
 	a.reg, err = jobs.New(jobs.Options{
 		Dir:           dir,
-		Harness:       &harness.ClaudeCode{Bin: bin, LookupErr: lerr, Environ: os.Environ(), NoRetries: true},
+		Harness:       claudeCode(bin, lerr, untrusted),
 		Gateway:       gw,
 		Guard:         jg,
 		Model:         cfg.Model,
@@ -144,6 +148,70 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// claudeCode is the harness of every job. Its PATH leaves out what a job
+// could write: it runs the programs found there (bwrap and socat of its
+// sandbox among them) outside the sandbox.
+func claudeCode(bin string, lerr error, untrusted untrustedList) *harness.ClaudeCode {
+	return &harness.ClaudeCode{Bin: bin, LookupErr: lerr, Environ: os.Environ(), UntrustedDirs: untrusted.dirs(), NoRetries: true}
+}
+
+// untrustedDir is a directory a job may write, and what it is.
+type untrustedDir struct{ dir, what string }
+
+type untrustedList []untrustedDir
+
+func (l untrustedList) dirs() []string {
+	out := make([]string, len(l))
+	for i, u := range l {
+		out[i] = u.dir
+	}
+	return out
+}
+
+// untrustedDirs are the directories no PATH entry of the harness may lie
+// in, besides each job's own workspace: every allowed root (a job may work
+// in any of them), the state dir and the temp dirs.
+func untrustedDirs(cfg config.Config) untrustedList {
+	var out untrustedList
+	add := func(dir, what string) {
+		if dir == "" || slices.ContainsFunc(out, func(u untrustedDir) bool { return u.dir == dir }) {
+			return
+		}
+		out = append(out, untrustedDir{dir, what})
+	}
+	for _, r := range cfg.AllowedRoots {
+		add(r, "allowed root")
+	}
+	add(cfg.StateDir, "the state dir")
+	for _, t := range []string{"/tmp", os.TempDir(), os.Getenv("TMPDIR")} {
+		add(t, "the temp dir")
+	}
+	return out
+}
+
+// warnDroppedPath logs, once, each entry of the daemon's PATH that the
+// harness does not get, and why: the owner should take it out of the PATH
+// the daemon starts with, since the daemon and the owner's shell still run
+// what is there.
+func warnDroppedPath(log zerolog.Logger, path string, untrusted untrustedList) {
+	_, dropped := harness.TrustedPath(path, untrusted.dirs())
+	for _, d := range dropped {
+		if d.Untrusted == "" {
+			log.Warn().Str("entry", d.Entry).Msgf("PATH entry %q is left out of the harness's PATH: it is not absolute, so it would be looked up from the job's workspace", d.Entry)
+			continue
+		}
+		where := d.Untrusted
+		if i := slices.IndexFunc(untrusted, func(u untrustedDir) bool { return u.dir == d.Untrusted }); i >= 0 {
+			where = untrusted[i].what + " " + d.Untrusted
+		}
+		if d.Via != "" {
+			where += " (through " + d.Via + ")"
+		}
+		log.Warn().Str("entry", d.Entry).Str("untrusted", d.Untrusted).
+			Msgf("PATH entry %s is left out of the harness's PATH: inside %s: a job could write a program there that the harness or its sandbox would run; take it out of the PATH the daemon starts with", d.Entry, where)
+	}
 }
 
 // closeRegistry stops every job as interrupted (each harness gets its stop

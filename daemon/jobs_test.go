@@ -17,6 +17,7 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config/configtest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/modelproxy"
 )
@@ -124,5 +125,62 @@ func TestJobsUsageKeepsFieldMeanings(t *testing.T) {
 	got := jobsUsage(modelproxy.Usage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, ThinkingTokens: 4, CostUSD: 5, Requests: 6, Retries: 7})
 	if want := (jobs.Metered{Usage: jobs.Usage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, ThinkingTokens: 4}, CostUSD: 5}); got != want {
 		t.Errorf("jobsUsage = %+v, want %+v", got, want)
+	}
+}
+
+// The daemon's PATH entries that a job could write — in an allowed root (the
+// owner's virtualenv), the state dir, /tmp, the job's workspace, relative —
+// are logged once at start with the reason and never reach the harness;
+// /usr/bin does.
+func TestHarnessPathLeavesOutWhatJobsWrite(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, state := filepath.Join(base, "root"), filepath.Join(base, "state")
+	ws := filepath.Join(root, "ws")
+	for _, d := range []string{filepath.Join(root, ".venv", "bin"), filepath.Join(ws, "bin"), state} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	venv, stateBin := filepath.Join(root, ".venv", "bin"), filepath.Join(state, "bin")
+	t.Setenv("PATH", strings.Join([]string{venv, "/tmp/x", stateBin, "bin", "/usr/bin", "/bin"}, ":"))
+	cfg := configtest.New(t, map[string]string{"DEEPSEEK_API_KEY": "", "DEEPSEEK_ALLOWED_ROOTS": root, "BRIDGE_STATE_DIR": state})
+
+	var logBuf bytes.Buffer
+	a, err := newAgentJobs(cfg, zerolog.New(&logBuf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.reg.Close(t.Context()) })
+	logs := logBuf.String()
+	for _, want := range []string{
+		"PATH entry " + venv + " is left out of the harness's PATH: inside allowed root " + root + ": a job could write a program there that the harness or its sandbox would run",
+		"PATH entry /tmp/x is left out of the harness's PATH: inside the temp dir /tmp: a job could write",
+		"PATH entry " + stateBin + " is left out of the harness's PATH: inside the state dir " + state + ": a job could write",
+		`PATH entry \"bin\" is left out of the harness's PATH: it is not absolute`,
+	} {
+		if n := strings.Count(logs, want); n != 1 {
+			t.Errorf("log has %q %d times, want once:\n%s", want, n, logs)
+		}
+	}
+	if !strings.Contains(logs, `"level":"warn"`) || strings.Contains(logs, "PATH entry /usr/bin") {
+		t.Errorf("log:\n%s", logs)
+	}
+	if a.path != os.Getenv("PATH") {
+		t.Errorf("daemon.json path %q, want the daemon's PATH", a.path)
+	}
+
+	spec := harness.Spec{JobID: "j1", Workspace: ws, ConfigDir: filepath.Join(state, "harness", "j1")}
+	t.Setenv("PATH", strings.Join([]string{venv, "/tmp/x", stateBin, filepath.Join(ws, "bin"), "bin", "/usr/bin"}, ":"))
+	var paths []string
+	for _, kv := range claudeCode("", nil, untrustedDirs(cfg)).Env(spec) {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			paths = append(paths, v)
+		}
+	}
+	if len(paths) != 1 || paths[0] != "/usr/bin" {
+		t.Errorf("harness PATH %q, want [/usr/bin]", paths)
 	}
 }

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -55,27 +56,11 @@ func (c *ClaudeCode) Env(spec Spec) []string {
 	for _, kv := range set {
 		env = append(env, kv[0]+"="+kv[1])
 	}
-	// Only absolute PATH entries; none left (or no PATH) gets the usual one.
-	path := "/usr/local/bin:/usr/bin:/bin"
-	if v := AbsolutePath(envValue(env, "PATH")); v != "" {
-		path = v
-	}
+	// No PATH entry a job can write: not the workspace, not what the daemon
+	// names untrusted (the allowed roots, the state dir, the temp dirs).
+	untrusted := append(append([]string(nil), c.UntrustedDirs...), spec.Workspace)
+	path, _ := TrustedPath(envValue(env, "PATH"), untrusted)
 	return setEnv(env, "PATH", path)
-}
-
-// AbsolutePath keeps the absolute entries of a PATH value. An empty or
-// relative entry ("", ".", "bin") is looked up from the current directory —
-// for the harness and its commands, the workspace the job writes — so a job
-// could drop an `ls` there and have it run when an allow-listed `ls` is
-// approved.
-func AbsolutePath(path string) string {
-	var keep []string
-	for _, dir := range filepath.SplitList(path) {
-		if filepath.IsAbs(dir) {
-			keep = append(keep, dir)
-		}
-	}
-	return strings.Join(keep, string(filepath.ListSeparator))
 }
 
 // envValue returns the value of name in env, or "".
@@ -88,14 +73,10 @@ func envValue(env []string, name string) string {
 	return ""
 }
 
-// setEnv sets name to value, replacing an existing entry.
+// setEnv sets name to value, replacing every existing entry: of duplicates,
+// exec would pass the last one on, not the one that was checked.
 func setEnv(env []string, name, value string) []string {
-	for i, kv := range env {
-		if strings.HasPrefix(kv, name+"=") {
-			env[i] = name + "=" + value
-			return env
-		}
-	}
+	env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
 	return append(env, name+"="+value)
 }
 

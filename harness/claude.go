@@ -39,6 +39,10 @@ type ClaudeCode struct {
 	LookupErr error
 	// Environ is the daemon's environment; only AllowedEnv names pass to the child.
 	Environ []string
+	// UntrustedDirs are directories a job may write (the allowed roots, the
+	// state dir, the temp dirs): no PATH entry in one, or in the job's
+	// workspace, reaches the harness (TrustedPath).
+	UntrustedDirs []string
 	// StopGrace is the SIGTERM→SIGKILL delay; 0 means DefaultStopGrace.
 	StopGrace time.Duration
 	// ResultGrace bounds the exit after the result line; 0 means DefaultResultGrace.

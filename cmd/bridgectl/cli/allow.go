@@ -7,9 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/envfile"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
 var allowCmd = &Command{
@@ -34,7 +37,11 @@ contains the bridge's state directory or its .env file is always refused: a job
 must never reach the approval queue or the API key. A root that holds the
 bridge binary or Claude Code is allowed with a warning: the daemon refuses a
 workspace that holds either (a job could replace a program that runs outside
-the sandbox), but the root's other subdirectories stay usable.`,
+the sandbox), but the root's other subdirectories stay usable. So is a root
+that holds a directory on the daemon's PATH (the running daemon's, else
+yours), such as a project's .venv/bin: the daemon leaves it out of the
+harness's PATH, but the daemon and your shell still run what a job writes
+there.`,
 	Run: runAllow,
 }
 
@@ -115,6 +122,10 @@ func runAllow(ctx context.Context, e *Env, args []string) error {
 		fmt.Fprintf(e.Stdout, "allowed %s (DEEPSEEK_ALLOWED_ROOTS in %s)\n", dir, c.envPath)
 		for _, h := range c.heldBy(dir) {
 			fmt.Fprintf(e.Stderr, "warning: %s\n", h.warning(dir))
+		}
+		path, whose := c.daemonPath()
+		for _, d := range pathDirsIn(dir, path) {
+			fmt.Fprintf(e.Stderr, "warning: %s: %s\n", dir, pathWarning(d, whose))
 		}
 	}
 	if err := c.reread(); err != nil {
@@ -250,6 +261,42 @@ func (c *ctl) heldBy(root string) []heldPath {
 		}
 	}
 	return out
+}
+
+// daemonPath is the PATH the daemon runs with, and whose it is: the running
+// daemon's (daemon.json "path"), else bridgectl's own, which `bridgectl
+// start` hands the daemon.
+func (c *ctl) daemonPath() (path, whose string) {
+	if s := c.daemonProc(); s.Info != nil {
+		var info struct {
+			Path string `json:"path"`
+		}
+		if err := statedir.ReadJSON(c.dir.DaemonInfoFile(), &info); err == nil && info.Path != "" {
+			return info.Path, "the daemon's PATH"
+		}
+	}
+	path, _ = c.e.Getenv("PATH")
+	return path, "your PATH (the one `bridgectl start` hands the daemon)"
+}
+
+// pathDirsIn lists the directories of the PATH value path that root holds
+// (equals or contains, also after resolving links) — what the daemon drops
+// from its harness's PATH (harness.TrustedPath), spelled as PATH has them.
+func pathDirsIn(root, path string) []string {
+	_, dropped := harness.TrustedPath(path, []string{root})
+	var out []string
+	for _, d := range dropped {
+		if d.Untrusted != "" && !slices.Contains(out, d.Entry) {
+			out = append(out, d.Entry)
+		}
+	}
+	return out
+}
+
+// pathWarning says what a root that holds d, a directory on the daemon's
+// PATH, means.
+func pathWarning(d, whose string) string {
+	return fmt.Sprintf("a job in this root could write a program into %s, which is on %s; the bridge drops %s from its harness's PATH, but the daemon and your own shell still run what is there — remove it from the PATH the daemon starts with", d, whose, d)
 }
 
 func (c *ctl) home() string {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,5 +173,96 @@ func TestAllowKeepsJobsAndStopsNameInterruptedJobs(t *testing.T) {
 	}
 	if out := te.must("allow", "--help"); !strings.Contains(out, "--reload") {
 		t.Errorf("allow --help lacks --reload:\n%s", out)
+	}
+}
+
+// mkdirs creates directories under te.dir and returns their paths.
+func (te *testEnv) mkdirs(rels ...string) []string {
+	te.t.Helper()
+	var out []string
+	for _, rel := range rels {
+		p := filepath.Join(te.dir, rel)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			te.t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// setBridgectlPath sets the PATH bridgectl runs with (and hands a daemon it starts).
+func (te *testEnv) setBridgectlPath(dirs ...string) {
+	te.environ = append(te.environ, "PATH="+strings.Join(dirs, string(os.PathListSeparator)))
+}
+
+// setDaemonPath makes the running daemon's daemon.json record path as its PATH.
+func (te *testEnv) setDaemonPath(path string) {
+	te.t.Helper()
+	var info map[string]any
+	if err := json.Unmarshal([]byte(te.readFile("daemon.json")), &info); err != nil {
+		te.t.Fatal(err)
+	}
+	info["path"] = path
+	b, _ := json.Marshal(info)
+	if err := os.WriteFile(filepath.Join(te.state, "daemon.json"), b, 0o600); err != nil {
+		te.t.Fatal(err)
+	}
+}
+
+// pathWarned is the warning about root holding d, a directory on whose PATH.
+func pathWarned(d, whose string) string {
+	return "a job in this root could write a program into " + d + ", which is on " + whose + "; the bridge drops " + d +
+		" from its harness's PATH, but the daemon and your own shell still run what is there — remove it from the PATH the daemon starts with"
+}
+
+const (
+	ownPath    = "your PATH (the one `bridgectl start` hands the daemon)"
+	daemonPath = "the daemon's PATH"
+)
+
+// `allow DIR` warns, and still allows, when DIR holds a directory on the
+// daemon's PATH (a project's .venv/bin, also through a link from outside):
+// bridgectl's own PATH while no daemon runs, the running daemon's once one
+// does.
+func TestAllowWarnsAboutARootHoldingADaemonPathDir(t *testing.T) {
+	te := newTestEnv(t)
+	dirs := te.mkdirs("projects/a/.venv/bin", "projects/b/tools", "projects/c/.venv/bin", "projects/d/.venv/bin", "projects/plain")
+	venvA, toolsB, venvC, venvD := dirs[0], dirs[1], dirs[2], dirs[3]
+	projA, projB, projC, projD, plain := filepath.Dir(filepath.Dir(venvA)), filepath.Dir(toolsB), filepath.Dir(filepath.Dir(venvC)), filepath.Dir(filepath.Dir(venvD)), dirs[4]
+	link := filepath.Join(te.dir, "linkbin") // outside every root, into b
+	if err := os.Symlink(toolsB, link); err != nil {
+		t.Fatal(err)
+	}
+	te.setBridgectlPath(venvA, link, venvD, "/usr/bin", "/bin")
+
+	for _, tc := range []struct{ root, warned string }{{projA, venvA}, {projB, link}} {
+		out, errs, code := te.run("allow", tc.root)
+		if code != 0 || !strings.Contains(out, "allowed "+tc.root) {
+			t.Fatalf("allow %s: exit %d\n%s%s", tc.root, code, out, errs)
+		}
+		if want := "warning: " + tc.root + ": " + pathWarned(tc.warned, ownPath) + "\n"; !strings.Contains(errs, want) {
+			t.Errorf("allow %s lacks\n%s\nstderr:\n%s", tc.root, want, errs)
+		}
+		if strings.Count(errs, "a job in this root could write") != 1 {
+			t.Errorf("allow %s warns about another PATH directory:\n%s", tc.root, errs)
+		}
+	}
+	if env, _ := os.ReadFile(te.envFile); !strings.Contains(string(env), "DEEPSEEK_ALLOWED_ROOTS="+projA+string(os.PathListSeparator)+projB+"\n") {
+		t.Errorf(".env lacks the roots:\n%s", env)
+	}
+	if _, errs, code := te.run("allow", plain); code != 0 || strings.Contains(errs, "warning") {
+		t.Errorf("allow of a root that holds no PATH directory: exit %d %q", code, errs)
+	}
+
+	// A running daemon: its PATH is what counts, not bridgectl's.
+	te.must("start")
+	te.setDaemonPath(venvC + string(os.PathListSeparator) + "/usr/bin")
+	if _, errs, code := te.run("allow", projD); code != 0 || strings.Contains(errs, "a job in this root could write") {
+		t.Errorf("allow %s, on bridgectl's PATH but not the daemon's: exit %d %q", projD, code, errs)
+	}
+	te.setDaemonPath(venvC + string(os.PathListSeparator) + "/usr/bin") // the reload wrote a new daemon.json
+	out, errs, code := te.run("allow", projC)
+	if want := "warning: " + projC + ": " + pathWarned(venvC, daemonPath) + "\n"; code != 0 || !strings.Contains(errs, want) || !strings.Contains(out, "allowed "+projC) {
+		t.Errorf("allow %s with a daemon whose PATH holds %s: exit %d, want\n%s\nstdout:\n%s\nstderr:\n%s", projC, venvC, code, want, out, errs)
 	}
 }

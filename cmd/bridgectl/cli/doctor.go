@@ -29,9 +29,10 @@ var doctorCmd = &Command{
 /models with the key; --dry skips every network call); MCP_PATH_SECRET; the
 port; the state directory's permissions (0700) and the .env file's (0600); the
 bridge binary; the harness binary (Claude Code) and its --version; bubblewrap
-(and socat) for the sandbox; cloudflared for tunnels; the allowed roots; the
-clock (against the API's Date header). Exits 1 if any check FAILs; WARN lines
-are advice. Doctor never creates or changes anything.`,
+(and socat) for the sandbox; cloudflared for tunnels; the allowed roots (and
+any directory of the daemon's PATH inside one); the clock (against the API's
+Date header). Exits 1 if any check FAILs; WARN lines are advice. Doctor never
+creates or changes anything.`,
 	Run: runDoctor,
 }
 
@@ -252,6 +253,7 @@ func (c *ctl) doctorRoots(r *report) {
 		return
 	}
 	bad := 0
+	path, whose := c.daemonPath()
 	for _, root := range c.cfg.AllowedRoots {
 		fi, err := os.Stat(root)
 		switch {
@@ -276,6 +278,9 @@ func (c *ctl) doctorRoots(r *report) {
 				default:
 					r.warn("allowed root %s", h.warning(root))
 				}
+			}
+			for _, d := range pathDirsIn(root, path) {
+				r.warn("allowed root %s: %s", root, pathWarning(d, whose))
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,5 +47,37 @@ func TestDoctorEnvFileInAMissingDir(t *testing.T) {
 	out, _, code := te.run("--env", path, "doctor", "--dry")
 	if code != 1 || !strings.Contains(out, "FAIL config: env file "+path+": its directory") || strings.Contains(out, "fix it in") {
 		t.Errorf("doctor --env in a missing dir: exit %d\n%s", code, out)
+	}
+}
+
+// doctor prints a WARN line for each configured root that holds a directory
+// on the daemon's PATH — bridgectl's own while no daemon runs, the running
+// daemon's once one does (also one that does not exist yet) — and still
+// finds the roots OK.
+func TestDoctorWarnsAboutRootsHoldingDaemonPathDirs(t *testing.T) {
+	te := newTestEnv(t)
+	dirs := te.mkdirs("projects/a/.venv/bin", "projects/plain")
+	venvA, plain := dirs[0], dirs[1]
+	projA := filepath.Dir(filepath.Dir(venvA))
+	te.appendEnv("DEEPSEEK_ALLOWED_ROOTS=" + projA + string(os.PathListSeparator) + plain)
+	te.setBridgectlPath(venvA, "/usr/bin", "/bin")
+
+	out, _, _ := te.run("doctor", "--dry")
+	if want := "WARN allowed root " + projA + ": " + pathWarned(venvA, ownPath) + "\n"; !strings.Contains(out, want) {
+		t.Errorf("doctor lacks\n%s\n%s", want, out)
+	}
+	if strings.Count(out, "a job in this root could write") != 1 || !strings.Contains(out, "OK   allowed roots: "+projA+", "+plain) {
+		t.Errorf("doctor, bridgectl's PATH holding %s:\n%s", venvA, out)
+	}
+
+	te.must("start")
+	later := filepath.Join(plain, "later", "bin")
+	te.setDaemonPath(later + string(os.PathListSeparator) + "/usr/bin")
+	out, _, _ = te.run("doctor", "--dry")
+	if want := "WARN allowed root " + plain + ": " + pathWarned(later, daemonPath) + "\n"; !strings.Contains(out, want) {
+		t.Errorf("doctor lacks\n%s\n%s", want, out)
+	}
+	if strings.Count(out, "a job in this root could write") != 1 || !strings.Contains(out, "OK   allowed roots: ") {
+		t.Errorf("doctor, the daemon's PATH holding %s:\n%s", later, out)
 	}
 }
