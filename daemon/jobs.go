@@ -102,7 +102,7 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
 	if lerr == nil {
 		harnessBin = bin
 	}
-	g, err := guard.New(guard.Options{Config: cfg, Dir: dir, Exe: exe, HarnessBin: harnessBin, Home: userHome(), Logger: log})
+	g, err := guard.New(guard.Options{Config: cfg, Dir: dir, Exe: exe, HarnessBin: harnessBin, Home: userHome(), Look: trustedLook(a.path, untrusted), Logger: log})
 	if err != nil {
 		stopModelProxy(context.Background(), mp, log)
 		return nil, err
@@ -155,6 +155,18 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
 // sandbox among them) outside the sandbox.
 func claudeCode(bin string, lerr error, untrusted untrustedList) *harness.ClaudeCode {
 	return &harness.ClaudeCode{Bin: bin, LookupErr: lerr, Environ: os.Environ(), UntrustedDirs: untrusted.dirs(), NoRetries: true}
+}
+
+// trustedLook finds the programs the bridge itself runs outside every
+// sandbox (bubblewrap, socat) on the daemon's PATH without the entries a
+// job could write (harness.TrustedPath) — never the usual fallback dirs when
+// every entry was dropped: then they are not found, and the log says why.
+func trustedLook(path string, untrusted untrustedList) func(string) (string, error) {
+	kept, dropped := harness.TrustedPath(path, untrusted.dirs())
+	if len(dropped) == len(filepath.SplitList(path)) {
+		kept = ""
+	}
+	return func(name string) (string, error) { return harness.LookTrusted(name, kept) }
 }
 
 // untrustedDir is a directory a job may write, and what it is.

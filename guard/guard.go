@@ -8,6 +8,7 @@ package guard
 import (
 	"errors"
 	"fmt"
+	"os/exec"
 	"runtime"
 	"time"
 
@@ -52,9 +53,14 @@ type Options struct {
 	HarnessBin string
 	// Home is the daemon's home, whose credential stores are denied ("" when unknown).
 	Home string
-	// SandboxAvailable checks the OS sandbox (nil: sandbox.Available); it is
-	// only called when the sandbox is on.
-	SandboxAvailable func() error
+	// SandboxAvailable checks the OS sandbox and returns the bubblewrap for
+	// the jobs' jails (nil: sandbox.Available with Look); it is only called
+	// when the sandbox is on.
+	SandboxAvailable func() (string, error)
+	// Look finds a program the bridge runs outside every sandbox
+	// (bubblewrap, socat) on the daemon's PATH without the dirs a job can
+	// write (nil: exec.LookPath).
+	Look func(name string) (string, error)
 	Logger           zerolog.Logger
 }
 
@@ -89,7 +95,11 @@ func New(o Options) (*Guard, error) {
 	}
 	available := o.SandboxAvailable
 	if available == nil {
-		available = func() error { return sandbox.Available("") }
+		look := o.Look
+		if look == nil {
+			look = exec.LookPath
+		}
+		available = func() (string, error) { return sandbox.Available(look) }
 	}
 	rr, err := checkRuntimeRoots(cfg, g.dir.Root, g.home)
 	if err != nil {
@@ -114,18 +124,13 @@ func New(o Options) (*Guard, error) {
 	case !g.sandbox:
 		g.log.Warn().Msg("OS SANDBOX IS OFF (BRIDGE_SANDBOX=off): agent jobs' commands run without bubblewrap and can read and write anything this user can once approved")
 	default:
-		if err := available(); err != nil {
+		bw, err := available()
+		if err != nil {
 			g.sandboxErr = err
 			g.log.Error().Err(err).Msg("agent jobs are refused: the OS sandbox cannot run")
 			break
 		}
 		if runtime.GOOS == "linux" {
-			bw, err := sandbox.SystemBinary("bwrap")
-			if err != nil {
-				g.sandboxErr = fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
-				g.log.Error().Err(g.sandboxErr).Msg("agent jobs are refused: no bubblewrap for the job's jail")
-				break
-			}
 			g.bwrap = bw
 		}
 	}

@@ -60,7 +60,7 @@ func newGuardFixture(t testing.TB, env map[string]string, probeErr error) *guard
 	}
 	f.dir = dir
 	g, err := New(Options{Config: cfg, Dir: dir, Exe: "/opt/bridge/bin/bridge", Home: f.home,
-		SandboxAvailable: func() error { f.probe++; return probeErr }, Logger: zerolog.New(f.log)})
+		SandboxAvailable: func() (string, error) { f.probe++; return "", probeErr }, Logger: zerolog.New(f.log)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func newGuardFixture(t testing.TB, env map[string]string, probeErr error) *guard
 func (f *guardFixture) bootAgain(t *testing.T) {
 	t.Helper()
 	if _, err := New(Options{Config: configtest.New(t, map[string]string{"BRIDGE_STATE_DIR": f.dir.Root}), Dir: f.dir, Exe: "/bin/bridge", Home: f.home,
-		SandboxAvailable: func() error { return nil }, Logger: zerolog.Nop()}); err != nil {
+		SandboxAvailable: func() (string, error) { return "", nil }, Logger: zerolog.Nop()}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -300,6 +300,10 @@ func TestGuardPrepareHidesTheWorkspacesSecretFiles(t *testing.T) {
 			wantRules := slices.Clone(sandbox.DeniedTools)
 			for _, p := range secret {
 				wantRules = append(wantRules, "Read(/"+p+")", "Edit(/"+p+")")
+			}
+			// The daemon's environment is in /proc: no file tool reads it.
+			for _, d := range []string{"//proc", "//sys"} {
+				wantRules = append(wantRules, "Read("+d+")", "Read("+d+"/**)", "Edit("+d+")", "Edit("+d+"/**)")
 			}
 			if !slices.Equal(st.Permissions.Deny, wantRules) {
 				t.Errorf("permissions.deny %q, want %q", st.Permissions.Deny, wantRules)

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"time"
 )
 
@@ -18,57 +16,37 @@ var ErrUnavailable = errors.New("OS sandbox unavailable")
 // probeTimeout bounds the trial run of bubblewrap.
 const probeTimeout = 10 * time.Second
 
-// SystemBinDirs are where SystemBinary looks: the package manager's dirs,
-// which no job (and no owner's virtualenv) can write.
-var SystemBinDirs = []string{"/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin"}
-
-// SystemBinary finds name in SystemBinDirs, never on PATH: a program the
-// bridge runs outside every sandbox (bubblewrap itself) must not be one a
-// job could have planted in a PATH directory it can write.
-func SystemBinary(name string) (string, error) {
-	for _, d := range SystemBinDirs {
-		p := filepath.Join(d, name)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s not found in %s", name, strings.Join(SystemBinDirs, ", "))
-}
-
-// Available reports whether Claude Code's sandbox can run here. On Linux that
-// needs bubblewrap (bwrapPath, or "bwrap" from SystemBinDirs when empty) that
-// can actually create a sandbox, and socat for its network proxy. macOS uses
-// the built-in sandbox-exec. The error carries an install hint for the OS.
-func Available(bwrapPath string) error {
+// Available reports whether Claude Code's sandbox can run here and returns
+// the bubblewrap to run jobs' jails with. On Linux that needs bubblewrap that
+// can actually create a sandbox, and socat for Claude Code's network proxy,
+// both found by look (the daemon's PATH without the dirs a job can write);
+// macOS uses the built-in sandbox-exec. The error carries an install hint
+// for the OS.
+func Available(look func(name string) (string, error)) (string, error) {
 	switch runtime.GOOS {
 	case "darwin":
 		if _, err := exec.LookPath("sandbox-exec"); err != nil {
-			return fmt.Errorf("%w: sandbox-exec not found (it ships with macOS); or set BRIDGE_SANDBOX=off to run agent jobs without an OS sandbox", ErrUnavailable)
+			return "", fmt.Errorf("%w: sandbox-exec not found (it ships with macOS); or set BRIDGE_SANDBOX=off to run agent jobs without an OS sandbox", ErrUnavailable)
 		}
-		return nil
+		return "", nil
 	case "linux":
 	default:
-		return fmt.Errorf("%w: no OS sandbox for %s; set BRIDGE_SANDBOX=off to run agent jobs without one", ErrUnavailable, runtime.GOOS)
+		return "", fmt.Errorf("%w: no OS sandbox for %s; set BRIDGE_SANDBOX=off to run agent jobs without one", ErrUnavailable, runtime.GOOS)
 	}
-	bw, err := bwrapPath, error(nil)
-	if bw == "" {
-		bw, err = SystemBinary("bwrap")
-	} else {
-		bw, err = exec.LookPath(bw)
-	}
+	bw, err := look("bwrap")
 	if err != nil {
-		return fmt.Errorf("%w: bubblewrap (%s) not found: %s; or set BRIDGE_SANDBOX=off to run agent jobs without an OS sandbox", ErrUnavailable, bwrapPath, installHint())
+		return "", fmt.Errorf("%w: bubblewrap (bwrap) not found: %s; or set BRIDGE_SANDBOX=off to run agent jobs without an OS sandbox", ErrUnavailable, installHint())
 	}
-	if _, err := SystemBinary("socat"); err != nil {
-		return fmt.Errorf("%w: socat not found (Claude Code's sandbox needs it for its network proxy): %s", ErrUnavailable, installHint())
+	if _, err := look("socat"); err != nil {
+		return "", fmt.Errorf("%w: socat not found (Claude Code's sandbox needs it for its network proxy): %s", ErrUnavailable, installHint())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bw, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", "true").CombinedOutput()
+	out, err := exec.CommandContext(ctx, bw, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", "--", "/bin/sh", "-c", "exit 0").CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%w: %s is installed but cannot create a sandbox (%v: %s); unprivileged user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone=1, or an AppArmor profile for bwrap)", ErrUnavailable, bw, err, out)
+		return "", fmt.Errorf("%w: %s is installed but cannot create a sandbox (%v: %s); unprivileged user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone=1, or an AppArmor profile for bwrap)", ErrUnavailable, bw, err, out)
 	}
-	return nil
+	return bw, nil
 }
 
 func installHint() string {

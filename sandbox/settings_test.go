@@ -126,15 +126,21 @@ func TestAvailable(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("bubblewrap is Linux only")
 	}
-	err := Available(filepath.Join(t.TempDir(), "no-bwrap"))
+	// look is a PATH of one dir, the way the daemon's is without the dirs a
+	// job can write.
+	lookIn := func(dir string) func(string) (string, error) {
+		return func(name string) (string, error) { return exec.LookPath(filepath.Join(dir, name)) }
+	}
+	_, err := Available(lookIn(t.TempDir()))
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "apt-get install bubblewrap socat") || !strings.Contains(err.Error(), "BRIDGE_SANDBOX=off") {
 		t.Fatalf("Available(missing) = %v, want ErrUnavailable with an install hint", err)
 	}
 	// A bwrap that exists but cannot sandbox.
-	fake := filepath.Join(t.TempDir(), "bwrap")
-	must(t, os.WriteFile(fake, []byte("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"), 0o755))
-	if _, err := exec.LookPath("socat"); err == nil {
-		if err := Available(fake); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "Permission denied") {
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "bwrap"), []byte("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"), 0o755))
+	if socat, err := exec.LookPath("socat"); err == nil {
+		must(t, os.Symlink(socat, filepath.Join(dir, "socat")))
+		if _, err := Available(lookIn(dir)); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "Permission denied") {
 			t.Fatalf("Available(broken bwrap) = %v", err)
 		}
 	}
@@ -144,7 +150,7 @@ func TestAvailable(t *testing.T) {
 	if lookErr != nil || socatErr != nil {
 		t.Skip("bubblewrap or socat not installed; run scripts/install.sh")
 	}
-	if err := Available(bw); err != nil {
-		t.Fatalf("Available(%s) = %v", bw, err)
+	if got, err := Available(exec.LookPath); err != nil || got != bw {
+		t.Fatalf("Available = %q, %v; want %s", got, err, bw)
 	}
 }

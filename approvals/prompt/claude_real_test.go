@@ -163,7 +163,7 @@ func TestRealClaudeCode(t *testing.T) {
 	if err != nil {
 		t.Skip("Claude Code not installed (scripts/install.sh)")
 	}
-	if err := sandbox.Available(""); err != nil {
+	if _, err := sandbox.Available(exec.LookPath); err != nil {
 		t.Skip(err)
 	}
 	self, err := os.Executable()
