@@ -14,6 +14,7 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 )
 
 // AgentJobs is what the agent tools need from the job registry.
@@ -59,6 +60,27 @@ type AgentJobPayload struct {
 	Commands      []jobs.Command     `json:"commands" jsonschema:"shell commands the agent ran, with their exit status when known"`
 	Approval      *jobs.ApprovalInfo `json:"approval,omitempty" jsonschema:"the request a human must answer while status is waiting_approval"`
 	QueuePosition int                `json:"queue_position,omitempty" jsonschema:"1 = next to start; only while queued"`
+	Quarantined   []Quarantined      `json:"quarantined,omitempty" jsonschema:"git dirs, hooks and rc files the job created or changed, which other programs would run outside the sandbox: moved aside at its end; tell the user"`
+	AuditNote     string             `json:"audit_note,omitempty" jsonschema:"what the end-of-job audit of the workspace could not do"`
+}
+
+// Quarantined is one path the end-of-job audit moved aside.
+type Quarantined struct {
+	Path    string `json:"path" jsonschema:"where it was, relative to the workspace"`
+	What    string `json:"what" jsonschema:"git dir, gitfile, git config, git hook, git info, hook file or runs-later file"`
+	Change  string `json:"change" jsonschema:"created or changed"`
+	MovedTo string `json:"moved_to,omitempty" jsonschema:"where it is now, relative to the workspace; empty when it could not be moved"`
+	Restore string `json:"restore,omitempty" jsonschema:"the command, run in the workspace, that puts it back on purpose"`
+	Error   string `json:"error,omitempty" jsonschema:"why it could not be moved or made harmless"`
+}
+
+// quarantined turns the snapshot's record into the payload's.
+func quarantined(qs []sandbox.Quarantined) []Quarantined {
+	var out []Quarantined
+	for _, q := range qs {
+		out = append(out, Quarantined{Path: q.Path, What: q.What, Change: q.Change, MovedTo: q.MovedTo, Restore: q.RestoreHint(), Error: q.Error})
+	}
+	return out
 }
 
 // AgentStartTool is deepseek_agent_start.
@@ -234,6 +256,7 @@ func Payload(s jobs.Snapshot, now time.Time) AgentJobPayload {
 		Partial: s.Partial, Steps: s.Steps, LastTool: s.LastTool, ElapsedMS: s.Elapsed(now).Milliseconds(),
 		Usage: s.Usage, CostUSD: s.CostUSD, FilesWritten: s.FilesWritten, Commands: s.Commands,
 		Approval: s.Approval, QueuePosition: s.QueuePosition,
+		Quarantined: quarantined(s.Quarantined), AuditNote: s.AuditNote,
 	}
 	if s.Status != jobs.StatusDone { // belt and braces: never a nonce or result off done
 		p.Nonce, p.Result = "", ""
@@ -314,6 +337,21 @@ func tally(counts map[string]int) string {
 }
 
 func writeWork(b *strings.Builder, p AgentJobPayload) {
+	if len(p.Quarantined) > 0 {
+		b.WriteString("\nQuarantined (the job planted these where git, hooks or a shell would run them outside the sandbox; they were moved aside — tell the user):")
+		for _, q := range p.Quarantined {
+			fmt.Fprintf(b, "\n- %s %s (%s)", q.Change, q.Path, q.What)
+			if q.MovedTo != "" {
+				fmt.Fprintf(b, ": now %s; to put it back on purpose: %s", q.MovedTo, q.Restore)
+			}
+			if q.Error != "" {
+				fmt.Fprintf(b, " [%s]", q.Error)
+			}
+		}
+	}
+	if p.AuditNote != "" {
+		fmt.Fprintf(b, "\nWorkspace audit: %s", p.AuditNote)
+	}
 	if len(p.FilesWritten) > 0 {
 		fmt.Fprintf(b, "\nFiles written: %s", strings.Join(p.FilesWritten, ", "))
 	}

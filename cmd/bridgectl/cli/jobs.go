@@ -171,6 +171,19 @@ func printJob(w io.Writer, s jobs.Snapshot, now time.Time) {
 	for _, cmd := range s.Commands {
 		fmt.Fprintf(w, "ran:        %-8s %s\n", cmd.Status(), oneLine(cmd.Command, 120))
 	}
+	for _, q := range s.Quarantined {
+		line := fmt.Sprintf("%s %s (%s), which git, a hook manager or a shell would run outside the sandbox", q.Change, q.Path, q.What)
+		if q.MovedTo != "" {
+			line += fmt.Sprintf("; moved to %s — inspect it there; put it back on purpose, in %s, with: %s", q.MovedTo, s.Workspace, q.RestoreHint())
+		}
+		if q.Error != "" {
+			line += " [" + q.Error + "]"
+		}
+		fmt.Fprintf(w, "QUARANTINED: %s\n", visibleLine(line, 2000))
+	}
+	if s.AuditNote != "" {
+		fmt.Fprintf(w, "audit:      %s\n", visibleLine(s.AuditNote, 1000))
+	}
 	if s.Error != "" {
 		fmt.Fprintf(w, "error:      %s\n", visibleBlock(s.Error, 4000, blockIndent))
 	}
