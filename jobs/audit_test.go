@@ -1,0 +1,95 @@
+package jobs
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
+)
+
+// auditGuard is a rootGuard whose Audit records each call and reports one
+// quarantined path per job.
+type auditGuard struct {
+	rootGuard
+	mu    *sync.Mutex
+	calls *[]string
+}
+
+func (g auditGuard) Audit(_ context.Context, id, ws string) sandbox.AuditResult {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	*g.calls = append(*g.calls, id)
+	return sandbox.AuditResult{
+		Quarantined: []sandbox.Quarantined{{Path: ".git", What: "git dir", Change: "created", MovedTo: ".git.quarantined-" + id}},
+		Note:        "audited " + ws,
+	}
+}
+
+// The end-of-job audit runs once in every end state — done, error,
+// cancelled, interrupted by a shutdown and found interrupted by a restart —
+// and what it found is in the final snapshot on disk.
+func TestAuditRunsInEveryEndState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var calls []string
+		e := newEnv(t, func(o *Options) {
+			o.Guard = auditGuard{o.Guard.(rootGuard), &mu, &calls}
+			o.MaxConcurrent = 4
+		})
+		check := func(s Snapshot, want Status) {
+			t.Helper()
+			if s.Status != want {
+				t.Fatalf("status %s, want %s", s.Status, want)
+			}
+			d := e.onDisk(s.ID)
+			if len(d.Quarantined) != 1 || d.Quarantined[0].MovedTo != ".git.quarantined-"+s.ID || d.AuditNote != "audited "+e.ws {
+				t.Fatalf("%s: snapshot on disk has quarantined %+v, note %q", want, d.Quarantined, d.AuditNote)
+			}
+		}
+		done := e.start("done")
+		check(e.succeed(e.nextRun(), done.ID), StatusDone)
+
+		failed := e.start("fails")
+		r := e.nextRun()
+		r.end(harness.Exit{Code: 1})
+		check(e.settle(failed.ID), StatusError)
+
+		cancelled := e.start("cancelled")
+		e.nextRun()
+		if _, err := e.r.Cancel(context.Background(), cancelled.ID); err != nil {
+			t.Fatal(err)
+		}
+		check(e.settle(cancelled.ID), StatusCancelled)
+
+		// A daemon that died while a job ran: the next one audits it.
+		crashed := e.start("crashed")
+		e.nextRun()
+		synctest.Wait()
+		e2 := &env{t: t, dir: e.dir, ws: e.ws, h: newFakeHarness(), opts: e.opts}
+		e2.opts.Harness = e2.h
+		r2 := e2.open()
+		got, err := r2.Get(crashed.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != StatusInterrupted || len(got.Quarantined) != 1 {
+			t.Fatalf("restart: %s, quarantined %+v", got.Status, got.Quarantined)
+		}
+		mu.Lock()
+		n := map[string]int{}
+		for _, c := range calls {
+			n[c]++
+		}
+		mu.Unlock()
+		for _, id := range []string{done.ID, failed.ID, cancelled.ID, crashed.ID} {
+			if n[id] != 1 {
+				t.Errorf("job %s audited %d times, want once: %v", id, n[id], calls)
+			}
+		}
+		_ = r2.Close(context.Background())
+		_ = e.r.Close(context.Background())
+	})
+}
