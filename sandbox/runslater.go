@@ -61,6 +61,10 @@ type Planted struct {
 	// Sum is a sha256 of the contents (a link's target; "" for a dir), with
 	// the permission bits, so an exec bit added counts as a change.
 	Sum string `json:"sum"`
+	// Empty: an empty file, or a dir (a git dir: one with no entries at
+	// all). What is only empty runs nothing: Claude Code itself leaves an
+	// empty .claude/.cc-writes dir and empty mount points behind.
+	Empty bool `json:"empty,omitempty"`
 }
 
 // RunsLaterScan is what ScanRunsLater found.
@@ -154,13 +158,18 @@ func (s *runsLaterWalk) rel(p string) string {
 
 // add records p (never followed if it is a link).
 func (s *runsLaterWalk) add(p, what string) {
-	s.scan.Items[s.rel(p)] = Planted{Path: s.rel(p), What: what, Sum: sumOf(p)}
+	it := Planted{Path: s.rel(p), What: what, Sum: sumOf(p)}
+	if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
+		it.Empty = true
+	}
+	s.scan.Items[s.rel(p)] = it
 }
 
 // gitDir records a git dir and its members, and notes its core.hooksPath
 // when that lies inside the workspace.
 func (s *runsLaterWalk) gitDir(dir string) {
-	s.scan.Items[s.rel(dir)] = Planted{Path: s.rel(dir), What: "git dir"}
+	entries, _ := listDir(dir)
+	s.scan.Items[s.rel(dir)] = Planted{Path: s.rel(dir), What: "git dir", Empty: len(entries) == 0}
 	for _, m := range gitDirMembers {
 		p := filepath.Join(dir, m)
 		st, err := os.Lstat(p)
@@ -203,7 +212,7 @@ func (s *runsLaterWalk) tree(dir, what string, limit int) {
 	if _, ok := s.scan.Items[s.rel(dir)]; ok {
 		return
 	}
-	s.scan.Items[s.rel(dir)] = Planted{Path: s.rel(dir), What: what}
+	s.scan.Items[s.rel(dir)] = Planted{Path: s.rel(dir), What: what, Empty: true}
 	level := []string{dir}
 	for len(level) > 0 {
 		var next []string
@@ -221,7 +230,7 @@ func (s *runsLaterWalk) tree(dir, what string, limit int) {
 			for _, e := range entries {
 				p := filepath.Join(d, e.Name())
 				if e.IsDir() {
-					s.scan.Items[s.rel(p)] = Planted{Path: s.rel(p), What: what}
+					s.scan.Items[s.rel(p)] = Planted{Path: s.rel(p), What: what, Empty: true}
 					next = append(next, p)
 					continue
 				}
@@ -340,12 +349,30 @@ func (s RunsLaterScan) Planted(after RunsLaterScan) []PlantChange {
 		if insideAny(k, created) {
 			continue
 		}
+		if change == "created" && onlyEmpty(k, after) {
+			continue
+		}
 		if change == "created" && (it.Sum == "d" || it.Sum == "") {
 			created = append(created, k)
 		}
 		out = append(out, PlantChange{Planted: it, Change: change})
 	}
 	return out
+}
+
+// onlyEmpty reports whether the item k of scan and everything recorded
+// below it are empty (Planted.Empty): nothing there can run. A gitfile is
+// never empty: even an empty one changes what the owner's git does there.
+func onlyEmpty(k string, scan RunsLaterScan) bool {
+	if it := scan.Items[k]; !it.Empty || it.What == "gitfile" {
+		return false
+	}
+	for p, it := range scan.Items {
+		if strings.HasPrefix(p, k+"/") && !it.Empty {
+			return false
+		}
+	}
+	return true
 }
 
 func insideAny(p string, dirs []string) bool {

@@ -194,3 +194,24 @@ func TestScanRunsLaterIsBounded(t *testing.T) {
 		t.Fatalf("not truncated: %+v", s)
 	}
 }
+
+// What is only empty runs nothing and is left alone: Claude Code's own
+// .claude/.cc-writes dir, an empty rc file, an empty .git dir. A dir with a
+// file in it, or an empty gitfile, is not.
+func TestPlantedLeavesEmptyPlaceholders(t *testing.T) {
+	ws := t.TempDir()
+	before := scan(t, ws)
+	for _, d := range []string{".claude/.cc-writes", "a/.git", ".vscode"} {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, ws, ".bashrc", "", 0o644)
+	write(t, ws, "b/.git", "", 0o644)
+	write(t, ws, ".vscode/tasks.json", "{}", 0o644)
+	got := changes(t, before, scan(t, ws))
+	want := []string{"created .vscode (hook file)", "created b/.git (gitfile)"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("changes:\n got %q\nwant %q", got, want)
+	}
+}
