@@ -59,27 +59,22 @@ func (r *runner) spawn(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var lat []time.Duration
-	for range r.o.SpawnSamples {
-		t0 := time.Now()
-		p, err := agentCall(ctx, cs[0], "deepseek_agent_start", map[string]any{"task": "bench: spawn", "workspace": r.ws})
-		if err != nil {
-			return err
-		}
-		if p.Status != "done" || p.Nonce == "" {
-			return fmt.Errorf("stand-in job %s ended %s (%s), want done with a nonce", p.JobID, p.Status, p.Error)
-		}
-		t1, err := readStart(r.ws, p.JobID)
-		if err != nil {
-			return err
-		}
-		lat = append(lat, t1.Sub(t0))
-		r.rep.JobsStarted++
-		if r.finishedJob == "" {
-			r.finishedJob = p.JobID
-		}
+	lat, err := r.timeJobs(ctx, cs[0], r.ws)
+	if err != nil {
+		return err
 	}
 	r.rep.Spawn = sorted(lat)
+	// The same in a workspace of 5,000 files: the guard walks it at every
+	// start, for its secret files and for what runs later.
+	big, err := bigWorkspace(filepath.Dir(r.ws), 5000)
+	if err != nil {
+		return err
+	}
+	step(r.o, "agent start → harness spawn in a workspace of 5,000 files: %d jobs", r.o.SpawnSamples)
+	if lat, err = r.timeJobs(ctx, cs[0], big); err != nil {
+		return err
+	}
+	r.rep.Spawn5000 = sorted(lat)
 
 	lat = lat[:0]
 	task, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": "bench: spawn"}})
@@ -101,6 +96,56 @@ func (r *runner) spawn(ctx context.Context) error {
 	}
 	r.rep.SpawnFloor = sorted(lat)
 	return nil
+}
+
+// timeJobs starts SpawnSamples stand-in jobs in ws, one after the other,
+// and returns each one's deepseek_agent_start → stand-in running.
+func (r *runner) timeJobs(ctx context.Context, cs *Client, ws string) ([]time.Duration, error) {
+	var lat []time.Duration
+	for range r.o.SpawnSamples {
+		t0 := time.Now()
+		p, err := agentCall(ctx, cs, "deepseek_agent_start", map[string]any{"task": "bench: spawn", "workspace": ws})
+		if err != nil {
+			return nil, err
+		}
+		if p.Status != "done" || p.Nonce == "" {
+			return nil, fmt.Errorf("stand-in job %s in %s ended %s (%s), want done with a nonce", p.JobID, ws, p.Status, p.Error)
+		}
+		t1, err := readStart(ws, p.JobID)
+		if err != nil {
+			return nil, err
+		}
+		lat = append(lat, t1.Sub(t0))
+		r.rep.JobsStarted++
+		if r.finishedJob == "" {
+			r.finishedJob = p.JobID
+		}
+	}
+	return lat, nil
+}
+
+// bigWorkspace makes root/ws5000 with n small source files in 280
+// directories, a git repository's hooks and config, and an .npmrc.
+func bigWorkspace(root string, n int) (string, error) {
+	ws := filepath.Join(root, fmt.Sprintf("ws%d", n))
+	files := map[string]string{".git/HEAD": "ref: refs/heads/main\n", ".git/config": "[core]\n\tbare = false\n",
+		".git/hooks/pre-commit.sample": "#!/bin/sh\n", ".npmrc": "fund=false\n"}
+	for i := range n {
+		files[fmt.Sprintf("pkg%02d/sub%02d/file%04d.go", i%40, i%7, i)] = "package x\n"
+	}
+	for _, d := range []string{".git/objects", ".git/refs"} {
+		files[d+"/.keep"] = ""
+	}
+	for rel, body := range files {
+		p := filepath.Join(ws, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return ws, nil
 }
 
 func sorted(l []time.Duration) Latencies {

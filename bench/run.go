@@ -105,6 +105,7 @@ type Report struct {
 	Poll        Latencies // poll of a finished job
 	Spawn       Latencies // deepseek_agent_start sent → stand-in running
 	SpawnFloor  Latencies // exec of the stand-in → stand-in running
+	Spawn5000   Latencies // the same as Spawn, in a workspace of 5,000 files
 	JobsStarted int
 
 	Held Held

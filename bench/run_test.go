@@ -153,8 +153,8 @@ func TestRunSmall(t *testing.T) {
 	if rep.RSSIdle <= 0 || rep.RSSLoadPeak < rep.RSSIdle/2 || rep.GoroutinesBase.Total <= 0 || rep.GoroutinesPeak < rep.GoroutinesBase.Total {
 		t.Fatalf("memory/goroutine figures: %+v", rep)
 	}
-	if len(rep.Poll) != 50 || len(rep.Spawn) != 3 || len(rep.SpawnFloor) != 3 || rep.JobsStarted != 4 {
-		t.Fatalf("agent figures: %d polls, %d/%d spawns, %d jobs", len(rep.Poll), len(rep.Spawn), len(rep.SpawnFloor), rep.JobsStarted)
+	if len(rep.Poll) != 50 || len(rep.Spawn) != 3 || len(rep.SpawnFloor) != 3 || len(rep.Spawn5000) != 3 || rep.JobsStarted != 7 {
+		t.Fatalf("agent figures: %d polls, %d/%d/%d spawns, %d jobs", len(rep.Poll), len(rep.Spawn), len(rep.SpawnFloor), len(rep.Spawn5000), rep.JobsStarted)
 	}
 	h := rep.Held
 	if h.Polls != 20 || h.Held != 20 || h.Cancelled != 20 || h.Failed != 0 || h.GoroutinesHeld <= h.GoroutinesBefore.Total {

@@ -117,6 +117,11 @@ func (r *Report) Rows() []Row {
 			add(row)
 		}
 	}
+	if len(r.Spawn5000) > 0 && len(r.Spawn) > 0 {
+		b, e := r.Spawn5000.Quantile(0.5), r.Spawn.Quantile(0.5)
+		add(Row{Metric: fmt.Sprintf("  in a workspace of 5,000 files, p50 (n=%d; floor: empty workspace): the start-of-job walks", len(r.Spawn5000)),
+			Bridge: fmtDur(b), Floor: fmtDur(e), Added: fmtDur(b - e)})
+	}
 	if h := r.Held; h.Polls > 0 {
 		add(Row{Metric: "held long-polls: held at once / answered cancelled", Bridge: fmt.Sprintf("%d / %d of %d", h.Held, h.Cancelled, h.Polls),
 			Target: "all", Verdict: verdict(h.Held == h.Polls && h.Cancelled == h.Polls)})
