@@ -60,8 +60,8 @@ type Options struct {
 	// Look finds a program the bridge runs outside every sandbox
 	// (bubblewrap, socat) on the daemon's PATH without the dirs a job can
 	// write (nil: exec.LookPath).
-	Look func(name string) (string, error)
-	Logger           zerolog.Logger
+	Look   func(name string) (string, error)
+	Logger zerolog.Logger
 }
 
 // Guard is the approval and sandbox layer of one daemon (see the package doc).
@@ -74,9 +74,9 @@ type Guard struct {
 	home       string // the daemon's home, for the credential stores to deny
 	allow      []string
 	timeout    time.Duration
-	approval   bool  // BRIDGE_CC_APPROVAL
-	sandbox    bool  // BRIDGE_SANDBOX
-	sandboxErr error // why the sandbox cannot run (nil: it can)
+	approval   bool     // BRIDGE_CC_APPROVAL
+	sandbox    bool     // BRIDGE_SANDBOX
+	sandboxErr error    // why the sandbox cannot run (nil: it can)
 	bwrap      string   // bubblewrap for the jail ("" when the sandbox is off or unavailable, or not Linux)
 	runtime    []string // BRIDGE_RUNTIME_ROOTS, resolved: read-only in every job's jail
 	queue      *approvals.Queue

@@ -1,7 +1,6 @@
 package guard
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +19,7 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config/configtest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/syncbuf"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -31,14 +31,14 @@ type guardFixture struct {
 	root  string
 	home  string
 	env   string
-	log   *bytes.Buffer
+	log   *syncbuf.Buffer
 	probe int // calls of the sandbox probe
 }
 
 func newGuardFixture(t testing.TB, env map[string]string, probeErr error) *guardFixture {
 	t.Helper()
 	base := t.TempDir()
-	f := &guardFixture{root: filepath.Join(base, "root"), home: filepath.Join(base, "home"), env: filepath.Join(base, "daemon", ".env"), log: &bytes.Buffer{}}
+	f := &guardFixture{root: filepath.Join(base, "root"), home: filepath.Join(base, "home"), env: filepath.Join(base, "daemon", ".env"), log: &syncbuf.Buffer{}}
 	for _, d := range []string{f.root, f.home, filepath.Dir(f.env)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)

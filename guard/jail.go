@@ -57,6 +57,7 @@ func (g *Guard) jail(spec *harness.Spec, files []string) ([]string, error) {
 		Tmp:       tmp,
 		ReadWrite: []string{g.dir.Approvals(), g.dir.AuditLog()},
 		ReadOnly:  ro,
+		Hide:      hiddenInRuntime(g.runtime, g.home),
 	})
 }
 

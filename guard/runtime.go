@@ -25,10 +25,16 @@ func checkRuntimeRoots(cfg config.Config, stateDir, home string) ([]string, erro
 		if st, err := os.Stat(real); err != nil || !st.IsDir() {
 			return nil, fmt.Errorf("BRIDGE_RUNTIME_ROOTS: %s is not a directory", r)
 		}
-		// A root must not lie in these nor hold them.
+		// A root must not lie in these nor hold them. A credential store
+		// inside a root (~/.cargo/credentials.toml) is hidden in the jail
+		// instead (hiddenInRuntime); a root inside a store is refused.
 		both := []string{stateDir, cfg.EnvFile}
-		both = append(both, sandbox.DefaultDenyRead(home, "", "")...)
 		both = append(both, cfg.AllowedRoots...)
+		for _, p := range sandbox.DefaultDenyRead(home, "", "") {
+			if contains(resolved(p), real) {
+				return nil, fmt.Errorf("BRIDGE_RUNTIME_ROOTS: %s lies in the credential store %s, which no job may see", r, p)
+			}
+		}
 		for _, p := range both {
 			if p == "" {
 				continue
@@ -59,4 +65,24 @@ func resolved(p string) string {
 		return r
 	}
 	return filepath.Clean(p)
+}
+
+// hiddenInRuntime are the credential stores under the daemon's home that
+// exist inside a runtime root: the jail covers each with an empty file or
+// dir.
+func hiddenInRuntime(roots []string, home string) []string {
+	var out []string
+	for _, p := range sandbox.DefaultDenyRead(home, "", "") {
+		rp := resolved(p)
+		if _, err := os.Lstat(rp); err != nil {
+			continue
+		}
+		for _, r := range roots {
+			if contains(r, rp) {
+				out = append(out, rp)
+				break
+			}
+		}
+	}
+	return out
 }

@@ -45,6 +45,10 @@ type JailOptions struct {
 	// ReadWrite are further paths bound read-write (the approval child's
 	// queue and audit log).
 	ReadWrite []string
+	// Hide are paths inside the ReadOnly ones that the job must not see (a
+	// credential store inside a runtime root): an empty file or dir covers
+	// each.
+	Hide []string
 	// Env are variables set inside (bwrap --setenv), none by default.
 	Env map[string]string
 }
@@ -107,6 +111,17 @@ func JailArgs(o JailOptions) ([]string, error) {
 	}
 	for _, p := range o.ReadOnly {
 		args = append(args, "--ro-bind", p, p)
+	}
+	for _, p := range o.Hide {
+		st, err := os.Stat(p)
+		switch {
+		case err != nil:
+			continue
+		case st.IsDir():
+			args = append(args, "--tmpfs", p, "--remount-ro", p)
+		default:
+			args = append(args, "--ro-bind", os.DevNull, p)
+		}
 	}
 	keys := make([]string, 0, len(o.Env))
 	for k := range o.Env {

@@ -31,13 +31,14 @@ func TestJailShowsOnlyWhatItBinds(t *testing.T) {
 	other := mk("roots/other/secret.txt", "other-workspace-canary\n")
 	home := mk("home/doc.txt", "home-canary\n")
 	tool := filepath.Dir(mk("toolchain/bin/tool", "toolchain\n"))
+	cred := mk("toolchain/credentials.toml", "token-canary\n")
 	cfg, tmp := filepath.Join(root, "cfg"), filepath.Join(root, "tmp")
 	for _, d := range []string{cfg, tmp} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	args, err := JailArgs(JailOptions{Bwrap: bw, Workspace: ws, ConfigDir: cfg, Tmp: tmp, ReadOnly: []string{tool}})
+	args, err := JailArgs(JailOptions{Bwrap: bw, Workspace: ws, ConfigDir: cfg, Tmp: tmp, ReadOnly: []string{tool, filepath.Dir(cred)}, Hide: []string{cred}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestJailShowsOnlyWhatItBinds(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(tmp, "t")); err != nil || string(b) != "t\n" {
 		t.Fatalf("/tmp is not the job's tmp dir: %q %v", b, err)
 	}
-	for _, p := range []string{other, home, "/etc/shadow", "/root/.bashrc"} {
+	for _, p := range []string{other, home, cred, "/etc/shadow", "/root/.bashrc"} {
 		if out, err := run("cat " + p); err == nil || strings.Contains(out, "canary") {
 			t.Errorf("%s was readable in the jail: %s", p, out)
 		}
