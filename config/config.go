@@ -328,6 +328,10 @@ func joinHostPort(h string, p int) string {
 // (errors.Is), whoever checked it.
 var ErrBadSecret = errors.New("MCP_PATH_SECRET cannot be served")
 
+// ErrBadRuntimeRoot marks a BRIDGE_RUNTIME_ROOTS entry the daemon refuses at
+// start (the guard checks them): configuration the owner must fix.
+var ErrBadRuntimeRoot = errors.New("BRIDGE_RUNTIME_ROOTS")
+
 // secretError is one of CheckSecret's errors; its text says the fix.
 type secretError string
 

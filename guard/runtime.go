@@ -20,10 +20,10 @@ func checkRuntimeRoots(cfg config.Config, stateDir, home string) ([]string, erro
 	for _, r := range cfg.RuntimeRoots {
 		real, err := filepath.EvalSymlinks(r)
 		if err != nil {
-			return nil, fmt.Errorf("BRIDGE_RUNTIME_ROOTS: %s: %w", r, err)
+			return nil, fmt.Errorf("%w: %s: %w", config.ErrBadRuntimeRoot, r, err)
 		}
 		if st, err := os.Stat(real); err != nil || !st.IsDir() {
-			return nil, fmt.Errorf("BRIDGE_RUNTIME_ROOTS: %s is not a directory", r)
+			return nil, fmt.Errorf("%w: %s is not a directory", config.ErrBadRuntimeRoot, r)
 		}
 		// A root must not lie in these nor hold them. A credential store
 		// inside a root (~/.cargo/credentials.toml) is hidden in the jail
@@ -32,7 +32,7 @@ func checkRuntimeRoots(cfg config.Config, stateDir, home string) ([]string, erro
 		both = append(both, cfg.AllowedRoots...)
 		for _, p := range sandbox.DefaultDenyRead(home, "", "") {
 			if contains(resolved(p), real) {
-				return nil, fmt.Errorf("BRIDGE_RUNTIME_ROOTS: %s lies in the credential store %s, which no job may see", r, p)
+				return nil, fmt.Errorf("%w: %s lies in the credential store %s, which no job may see", config.ErrBadRuntimeRoot, r, p)
 			}
 		}
 		for _, p := range both {
@@ -41,12 +41,12 @@ func checkRuntimeRoots(cfg config.Config, stateDir, home string) ([]string, erro
 			}
 			pr := resolved(p)
 			if contains(real, pr) || contains(pr, real) {
-				return nil, fmt.Errorf("BRIDGE_RUNTIME_ROOTS: %s overlaps %s, which no job may see whole (the state dir, the daemon's .env, a credential store or an allowed root); name the toolchain's own dir instead, such as a venv, ~/.cargo or ~/go/pkg/mod", r, p)
+				return nil, fmt.Errorf("%w: %s overlaps %s, which no job may see whole (the state dir, the daemon's .env or an allowed root); name the toolchain's own dir instead, such as a venv, ~/.cargo or ~/go/pkg/mod", config.ErrBadRuntimeRoot, r, p)
 			}
 		}
 		// It may lie in the home (~/.cargo), not hold it.
 		if home != "" && contains(real, resolved(home)) {
-			return nil, fmt.Errorf("BRIDGE_RUNTIME_ROOTS: %s holds the home directory %s, which no job may see; name the toolchain's own dir instead, such as ~/.cargo or ~/go/pkg/mod", r, home)
+			return nil, fmt.Errorf("%w: %s holds the home directory %s, which no job may see; name the toolchain's own dir instead, such as ~/.cargo or ~/go/pkg/mod", config.ErrBadRuntimeRoot, r, home)
 		}
 		out = append(out, real)
 	}

@@ -41,7 +41,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	d, err := daemon.New(env.Config, daemon.Options{Flash: env.Flash, Logger: env.Log, Version: version})
 	if err != nil { // logged by New
 		fmt.Fprintf(stderr, "bridge serve: %v\n", err)
-		if errors.Is(err, config.ErrBadSecret) {
+		if errors.Is(err, config.ErrBadSecret) || errors.Is(err, config.ErrBadRuntimeRoot) {
 			return exitConfig
 		}
 		return exitFail
