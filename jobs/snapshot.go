@@ -173,15 +173,15 @@ type Snapshot struct {
 	Usage   Usage   `json:"usage"`
 	CostUSD float64 `json:"cost_usd"`
 
-	FilesWritten      []string      `json:"files_written"`
-	Commands          []Command     `json:"commands"`
-	PermissionDenials []Denial      `json:"permission_denials,omitempty"`
+	FilesWritten      []string  `json:"files_written"`
+	Commands          []Command `json:"commands"`
+	PermissionDenials []Denial  `json:"permission_denials,omitempty"`
 	// Quarantined are the git dirs, hooks and runs-later files the job
 	// created or changed, moved aside at its end (see sandbox.Quarantine).
 	Quarantined []sandbox.Quarantined `json:"quarantined,omitempty"`
 	// AuditNote says what the end-of-job audit could not do.
-	AuditNote string `json:"audit_note,omitempty"`
-	Approval          *ApprovalInfo `json:"approval,omitempty"`
+	AuditNote string        `json:"audit_note,omitempty"`
+	Approval  *ApprovalInfo `json:"approval,omitempty"`
 	// QueuePosition is 1 for the next queued job; 0 when not queued.
 	QueuePosition int `json:"queue_position,omitempty"`
 
