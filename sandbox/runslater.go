@@ -394,7 +394,8 @@ type Quarantined struct {
 	// MovedTo is where it is now, relative to the workspace; "" when it
 	// could not be moved (Error says why: it is then still in place).
 	MovedTo string `json:"moved_to,omitempty"`
-	// Mode is the permission bits it had; a moved file loses its exec bits.
+	// Mode is the permission bits a moved file had before its exec bits
+	// were taken ("" when it had none, or is not a file).
 	Mode  string `json:"mode,omitempty"`
 	Error string `json:"error,omitempty"`
 }
@@ -417,7 +418,6 @@ func Quarantine(workspace, tag string, changes []PlantChange) []Quarantined {
 			out = append(out, q)
 			continue
 		}
-		q.Mode = fmt.Sprintf("%04o", st.Mode().Perm())
 		dst := src + QuarantineSuffix + tag
 		for i := 2; ; i++ {
 			if _, err := os.Lstat(dst); os.IsNotExist(err) {
@@ -434,6 +434,8 @@ func Quarantine(workspace, tag string, changes []PlantChange) []Quarantined {
 		if st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
 			if err := os.Chmod(dst, st.Mode().Perm()&^0o111); err != nil {
 				q.Error = "moved, but its exec bits stay: " + err.Error()
+			} else {
+				q.Mode = fmt.Sprintf("%04o", st.Mode().Perm())
 			}
 		}
 		out = append(out, q)
@@ -447,7 +449,7 @@ func (q Quarantined) RestoreHint() string {
 		return ""
 	}
 	cmd := fmt.Sprintf("mv -T %s %s", shellQuote(q.MovedTo), shellQuote(q.Path))
-	if q.Mode != "" && strings.ContainsAny(q.Mode[len(q.Mode)-3:], "1357") {
+	if q.Mode != "" {
 		cmd += fmt.Sprintf(" && chmod %s %s", q.Mode, shellQuote(q.Path))
 	}
 	return cmd

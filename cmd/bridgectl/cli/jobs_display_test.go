@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 )
 
 // Payloads a caller or a model can put into a job's text: erase the line and
@@ -131,4 +132,34 @@ func TestJobTextIsEscaped(t *testing.T) {
 	}
 	out = te.must("logs")
 	noRawControls(t, "logs", out, `"summary":"x\u{9b}2J\u{7f}"`, `panic: done\u{1b}]52`)
+}
+
+// `bridgectl jobs ID` shows what the end-of-job audit moved aside, where to
+// look at it and the command that puts it back, and what it could not do.
+func TestJobShowsQuarantined(t *testing.T) {
+	te := newTestEnv(t)
+	t0 := time.Now().Add(-time.Hour).UTC()
+	ended := t0.Add(time.Minute)
+	id := "0badc0de" + strings.Repeat("3", 24)
+	s := jobs.Snapshot{Version: jobs.SnapshotVersion, ID: id, Status: jobs.StatusDone, Task: "t", Workspace: "/srv/ws",
+		CreatedAt: t0, EndedAt: &ended, MaxSteps: 10, Nonce: strings.Repeat("4", 32), Result: "ok",
+		Quarantined: []sandbox.Quarantined{
+			{Path: ".git", What: "git dir", Change: "created", MovedTo: ".git.quarantined-" + id},
+			{Path: ".husky/pre-commit", What: "hook file", Change: "changed", MovedTo: ".husky/pre-commit.quarantined-" + id, Mode: "0755"},
+			{Path: "sub/.npmrc", What: "runs-later file", Change: "created", Error: "rename sub/.npmrc: permission denied"},
+		},
+		AuditNote: "the workspace is too large to audit whole"}
+	te.writeJobs(s)
+	out := te.must("jobs", id)
+	for _, want := range []string{
+		"QUARANTINED: created .git (git dir), which git, a hook manager or a shell would run outside the sandbox; moved to .git.quarantined-" + id + " — inspect it there; put it back on purpose, in /srv/ws, with: mv -T .git.quarantined-" + id + " .git\n",
+		"QUARANTINED: changed .husky/pre-commit (hook file)",
+		"mv -T .husky/pre-commit.quarantined-" + id + " .husky/pre-commit && chmod 0755 .husky/pre-commit",
+		"QUARANTINED: created sub/.npmrc (runs-later file), which git, a hook manager or a shell would run outside the sandbox [rename sub/.npmrc: permission denied]",
+		"audit:      the workspace is too large to audit whole",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("jobs ID lacks %q:\n%s", want, out)
+		}
+	}
 }
