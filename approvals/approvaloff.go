@@ -25,6 +25,10 @@ func ApprovalOff(dir statedir.Dir) bool {
 // SetApprovalOff writes the approval-off flag (what `bridgectl` does for a
 // trusted run); the daemon removes it at its next boot.
 func SetApprovalOff(dir statedir.Dir, who string) error {
+	// A state dir from before switches/ existed.
+	if err := os.MkdirAll(dir.Switches(), 0o700); err != nil {
+		return err
+	}
 	return statedir.WriteJSON(dir.ApprovalOffFlag(), map[string]any{
 		"version": statedir.FormatVersion, "by": who, "set": time.Now().UTC(),
 	})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -86,7 +85,10 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
 	a.proxy = mp
 	exe, _ := os.Executable()
 	wd, _ := os.Getwd()
-	bin, lerr := harness.Locate(cfg.ClaudeBin, harness.PinnedPaths(exe, wd), exec.LookPath)
+	// Claude Code runs outside the jail's view of itself: from PATH it is
+	// looked up like bubblewrap, never in a dir a job can write.
+	look := trustedLook(a.path, untrusted)
+	bin, lerr := harness.Locate(cfg.ClaudeBin, harness.PinnedPaths(exe, wd), look)
 	if lerr == nil {
 		// The real file: jobs' harnesses see only it (and its dir), not the
 		// link that led to it.
@@ -102,7 +104,7 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
 	if lerr == nil {
 		harnessBin = bin
 	}
-	g, err := guard.New(guard.Options{Config: cfg, Dir: dir, Exe: exe, HarnessBin: harnessBin, Home: userHome(), Look: trustedLook(a.path, untrusted), Logger: log})
+	g, err := guard.New(guard.Options{Config: cfg, Dir: dir, Exe: exe, HarnessBin: harnessBin, Home: userHome(), Look: look, Logger: log})
 	if err != nil {
 		stopModelProxy(context.Background(), mp, log)
 		return nil, err

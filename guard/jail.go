@@ -28,15 +28,18 @@ const EventQuarantine = "quarantine"
 // of the filesystem (sandbox.JailArgs): the system dirs, the workspace, the
 // harness's config dir, a private /tmp, the owner's runtime roots, the
 // bridge binary and Claude Code read-only, and of the state dir only the
-// approval queue and the audit log, which the approval child writes. The
+// approval queue and the audit log, which the approval child writes, and
+// the switches (the approval-off flag), which it reads. The
 // harness files the guard wrote are bound read-only over themselves.
 func (g *Guard) jail(spec *harness.Spec, files []string) ([]string, error) {
 	tmp := filepath.Join(spec.ConfigDir, jailTmpDir)
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("jail /tmp: %w", err)
 	}
-	if err := os.MkdirAll(g.dir.Approvals(), 0o700); err != nil {
-		return nil, fmt.Errorf("approval queue: %w", err)
+	for _, d := range []string{g.dir.Approvals(), g.dir.Switches()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("jail: %w", err)
+		}
 	}
 	// The audit log is bound as a file: it must exist.
 	f, err := os.OpenFile(g.dir.AuditLog(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
@@ -44,7 +47,7 @@ func (g *Guard) jail(spec *harness.Spec, files []string) ([]string, error) {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
 	f.Close()
-	ro := []string{g.exe}
+	ro := []string{g.exe, g.dir.Switches()}
 	if g.harnessBin != "" {
 		ro = append(ro, filepath.Dir(g.harnessBin))
 	}

@@ -97,6 +97,7 @@ func TestPrepareJailsAndAuditQuarantines(t *testing.T) {
 		"--ro-bind " + spec.SettingsFile + " " + spec.SettingsFile,
 		"--ro-bind " + filepath.Join(spec.ConfigDir, baselineFile) + " " + filepath.Join(spec.ConfigDir, baselineFile),
 		"--bind " + f.dir.Approvals() + " " + f.dir.Approvals(),
+		"--ro-bind " + f.dir.Switches() + " " + f.dir.Switches(),
 	} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("the jail lacks %q: %s", want, joined)

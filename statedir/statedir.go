@@ -45,7 +45,7 @@ func Open(root string) (Dir, error) {
 	if err != nil {
 		return Dir{}, err
 	}
-	for _, sub := range []string{d.Root, d.Jobs(), d.Approvals(), d.HarnessRoot()} {
+	for _, sub := range []string{d.Root, d.Jobs(), d.Approvals(), d.HarnessRoot(), d.Switches()} {
 		if err := os.MkdirAll(sub, 0o700); err != nil {
 			return Dir{}, fmt.Errorf("create state dir: %w", err)
 		}
@@ -74,10 +74,12 @@ func (d Dir) HarnessDir(jobID string) string { return filepath.Join(d.HarnessRoo
 // AuditLog is the JSONL audit log of approvals.
 func (d Dir) AuditLog() string { return filepath.Join(d.Root, "audit.log") }
 
+// Switches holds the flags a job's approval child reads at every request;
+// the job's jail binds it read-only, so nothing in a job can set one.
+func (d Dir) Switches() string { return filepath.Join(d.Root, "switches") }
+
 // ApprovalOffFlag, when present, turns human approval off until the daemon's next boot.
-// It lives in approvals/, the one part of the state dir (with the audit log)
-// a job's approval child sees.
-func (d Dir) ApprovalOffFlag() string { return filepath.Join(d.Approvals(), "approval-off") }
+func (d Dir) ApprovalOffFlag() string { return filepath.Join(d.Switches(), "approval-off") }
 
 // DisabledFlag, when present, makes `bridgectl start` refuse.
 func (d Dir) DisabledFlag() string { return filepath.Join(d.Root, "disabled") }
