@@ -48,11 +48,11 @@ func classifyCommand(cmd string, p Policy) Verdict {
 }
 
 // classifyWords applies the rules to the words of one simple command.
-func classifyWords(words []string, p Policy) Verdict {
+func classifyWords(words []word, p Policy) Verdict {
 	if len(words) == 0 {
 		return Verdict{Decision: Deny, Reason: "empty command: there is nothing to run"}
 	}
-	prog := words[0]
+	prog := words[0].text
 	if strings.ContainsAny(prog, `/\`) {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("the program is given by a path (%s): a human decides", prog)}
 	}
@@ -77,14 +77,18 @@ func classifyWords(words []string, p Policy) Verdict {
 
 // checkArgs applies the rules of the allow-listed program name to its
 // arguments.
-func checkArgs(name string, args []string, p Policy) Verdict {
+func checkArgs(name string, words []word, p Policy) Verdict {
 	rule := programs[name]
 	if rule.rewrite != nil {
-		var why string
-		if args, why = rule.rewrite(args); why != "" {
+		drop, why := rule.rewrite(texts(words))
+		if why != "" {
 			return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s: a human decides", why)}
 		}
+		if drop >= 0 {
+			words = slices.Delete(slices.Clone(words), drop, drop+1)
+		}
 	}
+	args := texts(words)
 	if why := dangerousForm(name, args); why != "" {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s: a human decides", why)}
 	}
@@ -109,6 +113,9 @@ func checkArgs(name string, args []string, p Policy) Verdict {
 				return v
 			}
 		}
+	}
+	if v, bad := unseenExpansions(words, code, p.Workspace); bad {
+		return v
 	}
 	return Verdict{Decision: Allow, Reason: fmt.Sprintf("%s is on the allow list, with no dangerous form, and every path argument is inside the workspace", name)}
 }
@@ -147,6 +154,15 @@ func globMatches(g sandbox.Guard, arg, c, workspace string) (Verdict, bool) {
 		}
 	}
 	return Verdict{}, false
+}
+
+// texts returns the words as the program receives them.
+func texts(words []word) []string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = w.text
+	}
+	return out
 }
 
 // programName is the name the rules know the program by: on Windows, which

@@ -10,9 +10,9 @@ import (
 // command or read or write a file goes to a human. Scripts are checked whole
 // (code), not as paths.
 var sedRules = program{
-	rewrite: func(args []string) ([]string, string) {
+	rewrite: func(args []string) (int, string) {
 		if !bsdSed {
-			return args, ""
+			return -1, ""
 		}
 		return bsdSedArgs(args)
 	},
@@ -118,16 +118,16 @@ func sedScripts(args []string) (scripts []string, at map[int]bool, fromFile bool
 // may set it.
 var bsdSed = runtime.GOOS == "darwin" || runtime.GOOS == "dragonfly" || strings.HasSuffix(runtime.GOOS, "bsd")
 
-// bsdSedArgs rewrites a BSD sed command line to the GNU one the rules
+// bsdSedArgs reads a BSD sed command line as the GNU one the rules
 // understand: the only in-place form it accepts is `-i ""` (no backup), whose
-// empty suffix it removes. Any other -i goes to a human, because which word
-// is the suffix, which the script and which a file then depends on the sed,
-// and a suffix is a path the backup is written to.
-func bsdSedArgs(args []string) ([]string, string) {
+// empty suffix it returns the index of, to be dropped. Any other -i goes to a
+// human, because which word is the suffix, which the script and which a file
+// then depends on the sed, and a suffix is a path the backup is written to.
+func bsdSedArgs(args []string) (drop int, why string) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
-			return args, "" // BSD getopt stops at the first operand
+			return -1, "" // BSD getopt stops at the first operand
 		}
 		if strings.HasPrefix(a, "--") {
 			continue // BSD sed has no long options; GNU rules check them
@@ -140,17 +140,16 @@ func bsdSedArgs(args []string) ([]string, string) {
 				}
 			case 'i':
 				if j < len(a)-1 || i+1 >= len(args) || args[i+1] != "" {
-					return nil, "sed -i with a backup suffix (BSD sed takes the next word as the suffix)"
+					return -1, "sed -i with a backup suffix (BSD sed takes the next word as the suffix)"
 				}
-				out := append(append([]string{}, args[:i+1]...), args[i+2:]...)
-				return out, ""
+				return i + 1, ""
 			default:
 				continue
 			}
 			break
 		}
 	}
-	return args, ""
+	return -1, ""
 }
 
 // sedScriptSafe accepts one sed command (separators are refused earlier) made
