@@ -76,21 +76,27 @@ func classifyWords(words []word, p Policy) Verdict {
 }
 
 // checkArgs applies the rules of the allow-listed program name to its
-// arguments.
+// arguments. A protected path anywhere among them denies the command, even
+// when something else would send it to a human first.
 func checkArgs(name string, words []word, p Policy) Verdict {
+	var held *Verdict // the first reason the command goes to a human
+	hold := func(v Verdict) {
+		if held == nil {
+			held = &v
+		}
+	}
 	rule := programs[name]
 	if rule.rewrite != nil {
 		drop, why := rule.rewrite(texts(words))
 		if why != "" {
-			return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s: a human decides", why)}
-		}
-		if drop >= 0 {
+			hold(Verdict{Decision: Ask, Reason: fmt.Sprintf("%s: a human decides", why)})
+		} else if drop >= 0 {
 			words = slices.Delete(slices.Clone(words), drop, drop+1)
 		}
 	}
 	args := texts(words)
 	if why := dangerousForm(name, args); why != "" {
-		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s: a human decides", why)}
+		hold(Verdict{Decision: Ask, Reason: fmt.Sprintf("%s: a human decides", why)})
 	}
 	g := sandbox.Guard{Workspace: p.Workspace, Protected: p.Protected}
 	code := notPaths(name, args)
@@ -98,24 +104,34 @@ func checkArgs(name string, words []word, p Policy) Verdict {
 		if code[i] {
 			continue
 		}
-		for _, c := range pathCandidates(a) {
+		candidates, ok := pathCandidates(a)
+		if !ok {
+			hold(Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %d is an option cluster of %d bytes, longer than the %d the rules check: a human decides", i+1, len(a), maxOptionCluster)})
+		}
+		for _, c := range candidates {
 			d := g.Admit(c)
-			if d.Protected {
+			switch {
+			case d.Protected:
 				return Verdict{Decision: Deny, Reason: d.Reason + " (its state dir, its .env or a credential store): no job may touch it"}
-			}
-			if !d.Inside {
-				return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q: %s: a human decides", a, d.Reason)}
-			}
-			if namesDotEnv(c, p.Workspace) || namesDotEnv(d.Resolved, p.Workspace) {
-				return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q mentions a .env file, which usually holds secrets: a human decides", a)}
+			case !d.Inside:
+				hold(Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q: %s: a human decides", a, d.Reason)})
+				continue // an outside pattern is not expanded
+			case namesDotEnv(c, p.Workspace) || namesDotEnv(d.Resolved, p.Workspace):
+				hold(Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q mentions a .env file, which usually holds secrets: a human decides", a)})
 			}
 			if v, bad := globMatches(g, a, c, p.Workspace); bad {
-				return v
+				if v.Decision == Deny {
+					return v
+				}
+				hold(v)
 			}
 		}
 	}
 	if v, bad := unseenExpansions(words, code, p.Workspace); bad {
-		return v
+		hold(v)
+	}
+	if held != nil {
+		return *held
 	}
 	return Verdict{Decision: Allow, Reason: fmt.Sprintf("%s is on the allow list, with no dangerous form, and every path argument is inside the workspace", name)}
 }
@@ -204,29 +220,37 @@ func onAllowList(name string, allow []string) bool {
 	return false
 }
 
-// maxOptionSuffixes bounds the suffixes tried for one short-option word.
-const maxOptionSuffixes = 256
+// maxOptionCluster bounds the short-option words (-abc…) the rules check:
+// every tail of one is a path candidate, and checking them all costs the
+// square of the word's length. A longer cluster goes to a human. (A cap on
+// the tails checked instead left the words past it unchecked: a value
+// attached after 300 letters was never seen, and only the kernel's refusal
+// of a 256-byte name in the whole word sent most such words to a human.)
+const maxOptionCluster = 1024
 
 // pathCandidates returns the strings in one argument that could be taken as a
 // path: the word itself, the value of --opt=VALUE, every tail of a short
-// option cluster (-f/etc/passwd), and the pieces between = : and ,.
-func pathCandidates(w string) []string {
+// option cluster (-f/etc/passwd), and the pieces between = : and ,. ok is
+// false for a cluster longer than maxOptionCluster.
+func pathCandidates(w string) (candidates []string, ok bool) {
 	seen := map[string]bool{}
-	var out []string
 	add := func(s string) {
 		if s != "" && !seen[s] {
 			seen[s] = true
-			out = append(out, s)
+			candidates = append(candidates, s)
 		}
 	}
 	add(w)
 	if strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "--") {
-		for i := 2; i < len(w) && i < maxOptionSuffixes; i++ {
+		if len(w) > maxOptionCluster {
+			return nil, false
+		}
+		for i := 2; i < len(w); i++ {
 			add(w[i:])
 		}
 	}
 	for _, piece := range strings.FieldsFunc(w, func(r rune) bool { return r == '=' || r == ':' || r == ',' }) {
 		add(piece)
 	}
-	return out
+	return candidates, true
 }

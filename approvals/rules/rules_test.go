@@ -324,6 +324,11 @@ func TestClassifyCommand(t *testing.T) {
 		{"touch " + w.state + "/approval-off", Deny, "protected"},
 		{"cp main.go " + w.state + "/approvals/x.decision.json", Deny, "protected"},
 		{"git -C " + w.state + " status", Deny, "protected"},
+		// A protected path is denied wherever it stands, also after an
+		// argument that alone would send the command to a human.
+		{"cat /etc/passwd " + w.state + "/approvals/x.request.json", Deny, "protected"},
+		{"find " + w.state + " -delete", Deny, "protected"},
+		{"sort --compress-program=sh " + w.env, Deny, "protected"},
 	}
 	for _, c := range cases {
 		t.Run(c.cmd, func(t *testing.T) {
