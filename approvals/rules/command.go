@@ -109,7 +109,7 @@ func checkArgs(name string, words []word, p Policy) Verdict {
 			hold(Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %d is an option cluster of %d bytes, longer than the %d the rules check: a human decides", i+1, len(a), maxOptionCluster)})
 		}
 		for _, c := range candidates {
-			d := g.Admit(c)
+			d := admit(g, c)
 			switch {
 			case d.Protected:
 				return Verdict{Decision: Deny, Reason: d.Reason + " (its state dir, its .env or a credential store): no job may touch it"}
@@ -159,7 +159,7 @@ func globMatches(g sandbox.Guard, arg, c, workspace string) (Verdict, bool) {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q matches more than %d files: a human decides", arg, maxGlobMatches)}, true
 	}
 	for _, m := range matches {
-		d := g.Admit(m)
+		d := admit(g, m)
 		switch {
 		case d.Protected:
 			return Verdict{Decision: Deny, Reason: fmt.Sprintf("argument %q matches %s (its state dir, its .env or a credential store): no job may touch it", arg, d.Reason)}, true

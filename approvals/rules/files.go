@@ -92,6 +92,9 @@ func classifyFile(req Request, args []pathArg, p Policy) Verdict {
 		}
 		shown = append(shown, s)
 		d := g.Admit(path)
+		if !a.glob {
+			d = admit(g, path) // a file tool opens the path as written
+		}
 		if writeTools[req.Tool] {
 			for _, c := range []string{path, d.Resolved} {
 				if rel, later := runsLater(c, p.Workspace); c != "" && later {
