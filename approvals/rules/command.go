@@ -24,8 +24,9 @@ var wrappers = []string{
 // first word is on the allow list, its program is not given by a path, it is
 // not a dangerous form of an allowed program (see programs), and none of its
 // arguments names a path outside the workspace or a .env file. An empty
-// command is denied; a command naming a protected path is denied; everything
-// else goes to a human.
+// command is denied; a command naming a protected path is denied, and so is
+// one that writes a path other programs run later outside any sandbox
+// (plantsRunLater); everything else goes to a human.
 func ClassifyCommand(cmd string, p Policy) Verdict {
 	v := classifyCommand(cmd, p)
 	v.Summary = Clip(cmd)
@@ -36,12 +37,15 @@ func classifyCommand(cmd string, p Policy) Verdict {
 	if strings.TrimSpace(cmd) == "" {
 		return Verdict{Decision: Deny, Reason: "empty command: there is nothing to run"}
 	}
-	words, why, commented := parseCommand(cmd)
-	if why != "" {
-		return Verdict{Decision: Ask, Reason: why}
+	pc := parseCommand(cmd)
+	if v, denied := plantsRunLater(pc, p); denied {
+		return v
 	}
-	v := classifyWords(words, p)
-	if commented && v.Decision != Deny {
+	if pc.why != "" {
+		return Verdict{Decision: Ask, Reason: pc.why}
+	}
+	v := classifyWords(pc.words, p)
+	if pc.commented && v.Decision != Deny {
 		return Verdict{Decision: Ask, Reason: "the command contains a comment (#): a human decides"}
 	}
 	return v

@@ -24,6 +24,23 @@ var metachars = []struct{ s, name string }{
 	{"$", "variable expansion ($)"},
 }
 
+// parsed is what parseCommand reads in a command line.
+type parsed struct {
+	words     []word // its one simple command, when why is ""
+	why       string // why it goes to a human, when it is anything else
+	commented bool
+	// Every simple command in the line, wherever it stands (chained,
+	// substituted, in a loop), with the words the rules cannot read as
+	// unreadWord, and the target of every output redirection the rules can
+	// read: what the command may write, whatever else sends it to a human.
+	calls   [][]word
+	outputs []word
+}
+
+// unreadWord stands for a word the rules cannot read (it holds an
+// expansion): no path is named so.
+var unreadWord = word{text: "\x00"}
+
 // parseCommand parses cmd as bash, the shell Claude Code runs it in, and
 // returns the words of its one simple command as the program receives them.
 // Anything else goes to a human, and why says so: chaining, pipes,
@@ -31,7 +48,13 @@ var metachars = []struct{ s, name string }{
 // groups, compound commands, brace expansion, or a command the parser cannot
 // read. A comment is reported apart (commented), with the words: the command
 // still goes to a human, unless its words are denied outright.
-func parseCommand(cmd string) (words []word, why string, commented bool) {
+func parseCommand(cmd string) parsed {
+	var pc parsed
+	pc.words, pc.why, pc.commented = pc.parse(cmd)
+	return pc
+}
+
+func (pc *parsed) parse(cmd string) (words []word, why string, commented bool) {
 	// Every line of a command and every control character must be visible
 	// in the one-line summary a human approves, whatever the shell makes of
 	// them (a backslash-newline vanishes from the tree).
@@ -50,6 +73,7 @@ func parseCommand(cmd string) (words []word, why string, commented bool) {
 		return nil, "the command cannot be parsed (" + parseProblem(err) + "): a human decides", false
 	}
 	syntax.Walk(f, found.visit)
+	syntax.Walk(f, pc.visit)
 	if why := found.reason(control); why != "" {
 		return nil, why, false
 	}
@@ -69,6 +93,35 @@ func parseCommand(cmd string) (words []word, why string, commented bool) {
 		words = append(words, lw)
 	}
 	return words, "", found.comment
+}
+
+// visit records the simple commands and output redirections in the tree.
+func (pc *parsed) visit(n syntax.Node) bool {
+	switch n := n.(type) {
+	case *syntax.CallExpr:
+		var call []word
+		for _, w := range n.Args {
+			lw, why := literal(w)
+			if why != "" {
+				lw = unreadWord
+			}
+			call = append(call, lw)
+		}
+		if len(call) > 0 {
+			pc.calls = append(pc.calls, call)
+		}
+	case *syntax.Redirect:
+		switch n.Op {
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrInOut, syntax.DplOut, syntax.RdrClob, syntax.RdrAll, syntax.AppAll:
+			if n.Word == nil {
+				break
+			}
+			if lw, why := literal(n.Word); why == "" {
+				pc.outputs = append(pc.outputs, lw)
+			}
+		}
+	}
+	return true
 }
 
 // findings collects what the syntax tree shows: the metachars present, and
