@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -92,16 +91,22 @@ options:
 // gitWrites: what git writes in the work tree at paths its arguments name:
 // git mv's destination, the paths checkout and restore write, the worktree
 // add makes, files --output, format-patch -o, archive -o and config --file
-// name; init and clone with a template copy its hooks into the new .git.
-// Paths are below the directories -C names.
+// name, and the --work-tree checkout and the like write into; init and clone
+// with a template copy its hooks into the new .git. Paths are below the
+// directories -C names.
 func gitWrites(args []string) writeTargets {
-	var dirs []string
+	var dirs, tree []string
 	i := 0
 	for ; i < len(args) && strings.HasPrefix(args[i], "-"); i++ {
 		switch a := args[i]; {
 		case a == "-C" && i+1 < len(args):
 			dirs = append(dirs, args[i+1])
 			i++
+		case a == "--work-tree" && i+1 < len(args):
+			tree = append(tree, args[i+1])
+			i++
+		case strings.HasPrefix(a, "--work-tree="):
+			tree = append(tree, strings.TrimPrefix(a, "--work-tree="))
 		case slices.Contains(gitValueOpts, a) || a == "-c":
 			i++
 		}
@@ -133,9 +138,10 @@ func gitWrites(args []string) writeTargets {
 		t.paths = optionValues(rest, 'f', "", "file", 3)
 	}
 	t.paths = append(t.paths, optionValues(rest, 0, "", "output", 3)...)
+	t.paths = append(t.paths, tree...) // checkout and the like write the files there
 	for _, d := range slices.Backward(dirs) {
 		for j, p := range t.paths {
-			t.paths[j] = filepath.Join(d, p)
+			t.paths[j] = below(d, p)
 		}
 	}
 	return t

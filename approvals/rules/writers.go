@@ -36,6 +36,15 @@ func operands(args []string) []string {
 	return out
 }
 
+// below returns p as a program sees it after changing to the directory
+// dir (git -C, go -C): relative to dir, unless p is absolute.
+func below(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
+
 func butFirst(s []string) []string {
 	if len(s) < 2 {
 		return nil
@@ -222,9 +231,9 @@ func goWrites(args []string) writeTargets {
 		flag, v, hasValue := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
 		switch {
 		case flag == "C" && hasValue:
-			dir, args = filepath.Join(dir, v), args[1:]
+			dir, args = below(dir, v), args[1:]
 		case flag == "C" && len(args) > 1:
-			dir, args = filepath.Join(dir, args[1]), args[2:]
+			dir, args = below(dir, args[1]), args[2:]
 		default:
 			args = args[1:]
 		}
@@ -235,9 +244,9 @@ func goWrites(args []string) writeTargets {
 		switch {
 		case !strings.HasPrefix(a, "-") || flag != "o":
 		case hasValue:
-			t.paths = append(t.paths, filepath.Join(dir, v))
+			t.paths = append(t.paths, below(dir, v))
 		case i+1 < len(args):
-			t.paths = append(t.paths, filepath.Join(dir, args[i+1]))
+			t.paths = append(t.paths, below(dir, args[i+1]))
 		}
 	}
 	return t

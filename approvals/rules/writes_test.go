@@ -71,6 +71,8 @@ func TestClassifyCommandWritesWhatRunsLater(t *testing.T) {
 		{"git checkout HEAD -- .vscode/settings.json", Deny, "run later"},
 		{"git restore .husky/pre-commit", Deny, "run later"},
 		{"git worktree add .husky main", Deny, "run later"},
+		{"git --work-tree=.husky checkout -- .", Deny, "run later"},
+		{"git --work-tree .githooks restore .", Deny, "run later"},
 		{"git init --template=tpl sub", Deny, "template"},
 		{"echo x > .npmrc", Deny, "run later"},
 		{"cat evil >> .githooks/pre-commit", Deny, "run later"},
@@ -89,6 +91,7 @@ func TestClassifyCommandWritesWhatRunsLater(t *testing.T) {
 		{"cat > .bashrc <<EOF\nx\nEOF", Deny, "run later"},
 		{"cp $SRC .husky/pre-commit", Deny, "run later"},
 		{"git -C hooks-dir mv x pre-commit", Deny, "run later"},
+		{"git -C sub mv x " + w.ws + "/.husky/pre-commit", Deny, "run later"},
 		{"go -C hooks-dir build -o pre-commit ./cmd/x", Deny, "run later"},
 		// Reading them, or writing elsewhere, is as before.
 		{"cat .git/config", Allow, ""},
@@ -103,6 +106,7 @@ func TestClassifyCommandWritesWhatRunsLater(t *testing.T) {
 		{"mv gd src", Allow, ""},
 		{"cp -r tpl copy", Allow, ""}, // copy does not exist: it becomes the copy of tpl
 		{"git checkout main", Allow, ""},
+		{"git --git-dir=.git --work-tree=. status", Allow, ""},
 		{"git init sub", Allow, ""},
 		{"git init my-template", Allow, ""},
 		{"git -c init.templateDir=tpl init sub", Deny, "template"},
