@@ -24,8 +24,9 @@ var wrappers = []string{
 // first word is on the allow list, its program is not given by a path, it is
 // not a dangerous form of an allowed program (see programs), and none of its
 // arguments names a path outside the workspace or a .env file. An empty
-// command is denied; a command naming a protected path is denied; everything
-// else goes to a human.
+// command is denied; a command naming a protected path is denied, and so is
+// one that writes a path other programs run later outside any sandbox
+// (plantsRunLater); everything else goes to a human.
 func ClassifyCommand(cmd string, p Policy) Verdict {
 	v := classifyCommand(cmd, p)
 	v.Summary = Clip(cmd)
@@ -36,23 +37,26 @@ func classifyCommand(cmd string, p Policy) Verdict {
 	if strings.TrimSpace(cmd) == "" {
 		return Verdict{Decision: Deny, Reason: "empty command: there is nothing to run"}
 	}
-	words, why, commented := parseCommand(cmd)
-	if why != "" {
-		return Verdict{Decision: Ask, Reason: why}
+	pc := parseCommand(cmd)
+	if v, denied := plantsRunLater(pc, p); denied {
+		return v
 	}
-	v := classifyWords(words, p)
-	if commented && v.Decision != Deny {
+	if pc.why != "" {
+		return Verdict{Decision: Ask, Reason: pc.why}
+	}
+	v := classifyWords(pc.words, p)
+	if pc.commented && v.Decision != Deny {
 		return Verdict{Decision: Ask, Reason: "the command contains a comment (#): a human decides"}
 	}
 	return v
 }
 
 // classifyWords applies the rules to the words of one simple command.
-func classifyWords(words []string, p Policy) Verdict {
+func classifyWords(words []word, p Policy) Verdict {
 	if len(words) == 0 {
 		return Verdict{Decision: Deny, Reason: "empty command: there is nothing to run"}
 	}
-	prog := words[0]
+	prog := words[0].text
 	if strings.ContainsAny(prog, `/\`) {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("the program is given by a path (%s): a human decides", prog)}
 	}
@@ -76,17 +80,27 @@ func classifyWords(words []string, p Policy) Verdict {
 }
 
 // checkArgs applies the rules of the allow-listed program name to its
-// arguments.
-func checkArgs(name string, args []string, p Policy) Verdict {
-	rule := programs[name]
-	if rule.rewrite != nil {
-		var why string
-		if args, why = rule.rewrite(args); why != "" {
-			return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s: a human decides", why)}
+// arguments. A protected path anywhere among them denies the command, even
+// when something else would send it to a human first.
+func checkArgs(name string, words []word, p Policy) Verdict {
+	var held *Verdict // the first reason the command goes to a human
+	hold := func(v Verdict) {
+		if held == nil {
+			held = &v
 		}
 	}
+	rule := programs[name]
+	if rule.rewrite != nil {
+		drop, why := rule.rewrite(texts(words))
+		if why != "" {
+			hold(Verdict{Decision: Ask, Reason: fmt.Sprintf("%s: a human decides", why)})
+		} else if drop >= 0 {
+			words = slices.Delete(slices.Clone(words), drop, drop+1)
+		}
+	}
+	args := texts(words)
 	if why := dangerousForm(name, args); why != "" {
-		return Verdict{Decision: Ask, Reason: fmt.Sprintf("%s: a human decides", why)}
+		hold(Verdict{Decision: Ask, Reason: fmt.Sprintf("%s: a human decides", why)})
 	}
 	g := sandbox.Guard{Workspace: p.Workspace, Protected: p.Protected}
 	code := notPaths(name, args)
@@ -94,21 +108,34 @@ func checkArgs(name string, args []string, p Policy) Verdict {
 		if code[i] {
 			continue
 		}
-		for _, c := range pathCandidates(a) {
-			d := g.Admit(c)
-			if d.Protected {
+		candidates, ok := pathCandidates(a)
+		if !ok {
+			hold(Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %d is an option cluster of %d bytes, longer than the %d the rules check: a human decides", i+1, len(a), maxOptionCluster)})
+		}
+		for _, c := range candidates {
+			d := admit(g, c)
+			switch {
+			case d.Protected:
 				return Verdict{Decision: Deny, Reason: d.Reason + " (its state dir, its .env or a credential store): no job may touch it"}
-			}
-			if !d.Inside {
-				return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q: %s: a human decides", a, d.Reason)}
-			}
-			if namesDotEnv(c, p.Workspace) || namesDotEnv(d.Resolved, p.Workspace) {
-				return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q mentions a .env file, which usually holds secrets: a human decides", a)}
+			case !d.Inside:
+				hold(Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q: %s: a human decides", a, d.Reason)})
+				continue // an outside pattern is not expanded
+			case namesDotEnv(c, p.Workspace) || namesDotEnv(d.Resolved, p.Workspace):
+				hold(Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q mentions a .env file, which usually holds secrets: a human decides", a)})
 			}
 			if v, bad := globMatches(g, a, c, p.Workspace); bad {
-				return v
+				if v.Decision == Deny {
+					return v
+				}
+				hold(v)
 			}
 		}
+	}
+	if v, bad := unseenExpansions(words, code, p.Workspace); bad {
+		hold(v)
+	}
+	if held != nil {
+		return *held
 	}
 	return Verdict{Decision: Allow, Reason: fmt.Sprintf("%s is on the allow list, with no dangerous form, and every path argument is inside the workspace", name)}
 }
@@ -136,7 +163,7 @@ func globMatches(g sandbox.Guard, arg, c, workspace string) (Verdict, bool) {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q matches more than %d files: a human decides", arg, maxGlobMatches)}, true
 	}
 	for _, m := range matches {
-		d := g.Admit(m)
+		d := admit(g, m)
 		switch {
 		case d.Protected:
 			return Verdict{Decision: Deny, Reason: fmt.Sprintf("argument %q matches %s (its state dir, its .env or a credential store): no job may touch it", arg, d.Reason)}, true
@@ -147,6 +174,15 @@ func globMatches(g sandbox.Guard, arg, c, workspace string) (Verdict, bool) {
 		}
 	}
 	return Verdict{}, false
+}
+
+// texts returns the words as the program receives them.
+func texts(words []word) []string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = w.text
+	}
+	return out
 }
 
 // programName is the name the rules know the program by: on Windows, which
@@ -188,29 +224,37 @@ func onAllowList(name string, allow []string) bool {
 	return false
 }
 
-// maxOptionSuffixes bounds the suffixes tried for one short-option word.
-const maxOptionSuffixes = 256
+// maxOptionCluster bounds the short-option words (-abc…) the rules check:
+// every tail of one is a path candidate, and checking them all costs the
+// square of the word's length. A longer cluster goes to a human. (A cap on
+// the tails checked instead left the words past it unchecked: a value
+// attached after 300 letters was never seen, and only the kernel's refusal
+// of a 256-byte name in the whole word sent most such words to a human.)
+const maxOptionCluster = 1024
 
 // pathCandidates returns the strings in one argument that could be taken as a
 // path: the word itself, the value of --opt=VALUE, every tail of a short
-// option cluster (-f/etc/passwd), and the pieces between = : and ,.
-func pathCandidates(w string) []string {
+// option cluster (-f/etc/passwd), and the pieces between = : and ,. ok is
+// false for a cluster longer than maxOptionCluster.
+func pathCandidates(w string) (candidates []string, ok bool) {
 	seen := map[string]bool{}
-	var out []string
 	add := func(s string) {
 		if s != "" && !seen[s] {
 			seen[s] = true
-			out = append(out, s)
+			candidates = append(candidates, s)
 		}
 	}
 	add(w)
 	if strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "--") {
-		for i := 2; i < len(w) && i < maxOptionSuffixes; i++ {
+		if len(w) > maxOptionCluster {
+			return nil, false
+		}
+		for i := 2; i < len(w); i++ {
 			add(w[i:])
 		}
 	}
 	for _, piece := range strings.FieldsFunc(w, func(r rune) bool { return r == '=' || r == ':' || r == ',' }) {
 		add(piece)
 	}
-	return out
+	return candidates, true
 }

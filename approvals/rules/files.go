@@ -9,20 +9,43 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 )
 
-// runLaterDirs and runLaterFiles name workspace paths whose contents other
-// programs run later on the owner's machine, outside any sandbox: git's
-// config and hooks (core.fsmonitor runs at the owner's next `git status`),
-// Claude Code's project settings and MCP servers (hooks,
-// enableAllProjectMcpServers), editors' task files, hook managers' dirs,
-// shell start-up files. Claude Code's sandbox refuses its commands writes to
-// most of them; its file tools run outside the sandbox, so the rules deny
-// them a write there, with approval off too: an Edit of .git/config can plant
-// an fsmonitor that runs with the owner's environment.
+// runLaterDirs, runLaterFiles and runLaterPrefixes name workspace paths whose
+// contents other programs run later on the owner's machine, outside any
+// sandbox: git's config and hooks (core.fsmonitor runs at the owner's next
+// `git status`), Claude Code's project settings and MCP servers (hooks,
+// enableAllProjectMcpServers), editors' task files, hook managers' dirs and
+// configs (pre-commit and lefthook run the commands their config in the work
+// tree names at every `git commit`), package managers' configs (.npmrc's
+// script-shell, .yarnrc's yarn-path), shell start-up files. Claude Code's
+// sandbox refuses its commands writes to some of them; its file tools run
+// outside the sandbox, so the rules deny them a write there, and any command
+// that names one as what it writes, with approval off too: an Edit of
+// .git/config can plant an fsmonitor that runs with the owner's environment.
+//
+// Not listed: .gitattributes, which only names filter, diff and merge drivers
+// whose commands come from git's config; .pre-commit-hooks.yaml, which
+// pre-commit reads only from a repository that some config names as a source
+// of hooks, at a pinned revision: this project once published, like its
+// Makefile; .editorconfig, which holds no commands.
 var (
 	runLaterDirs  = []string{".git", ".claude", ".vscode", ".idea", ".husky", ".githooks"}
-	runLaterFiles = []string{".mcp.json", ".gitmodules", ".gitconfig", ".bashrc", ".bash_profile", ".bash_login",
-		".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".ripgreprc", ".envrc", ".npmrc", ".yarnrc", ".yarnrc.yml"}
+	runLaterFiles = append([]string{".mcp.json", ".gitmodules", ".gitconfig", ".bashrc", ".bash_profile", ".bash_login",
+		".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".ripgreprc", ".envrc", ".npmrc",
+		".pre-commit-config.yaml", ".pre-commit-config.yml"}, lefthookConfigs()...)
+	runLaterPrefixes = []string{".yarnrc"} // .yarnrc, .yarnrc.yml, .yarnrc.yaml, …
 )
+
+// lefthookConfigs are the names lefthook reads its config (and the local
+// override) from.
+func lefthookConfigs() []string {
+	var out []string
+	for _, base := range []string{"lefthook", ".lefthook", "lefthook-local", ".lefthook-local"} {
+		for _, ext := range []string{"yml", "yaml", "toml", "json", "jsonc"} {
+			out = append(out, base+"."+ext)
+		}
+	}
+	return out
+}
 
 // runsLater returns the workspace-relative path when path (absolute, or
 // relative to the workspace) lies in a runLaterDirs dir or names a
@@ -35,11 +58,30 @@ func runsLater(path, workspace string) (string, bool) {
 	comps := strings.Split(rel, string(filepath.Separator))
 	for i, c := range comps {
 		c = strings.ToLower(c)
-		if i < len(comps)-1 && slices.Contains(runLaterDirs, c) || i == len(comps)-1 && (slices.Contains(runLaterFiles, c) || slices.Contains(runLaterDirs, c)) {
+		if i < len(comps)-1 && slices.Contains(runLaterDirs, c) || i == len(comps)-1 && runLaterName(c) {
 			return rel, true
 		}
 	}
 	return "", false
+}
+
+// runLaterName reports whether the last component of a path, lower-cased,
+// names what runs later.
+func runLaterName(c string) bool {
+	if slices.Contains(runLaterFiles, c) || slices.Contains(runLaterDirs, c) {
+		return true
+	}
+	for _, p := range runLaterPrefixes {
+		if strings.HasPrefix(c, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// runLaterReason is the reason a write of rel (runsLater) is denied.
+func runLaterReason(rel string) string {
+	return fmt.Sprintf("%s is run later outside any sandbox (by git, Claude Code, an editor, a hook manager or a shell): no job may write it, and its commands cannot either", rel)
 }
 
 // belowWorkspace returns path relative to the workspace (as given or with
@@ -92,10 +134,13 @@ func classifyFile(req Request, args []pathArg, p Policy) Verdict {
 		}
 		shown = append(shown, s)
 		d := g.Admit(path)
+		if !a.glob {
+			d = admit(g, path) // a file tool opens the path as written
+		}
 		if writeTools[req.Tool] {
 			for _, c := range []string{path, d.Resolved} {
 				if rel, later := runsLater(c, p.Workspace); c != "" && later {
-					return Verdict{Decision: Deny, Reason: fmt.Sprintf("%s is run later outside any sandbox (by git, Claude Code, an editor or a shell): no job may write it, and its commands cannot either", rel), Summary: Clip(req.Tool + " " + strings.Join(shown, " "))}
+					return Verdict{Decision: Deny, Reason: runLaterReason(rel), Summary: Clip(req.Tool + " " + strings.Join(shown, " "))}
 				}
 			}
 		}

@@ -87,3 +87,62 @@ options:
 	}
 	return ""
 }
+
+// gitWrites: what git writes in the work tree at paths its arguments name:
+// git mv's destination, the paths checkout and restore write, the worktree
+// add makes, files --output, format-patch -o, archive -o and config --file
+// name, and the --work-tree checkout and the like write into; init and clone
+// with a template copy its hooks into the new .git. Paths are below the
+// directories -C names.
+func gitWrites(args []string) writeTargets {
+	var dirs, tree []string
+	i := 0
+	for ; i < len(args) && strings.HasPrefix(args[i], "-"); i++ {
+		switch a := args[i]; {
+		case a == "-C" && i+1 < len(args):
+			dirs = append(dirs, args[i+1])
+			i++
+		case a == "--work-tree" && i+1 < len(args):
+			tree = append(tree, args[i+1])
+			i++
+		case strings.HasPrefix(a, "--work-tree="):
+			tree = append(tree, strings.TrimPrefix(a, "--work-tree="))
+		case slices.Contains(gitValueOpts, a) || a == "-c":
+			i++
+		}
+	}
+	if i >= len(args) {
+		return writeTargets{}
+	}
+	sub, rest := args[i], args[i+1:]
+	var t writeTargets
+	switch sub {
+	case "mv":
+		t = copyWrites("")(rest)
+	case "checkout", "restore":
+		t.paths = operands(rest)
+	case "worktree":
+		if len(rest) > 0 && rest[0] == "add" {
+			t.paths = operands(rest[1:])
+		}
+	case "init", "clone":
+		for _, a := range args { // --template, or -c init.templateDir=
+			if abbrevOf(a, "template", 3) || strings.Contains(strings.ToLower(a), "init.templatedir") {
+				t.why = "git " + sub + " with a template copies the template's hooks into the new repository's .git"
+			}
+		}
+		t.paths = optionValues(rest, 0, "", "separate-git-dir", 3)
+	case "format-patch", "archive":
+		t.paths = optionValues(rest, 'o', "v", "output-directory", 3)
+	case "config":
+		t.paths = optionValues(rest, 'f', "", "file", 3)
+	}
+	t.paths = append(t.paths, optionValues(rest, 0, "", "output", 3)...)
+	t.paths = append(t.paths, tree...) // checkout and the like write the files there
+	for _, d := range slices.Backward(dirs) {
+		for j, p := range t.paths {
+			t.paths[j] = below(d, p)
+		}
+	}
+	return t
+}

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -131,4 +132,97 @@ func escapeGlob(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// unseenExpansions checks the words bash expands as globs for what the
+// rules' reading of them cannot see. A pattern that matches nothing reaches
+// the program as written, which the rules have read; one that matches
+// reaches it as the names it matches, and those are arguments the rules
+// never read in two places:
+//   - a name that starts with - is an option to the program: a file the job
+//     called --files0-from=list or -exec turns `sort --f*` or
+//     `find . -?xec …` into a form the rules refuse. So a pattern whose first
+//     character can match - (a literal -, *, ?, or a bracket expression
+//     admitting -) goes to a human when a name in the workspace that starts
+//     with - matches its first component; `./*` and `src/*` cannot start a
+//     name with - and are not affected;
+//   - a word the program reads as code (an awk program, a sed script) would
+//     be replaced by file names: any match goes to a human.
+//
+// The names are read when the command is classified; a file created after
+// that, before the command runs, needs a process of the job already running
+// beside it (Bash run_in_background and Monitor go to a human), which could
+// then run the options itself, in the same sandbox.
+func unseenExpansions(words []word, code map[int]bool, workspace string) (Verdict, bool) {
+	for i, w := range words {
+		if w.glob == "" {
+			continue
+		}
+		if mayStartWithDash(w.glob) {
+			matches, why, err := globFiles(firstComponent(w.glob), workspace)
+			if why != "" || err != nil {
+				return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q is a glob whose matches the rules cannot list, and one may start with - and be taken for an option: a human decides", w.text)}, true
+			}
+			for _, m := range matches {
+				if name := filepath.Base(m); strings.HasPrefix(name, "-") {
+					return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q matches %q, which the program would take as an option: a human decides (written ./%s, no match can be taken for an option)", w.text, name, w.text)}, true
+				}
+			}
+		}
+		if code[i] {
+			matches, why, err := globFiles(w.glob, workspace)
+			if why != "" || err != nil || len(matches) > 0 {
+				return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q is the program's code, and bash would replace it with the names of the files it matches: a human decides (quote it)", w.text)}, true
+			}
+		}
+	}
+	return Verdict{}, false
+}
+
+// mayStartWithDash reports whether a name matched by the bash pattern p
+// (quoted characters escaped) can start with -.
+func mayStartWithDash(p string) bool {
+	if p == "" {
+		return false
+	}
+	switch p[0] {
+	case '\\':
+		return len(p) > 1 && p[1] == '-'
+	case '*', '?':
+		return true
+	case '[':
+		end, _, _, why := bracket(p, 0)
+		if why != "" {
+			return true // a POSIX class: the rules cannot tell
+		}
+		if end < 0 {
+			return false // bash reads an unclosed [ as itself
+		}
+		set := p[:end+1]
+		bash, why := goGlob(set)
+		if why != "" {
+			return true
+		}
+		ok, err := filepath.Match(bash, "-")
+		goOK, goErr := filepath.Match(set, "-")
+		return ok || err != nil || goOK && goErr == nil
+	}
+	return p[0] == '-'
+}
+
+// firstComponent returns the bash pattern p up to its first /, which the
+// first name of a match has to match.
+func firstComponent(p string) string {
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			if i+1 < len(p) && p[i+1] == '/' {
+				return p[:i]
+			}
+			i++
+		case '/':
+			return p[:i]
+		}
+	}
+	return p
 }

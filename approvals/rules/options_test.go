@@ -1,6 +1,9 @@
 package rules
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -106,6 +109,43 @@ func TestClassifyCommandOptionSpellings(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.cmd, func(t *testing.T) {
+			v := ClassifyCommand(c.cmd, w.policy)
+			if v.Decision != c.want || !strings.Contains(v.Reason, c.reason) {
+				t.Errorf("ClassifyCommand(%q) = %s (%s), want %s containing %q", c.cmd, v.Decision, v.Reason, c.want, c.reason)
+			}
+		})
+	}
+}
+
+// TestClassifyCommandLongOptionClusters: every tail of a short-option
+// cluster is checked as a path (-f/etc/passwd is -f with /etc/passwd), however
+// many letters come before it, and a name of NAME_MAX (255) bytes in one is
+// found: here it is a symlink to the state dir, which is denied. A cluster too
+// long to check goes to a human.
+func TestClassifyCommandLongOptionClusters(t *testing.T) {
+	w := newWorld(t)
+	long := strings.Repeat("n", 255)
+	mustDo(t, os.Symlink("../state", filepath.Join(w.ws, long)))
+	r := strings.Repeat
+	request := "/approvals/x.request.json"
+	cases := []struct {
+		cmd    string
+		want   Action
+		reason string
+	}{
+		{"grep -f" + long + request + " main.go", Deny, "protected"},
+		{"grep -" + r("r", 100) + "f" + long + request + " main.go", Deny, "protected"},
+		{"grep -" + r("r", 300) + "f" + long + request + " main.go", Deny, "protected"},
+		{"grep -" + r("r", 300) + "f" + w.state + request + " main.go", Deny, "protected"},
+		{"grep -r/" + r("r", 300) + "f" + w.state + request + " main.go", Deny, "protected"},
+		{"grep -" + r("r/", 200) + "f" + w.state + request + " main.go", Deny, "protected"},
+		{"grep -" + r("r", 253) + "f/etc/passwd main.go", Ask, "outside the workspace"},
+		{"grep -" + r("r", maxOptionCluster) + " x main.go", Ask, "longer than"},
+		{"grep -" + r("r", 250) + " x main.go", Allow, ""},
+		{"grep -" + r("r", 240) + "f" + r("n", 4) + " main.go", Allow, ""},
+	}
+	for i, c := range cases {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			v := ClassifyCommand(c.cmd, w.policy)
 			if v.Decision != c.want || !strings.Contains(v.Reason, c.reason) {
 				t.Errorf("ClassifyCommand(%q) = %s (%s), want %s containing %q", c.cmd, v.Decision, v.Reason, c.want, c.reason)

@@ -7,9 +7,10 @@ import (
 // program is what the rules know about one allowed program beyond the allow
 // list. Every field may be nil.
 type program struct {
-	// rewrite turns a dialect's arguments into the ones the other rules
-	// read (BSD sed's -i ""), or names why it cannot.
-	rewrite func(args []string) ([]string, string)
+	// rewrite names the one argument a dialect reads that the other rules
+	// must not see (BSD sed's -i "", whose "" they would take for the
+	// script), or -1; or why the arguments cannot be read.
+	rewrite func(args []string) (drop int, why string)
 	// links names a recursive walk that follows the symlinks it meets on
 	// the way down, or returns "". Every argument may be inside the
 	// workspace while a link below it (planted, or checked out by git) leads

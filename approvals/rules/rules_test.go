@@ -324,6 +324,11 @@ func TestClassifyCommand(t *testing.T) {
 		{"touch " + w.state + "/approval-off", Deny, "protected"},
 		{"cp main.go " + w.state + "/approvals/x.decision.json", Deny, "protected"},
 		{"git -C " + w.state + " status", Deny, "protected"},
+		// A protected path is denied wherever it stands, also after an
+		// argument that alone would send the command to a human.
+		{"cat /etc/passwd " + w.state + "/approvals/x.request.json", Deny, "protected"},
+		{"find " + w.state + " -delete", Deny, "protected"},
+		{"sort --compress-program=sh " + w.env, Deny, "protected"},
 	}
 	for _, c := range cases {
 		t.Run(c.cmd, func(t *testing.T) {
@@ -496,6 +501,13 @@ func TestClassify(t *testing.T) {
 		{"write a shell rc, any case", Request{"Write", in("file_path", w.ws+"/.BashRC", "content", "x")}, Deny, "run later"},
 		{"notebook into .husky", Request{"NotebookEdit", in("notebook_path", w.ws+"/.husky/pre-commit", "new_source", "x")}, Deny, "run later"},
 		{"read .git/config is fine", Request{"Read", in("file_path", w.ws+"/.git/config")}, Allow, ""},
+		{"write .pre-commit-config.yaml", Request{"Write", in("file_path", w.ws+"/.pre-commit-config.yaml", "content", "repos: []")}, Deny, "run later"},
+		{"write a lefthook config", Request{"Write", in("file_path", w.ws+"/lefthook.yml", "content", "x")}, Deny, "run later"},
+		{"write .yarnrc.yaml", Request{"Write", in("file_path", w.ws+"/.yarnrc.yaml", "content", "x")}, Deny, "run later"},
+		{"write .yarnrc.json, any case", Request{"Write", in("file_path", w.ws+"/sub/.YARNRC.json", "content", "{}")}, Deny, "run later"},
+		{"write .gitattributes is fine", Request{"Write", in("file_path", w.ws+"/.gitattributes", "content", "* text")}, Allow, ""},
+		{"write .editorconfig is fine", Request{"Write", in("file_path", w.ws+"/.editorconfig", "content", "x")}, Allow, ""},
+		{"write .pre-commit-hooks.yaml is fine", Request{"Write", in("file_path", w.ws+"/.pre-commit-hooks.yaml", "content", "x")}, Allow, ""},
 		{"write .gitignore is fine", Request{"Write", in("file_path", w.ws+"/.gitignore", "content", "x")}, Allow, ""},
 		{"write a file named like a dir part", Request{"Write", in("file_path", w.ws+"/docs/git/config", "content", "x")}, Allow, ""},
 		{"skill", Request{"Skill", in("skill", "x")}, Deny, "never allowed in a job"},
@@ -554,7 +566,7 @@ func FuzzClassifyCommand(f *testing.F) {
 		bsdSed = true
 		bsd := ClassifyCommand(cmd, w.policy)
 		bsdSed = was
-		if bsd.Decision == Allow && ClassifyCommand(cmd, w.policy).Decision != Allow && !strings.Contains(cmd, "-i") {
+		if bsd.Decision == Allow && ClassifyCommand(cmd, w.policy).Decision != Allow && !inPlaceCluster(cmd) {
 			t.Fatalf("ClassifyCommand(%q) allowed under BSD sed only: %+v", cmd, bsd)
 		}
 		v := ClassifyCommand(cmd, w.policy)
@@ -583,6 +595,21 @@ func FuzzClassifyCommand(f *testing.F) {
 			t.Fatalf("ClassifyCommand(%q) allowed a program off the allow list", cmd)
 		}
 	})
+}
+
+// inPlaceCluster reports a word that may be sed's -i in a cluster (-i,
+// -ni, -0i): BSD sed takes the next word as its suffix, GNU sed does not, so
+// the two readings of the words after it differ by design.
+func inPlaceCluster(cmd string) bool {
+	if strings.Contains(cmd, "-i") {
+		return true
+	}
+	for _, f := range strings.Fields(cmd) {
+		if f = strings.Trim(f, `'"`); strings.HasPrefix(f, "-") && !strings.HasPrefix(f, "--") && strings.Contains(f, "i") {
+			return true
+		}
+	}
+	return false
 }
 
 func TestDotEnvInWorkspacePath(t *testing.T) {

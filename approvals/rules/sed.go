@@ -8,11 +8,12 @@ import (
 
 // sedRules: an edit runs unattended, in place too; a script that can run a
 // command or read or write a file goes to a human. Scripts are checked whole
-// (code), not as paths.
+// (code), not as paths; a word only one reading of the arguments takes for
+// the script is checked as both (sedScripts).
 var sedRules = program{
-	rewrite: func(args []string) ([]string, string) {
+	rewrite: func(args []string) (int, string) {
 		if !bsdSed {
-			return args, ""
+			return -1, ""
 		}
 		return bsdSedArgs(args)
 	},
@@ -40,76 +41,119 @@ func sedForm(args []string) string {
 	return ""
 }
 
-// sedScripts finds sed's scripts: -e/--expression values (long options may
-// be abbreviated, as getopt_long allows: --expr, --e), or else the first
-// operand. The value of -l/--line-length is skipped as GNU sed does, but is
-// also checked as a script in case a sed reads -l without a value. at holds
-// the indexes of the arguments that carry them.
+// sedScripts finds sed's scripts as GNU sed reads its arguments and as a sed
+// that stops reading options at the first operand does (BSD sed; GNU sed
+// with POSIXLY_CORRECT): the values of -e/--expression (long options may be
+// abbreviated, as getopt_long allows: --expr, --e), or else the first
+// operand. The readings differ when an -e follows an operand: GNU sed then
+// takes every operand for a file (`sed -n p -e p` prints the file p), the
+// other takes the first one for the script. scripts holds what either
+// reading takes for a script, and the value of -l/--line-length too, which
+// GNU sed skips, in case a sed reads -l without a value; at holds the
+// indexes of the words both readings take for a script, which are not
+// checked as paths. Every other word is. fromFile reports a -f/--file in
+// either reading.
 func sedScripts(args []string) (scripts []string, at map[int]bool, fromFile bool) {
-	at = map[int]bool{}
-	explicit := false
-	script := func(i int, s string, counts bool) {
-		scripts, at[i] = append(scripts, s), true
-		explicit = explicit || counts
+	gnu, lineLength, gnuFile := readSed(args, true)
+	other, _, otherFile := readSed(args, false)
+	if gnuFile || otherFile {
+		return nil, nil, true
 	}
-	operandsOnly := false
+	at = map[int]bool{}
+	for i, a := range args {
+		g, byGNU := gnu[i]
+		o, byOther := other[i]
+		if byGNU {
+			scripts = append(scripts, g)
+		}
+		if byOther && (!byGNU || o != g) {
+			scripts = append(scripts, o)
+		}
+		if lineLength[i] {
+			scripts = append(scripts, a)
+		}
+		at[i] = byGNU && byOther
+	}
+	return scripts, at, false
+}
+
+// readSed returns the scripts one reading of sed's arguments finds, by the
+// index of the word that holds each (--expression=s holds s): permute reads
+// options after operands too, and -l's value from the next word, as GNU sed
+// does. lineLength holds the indexes of -l values skipped that way.
+func readSed(args []string, permute bool) (scripts map[int]string, lineLength map[int]bool, fromFile bool) {
+	scripts, lineLength = map[int]string{}, map[int]bool{}
+	explicit := false
+	first := -1
+	value := func(i int) int { // the index of the word after args[i], or -1
+		if i+1 < len(args) {
+			return i + 1
+		}
+		return -1
+	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case operandsOnly || a == "-" || !strings.HasPrefix(a, "-"):
-			if !explicit {
-				script(i, a, true)
+		case a == "--" || a == "-" || !strings.HasPrefix(a, "-"):
+			if a == "--" {
+				i++
 			}
-		case a == "--":
-			operandsOnly = true
+			if first < 0 && i < len(args) {
+				first = i
+			}
+			if a == "--" || !permute {
+				i = len(args)
+			}
 		case strings.HasPrefix(a, "--"):
 			name, val, hasVal := strings.Cut(a[2:], "=")
 			switch {
 			case strings.HasPrefix("expression", name):
-				if hasVal {
-					script(i, val, true)
-				} else if i+1 < len(args) {
-					script(i+1, args[i+1], true)
-					i++
-				}
 				explicit = true
+				if hasVal {
+					scripts[i] = val
+				} else if v := value(i); v >= 0 {
+					scripts[v], i = args[v], v
+				}
 			case strings.HasPrefix("file", name):
 				return nil, nil, true
-			case strings.HasPrefix("line-length", name) && !hasVal:
-				if i+1 < len(args) {
-					script(i+1, args[i+1], false)
+			case strings.HasPrefix("line-length", name) && !hasVal && permute:
+				if v := value(i); v >= 0 {
+					lineLength[v], i = true, v
 				}
-				i++
 			}
 		default:
+		cluster:
 			for j := 1; j < len(a); j++ {
 				rest := a[j+1:]
 				switch a[j] {
 				case 'e':
-					if rest != "" {
-						script(i, rest, true)
-					} else if i+1 < len(args) {
-						script(i+1, args[i+1], true)
-						i++
-					}
 					explicit = true
+					if rest != "" {
+						scripts[i] = rest
+					} else if v := value(i); v >= 0 {
+						scripts[v], i = args[v], v
+					}
+					break cluster
 				case 'f':
 					return nil, nil, true
 				case 'l':
-					if rest == "" && i+1 < len(args) {
-						script(i+1, args[i+1], false)
-						i++
+					if !permute {
+						continue // BSD sed's -l takes no value
 					}
+					if v := value(i); rest == "" && v >= 0 {
+						lineLength[v], i = true, v
+					}
+					break cluster
 				case 'i':
-					// the rest of the word is the backup suffix
-				default:
-					continue
+					break cluster // the rest of the word is the backup suffix
 				}
-				break
 			}
 		}
 	}
-	return scripts, at, false
+	if !explicit && first >= 0 {
+		scripts[first] = args[first]
+	}
+	return scripts, lineLength, false
 }
 
 // bsdSed is true where `sed` is BSD sed (macOS, the BSDs), whose -i takes
@@ -118,16 +162,16 @@ func sedScripts(args []string) (scripts []string, at map[int]bool, fromFile bool
 // may set it.
 var bsdSed = runtime.GOOS == "darwin" || runtime.GOOS == "dragonfly" || strings.HasSuffix(runtime.GOOS, "bsd")
 
-// bsdSedArgs rewrites a BSD sed command line to the GNU one the rules
+// bsdSedArgs reads a BSD sed command line as the GNU one the rules
 // understand: the only in-place form it accepts is `-i ""` (no backup), whose
-// empty suffix it removes. Any other -i goes to a human, because which word
-// is the suffix, which the script and which a file then depends on the sed,
-// and a suffix is a path the backup is written to.
-func bsdSedArgs(args []string) ([]string, string) {
+// empty suffix it returns the index of, to be dropped. Any other -i goes to a
+// human, because which word is the suffix, which the script and which a file
+// then depends on the sed, and a suffix is a path the backup is written to.
+func bsdSedArgs(args []string) (drop int, why string) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
-			return args, "" // BSD getopt stops at the first operand
+			return -1, "" // BSD getopt stops at the first operand
 		}
 		if strings.HasPrefix(a, "--") {
 			continue // BSD sed has no long options; GNU rules check them
@@ -140,17 +184,16 @@ func bsdSedArgs(args []string) ([]string, string) {
 				}
 			case 'i':
 				if j < len(a)-1 || i+1 >= len(args) || args[i+1] != "" {
-					return nil, "sed -i with a backup suffix (BSD sed takes the next word as the suffix)"
+					return -1, "sed -i with a backup suffix (BSD sed takes the next word as the suffix)"
 				}
-				out := append(append([]string{}, args[:i+1]...), args[i+2:]...)
-				return out, ""
+				return i + 1, ""
 			default:
 				continue
 			}
 			break
 		}
 	}
-	return args, ""
+	return -1, ""
 }
 
 // sedScriptSafe accepts one sed command (separators are refused earlier) made

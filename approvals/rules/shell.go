@@ -24,6 +24,23 @@ var metachars = []struct{ s, name string }{
 	{"$", "variable expansion ($)"},
 }
 
+// parsed is what parseCommand reads in a command line.
+type parsed struct {
+	words     []word // its one simple command, when why is ""
+	why       string // why it goes to a human, when it is anything else
+	commented bool
+	// Every simple command in the line, wherever it stands (chained,
+	// substituted, in a loop), with the words the rules cannot read as
+	// unreadWord, and the target of every output redirection the rules can
+	// read: what the command may write, whatever else sends it to a human.
+	calls   [][]word
+	outputs []word
+}
+
+// unreadWord stands for a word the rules cannot read (it holds an
+// expansion): no path is named so.
+var unreadWord = word{text: "\x00"}
+
 // parseCommand parses cmd as bash, the shell Claude Code runs it in, and
 // returns the words of its one simple command as the program receives them.
 // Anything else goes to a human, and why says so: chaining, pipes,
@@ -31,7 +48,13 @@ var metachars = []struct{ s, name string }{
 // groups, compound commands, brace expansion, or a command the parser cannot
 // read. A comment is reported apart (commented), with the words: the command
 // still goes to a human, unless its words are denied outright.
-func parseCommand(cmd string) (words []string, why string, commented bool) {
+func parseCommand(cmd string) parsed {
+	var pc parsed
+	pc.words, pc.why, pc.commented = pc.parse(cmd)
+	return pc
+}
+
+func (pc *parsed) parse(cmd string) (words []word, why string, commented bool) {
 	// Every line of a command and every control character must be visible
 	// in the one-line summary a human approves, whatever the shell makes of
 	// them (a backslash-newline vanishes from the tree).
@@ -50,6 +73,7 @@ func parseCommand(cmd string) (words []string, why string, commented bool) {
 		return nil, "the command cannot be parsed (" + parseProblem(err) + "): a human decides", false
 	}
 	syntax.Walk(f, found.visit)
+	syntax.Walk(f, pc.visit)
 	if why := found.reason(control); why != "" {
 		return nil, why, false
 	}
@@ -62,13 +86,42 @@ func parseCommand(cmd string) (words []string, why string, commented bool) {
 		return nil, "the command is not one simple command: a human decides", false
 	}
 	for _, w := range call.Args {
-		s, why := literal(w)
+		lw, why := literal(w)
 		if why != "" {
 			return nil, why, false
 		}
-		words = append(words, s)
+		words = append(words, lw)
 	}
 	return words, "", found.comment
+}
+
+// visit records the simple commands and output redirections in the tree.
+func (pc *parsed) visit(n syntax.Node) bool {
+	switch n := n.(type) {
+	case *syntax.CallExpr:
+		var call []word
+		for _, w := range n.Args {
+			lw, why := literal(w)
+			if why != "" {
+				lw = unreadWord
+			}
+			call = append(call, lw)
+		}
+		if len(call) > 0 {
+			pc.calls = append(pc.calls, call)
+		}
+	case *syntax.Redirect:
+		switch n.Op {
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrInOut, syntax.DplOut, syntax.RdrClob, syntax.RdrAll, syntax.AppAll:
+			if n.Word == nil {
+				break
+			}
+			if lw, why := literal(n.Word); why == "" {
+				pc.outputs = append(pc.outputs, lw)
+			}
+		}
+	}
+	return true
 }
 
 // findings collects what the syntax tree shows: the metachars present, and
@@ -227,14 +280,28 @@ func parseProblem(err error) string {
 	return err.Error()
 }
 
+// word is one argument as the program receives it and, when bash expands it
+// as a glob (it holds an unquoted *, ? or [), the pattern bash matches, with
+// every quoted character escaped by a backslash.
+type word struct {
+	text, glob string
+}
+
 // literal returns the value of a word made only of literal text, single and
 // double quotes, or the reason it goes to a human. Brace expansion is judged
 // as the hand-written tokenizer did, erring wide: an unquoted { followed
 // anywhere in the word by an unquoted , or by .. (bash expands only a
 // matching {a,b} or {x..y}, which this includes).
-func literal(w *syntax.Word) (string, string) {
-	var b strings.Builder
-	var brace, open, paren bool
+func literal(w *syntax.Word) (word, string) {
+	var b, pat strings.Builder
+	var brace, open, paren, glob bool
+	quoted := func(s string) {
+		b.WriteString(s)
+		for i := 0; i < len(s); i++ {
+			pat.WriteByte('\\')
+			pat.WriteByte(s[i])
+		}
+	}
 	for _, part := range w.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
@@ -243,11 +310,11 @@ func literal(w *syntax.Word) (string, string) {
 				c := v[i]
 				if c == '\\' {
 					if i+1 == len(v) {
-						return "", "the command cannot be parsed (trailing backslash): a human decides"
+						return word{}, "the command cannot be parsed (trailing backslash): a human decides"
 					}
 					i++
 					if v[i] != '\n' {
-						b.WriteByte(v[i])
+						quoted(v[i : i+1])
 					}
 					continue
 				}
@@ -258,36 +325,43 @@ func literal(w *syntax.Word) (string, string) {
 					open = true
 				case c == ',' && open, c == '.' && open && i+1 < len(v) && v[i+1] == '.':
 					brace = true
+				case c == '*' || c == '?' || c == '[':
+					glob = true
 				}
 				b.WriteByte(c)
+				pat.WriteByte(c)
 			}
 		case *syntax.SglQuoted:
 			if p.Dollar {
-				return "", "the command contains " + metacharName("$") + ": a human decides"
+				return word{}, "the command contains " + metacharName("$") + ": a human decides"
 			}
-			b.WriteString(p.Value)
+			quoted(p.Value)
 		case *syntax.DblQuoted:
 			if p.Dollar {
-				return "", "the command contains " + metacharName("$") + ": a human decides"
+				return word{}, "the command contains " + metacharName("$") + ": a human decides"
 			}
 			for _, q := range p.Parts {
 				l, ok := q.(*syntax.Lit)
 				if !ok {
-					return "", fmt.Sprintf("the command uses shell syntax the rules do not check (%T): a human decides", q)
+					return word{}, fmt.Sprintf("the command uses shell syntax the rules do not check (%T): a human decides", q)
 				}
-				b.WriteString(unescapeDouble(l.Value))
+				quoted(unescapeDouble(l.Value))
 			}
 		default:
-			return "", fmt.Sprintf("the command uses shell syntax the rules do not check (%T): a human decides", p)
+			return word{}, fmt.Sprintf("the command uses shell syntax the rules do not check (%T): a human decides", p)
 		}
 	}
 	switch {
 	case paren:
-		return "", "the command contains a subshell or grouping ( ): a human decides"
+		return word{}, "the command contains a subshell or grouping ( ): a human decides"
 	case brace:
-		return "", "the command uses brace expansion {a,b}: a human decides"
+		return word{}, "the command uses brace expansion {a,b}: a human decides"
 	}
-	return b.String(), ""
+	lw := word{text: b.String()}
+	if glob {
+		lw.glob = pat.String()
+	}
+	return lw, ""
 }
 
 // unescapeDouble removes the backslashes bash removes inside double quotes:
