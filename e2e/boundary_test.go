@@ -308,9 +308,11 @@ func gitRepoConfig(m markers, prefix string) string {
 // Attack 1: a git repository built from plain files. The workspace is not a
 // repository; the job makes one under another name with git --git-dir, puts
 // a config it wrote with the Write tool in place by cp, changes a tracked
-// file and renames the folder to .git, at the top and in a subfolder. The
-// owner's git status (with and without fsmonitor) and shell prompt there
-// must not run the config's programs.
+// file and renames the folder to .git: at the top with an allow-listed
+// python3 script (a rename no rule can see), in a subfolder with mv (which
+// the rules now refuse, leaving a repository named gd). The owner's git
+// status (with and without fsmonitor) and shell prompt there must not run
+// the config's programs, and both repositories are moved aside.
 func boundaryGitFromFiles(t *testing.T, mode string) {
 	m := newMarkers(t)
 	g := startBoundaryBridge(t, mode, nil)
@@ -326,7 +328,8 @@ func boundaryGitFromFiles(t *testing.T, mode string) {
 		// a.txt keeps its size but not its stat: git must hash it to know,
 		// through the filter.
 		bash("touch a.txt"),
-		bash("mv gd .git"),
+		writeCall(at("ren.py"), "import os\nos.rename('gd', '.git')\n"),
+		bash("python3 ren.py"),
 		writeCall(at("sub/cfg"), gitRepoConfig(m, "sub")),
 		writeCall(at("sub/.gitattributes"), "* filter=x\n"),
 		writeCall(at("sub/b.txt"), "two\n"),
@@ -360,8 +363,9 @@ func boundaryGitFromFiles(t *testing.T, mode string) {
 		}
 		runOwnerSteps(t, m, []ownerStep{promptStep(prompt, ws), promptStep(prompt, sub)})
 	})
-	// The coming fix moves such folders aside and says so.
-	checkQuarantined(t, finalPayload(t, g.URL(), c.P.JobID), ws, c.P.JobID, ".git", "sub/.git")
+	// The end-of-job audit moves such folders aside, whatever their name,
+	// and says so.
+	checkQuarantined(t, finalPayload(t, g.URL(), c.P.JobID), ws, c.P.JobID, ".git", "sub/gd")
 }
 
 // Attack 2: hooks overwritten by cp. The workspace is the owner's repository
