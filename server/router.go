@@ -67,7 +67,13 @@ func (s *Server) mcpEntry(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "forbidden: requests from a browser page on another site are refused", http.StatusForbidden)
 		return
 	}
-	msg := inspectBody(bodyFrom(r.Context()))
+	body := bodyFrom(r.Context())
+	if nestedDeeper(body, MaxJSONDepth) {
+		writeRPCError(w, http.StatusBadRequest, nil, -32700,
+			fmt.Sprintf("request body is nested too deeply: arrays and objects may nest at most %d levels here", MaxJSONDepth))
+		return
+	}
+	msg := inspectBody(body)
 	if !msg.batch && msg.method == methodCancelled {
 		// Not forwarded: in stateless mode mcp-go keys in-flight calls by
 		// request id alone (no session), so one client's cancel of id 7
@@ -89,7 +95,13 @@ func (s *Server) mcpEntry(w http.ResponseWriter, r *http.Request) {
 			"JSON-RPC batches are not supported (MCP 2025-06-18 removed them); send one message per request")
 		return
 	}
-	sw := newSSEWriter(w)
+	var out http.ResponseWriter = w
+	if exact, swaps := exactIDs(body); swaps != nil {
+		r = r.Clone(r.Context())
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(exact)), int64(len(exact))
+		out = &idRestorer{ResponseWriter: w, swaps: swaps}
+	}
+	sw := newSSEWriter(out)
 	s.stream.ServeHTTP(sw, r.WithContext(withSSEWriter(r.Context(), sw)))
 }
 

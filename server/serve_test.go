@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -65,9 +66,11 @@ func TestServeLifecycle(t *testing.T) {
 	}
 }
 
-// TestShutdownCancelsLongCalls: a call still running at the shutdown
-// deadline has its context ended, and Serve returns.
-func TestShutdownCancelsLongCalls(t *testing.T) {
+// TestShutdownAnswersLongCalls: a call still running at the end of the
+// grace period has its context ended and is answered — a JSON-RPC response
+// on its stream, an error result saying the bridge is shutting down — before
+// the connection closes; then Serve returns.
+func TestShutdownAnswersLongCalls(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.StateDir = ""
 	entered := make(chan struct{})
@@ -76,7 +79,7 @@ func TestShutdownCancelsLongCalls(t *testing.T) {
 		close(entered)
 		<-ctx.Done()
 		close(ended)
-		return deepseek.FlashResult{}, ctx.Err()
+		return deepseek.FlashResult{}, fmt.Errorf("%w after 100ms", deepseek.ErrCanceled)
 	}}
 	s, err := New(Options{Config: cfg, Flash: flash, Logger: zerolog.Nop(), ShutdownTimeout: 100 * time.Millisecond})
 	if err != nil {
@@ -89,26 +92,54 @@ func TestShutdownCancelsLongCalls(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()
-	clientDone := make(chan struct{})
-	go func() { // joined below; its error (connection closed) is the point
-		defer close(clientDone)
+	type answer struct {
+		r   response
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() { // joined through answered
 		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/mcp/"+testSecret,
 			strings.NewReader(callBody(1, "deepseek_flash", map[string]any{"task": "x"}, nil)))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- answer{err: err}
+			return
 		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		answered <- answer{response{resp.StatusCode, resp.Header, b}, err}
 	}()
 	waitFor(t, entered, 10*time.Second, "the call")
 	cancel()
 	waitFor(t, ended, 10*time.Second, "the call's ctx to end")
 	select {
-	case <-done:
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return")
 	}
-	waitFor(t, clientDone, 10*time.Second, "the client")
+	var a answer
+	select {
+	case a = <-answered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client got nothing")
+	}
+	if a.err != nil {
+		t.Fatalf("the stream ended without its answer: %v", a.err)
+	}
+	msgs := messages(t, a.r)
+	if string(msgs[len(msgs)-1].ID) != "1" {
+		t.Fatalf("last message is not the answer to id 1: %s", a.r.body)
+	}
+	res := finalResult(t, msgs)
+	want := "the bridge is shutting down: this call was still running 80ms after the bridge was asked to stop, " +
+		"so it was stopped before it finished. Call the tool again once the bridge is running again."
+	if !res.IsError || res.text() != want {
+		t.Fatalf("IsError=%v text %q, want %q", res.IsError, res.text(), want)
+	}
 }

@@ -35,7 +35,8 @@ var _ FlashClient = (*deepseek.Client)(nil)
 const (
 	MaxBodyBytes           = 2 << 20          // request bodies above this get 413
 	DefaultKeepalive       = 15 * time.Second // bytes move at least this often during a tools/call
-	DefaultShutdownTimeout = 10 * time.Second // in-flight calls get this long after SIGTERM
+	DefaultShutdownTimeout = 10 * time.Second // in-flight calls get this long after SIGTERM (see shutdownSplit)
+	answerTimeout          = 2 * time.Second  // at most this much of it is kept for answering calls still running
 	readHeaderTimeout      = 10 * time.Second
 	bodyReadTimeout        = 60 * time.Second // reading a (≤ 2 MB) body; cleared before the handler runs
 	idleTimeout            = 120 * time.Second
@@ -67,6 +68,9 @@ type Server struct {
 	handler    http.Handler
 	limiter    *callLimiter
 	secretHash [sha256.Size]byte
+
+	calls     context.Context         // ends every tool handler's context (cause ErrShuttingDown)
+	stopCalls context.CancelCauseFunc // called by Serve once the grace period is over
 }
 
 // New builds the server; it does not listen yet. The path secret is checked
@@ -97,12 +101,14 @@ func New(o Options) (*Server, error) {
 		limiter:    newCallLimiter(perMinute, o.Now),
 		secretHash: sha256.Sum256([]byte(o.Config.PathSecret)),
 	}
+	s.calls, s.stopCalls = context.WithCancelCause(context.Background())
 	opts := []mcpserver.ServerOption{
 		mcpserver.WithToolCapabilities(false),
 		// logging/setLevel is answered (a host may send it); the test build
 		// differs from this one only by the conformance fixture tools.
 		mcpserver.WithLogging(),
 		mcpserver.WithRecovery(),
+		mcpserver.WithToolHandlerMiddleware(s.answerShutdown),
 		mcpserver.WithToolHandlerMiddleware(s.toolMiddleware),
 		mcpserver.WithInstructions(instructions(o.Jobs != nil)),
 	}
@@ -142,9 +148,11 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // MCP is the MCP server with the tools of these Options registered (for `bridge stdio`).
 func (s *Server) MCP() *mcpserver.MCPServer { return s.mcp }
 
-// Serve serves on ln until ctx ends, then shuts down gracefully: in-flight
-// requests get ShutdownTimeout, after which their connections are closed.
-// ln is closed when Serve returns.
+// Serve serves on ln until ctx ends, then shuts down gracefully within
+// ShutdownTimeout: in-flight requests get the first part of it to finish;
+// tool calls still running then are stopped and answered that the bridge is
+// shutting down (answerShutdown), and connections still open at the end are
+// closed. ln is closed when Serve returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
@@ -169,13 +177,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case serveErr = <-errc:
 	case <-ctx.Done():
 		s.log.Info().Dur("deadline", s.o.ShutdownTimeout).Msg("shutting down")
-		sctx, cancel := context.WithTimeout(context.Background(), s.o.ShutdownTimeout)
-		if err := hs.Shutdown(sctx); err != nil {
-			s.log.Warn().Err(err).Msg("graceful shutdown timed out; closing open connections")
-			cancelBase() // ends the contexts of calls still running
-			hs.Close()
-		}
+		finish, answer := s.shutdownSplit()
+		sctx, cancel := context.WithTimeout(context.Background(), finish)
+		err := hs.Shutdown(sctx)
 		cancel()
+		if err != nil {
+			s.log.Warn().Err(err).Msg("grace period over: stopping the tool calls still running, answering each that the bridge is shutting down")
+			s.stopCalls(ErrShuttingDown)
+			actx, cancel := context.WithTimeout(context.Background(), answer)
+			// A second Shutdown waits for those answers to be written.
+			if err := hs.Shutdown(actx); err != nil {
+				s.log.Warn().Err(err).Msg("requests still open after the grace period; closing their connections")
+				cancelBase()
+				hs.Close()
+			}
+			cancel()
+		}
 		serveErr = <-errc
 	}
 	if errors.Is(serveErr, http.ErrServerClosed) {

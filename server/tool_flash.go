@@ -61,27 +61,14 @@ func FlashTool(c FlashClient) (mcp.Tool, mcpserver.ToolHandlerFunc) {
 		mcp.WithString("files", mcp.Description("inline material the task is about, pasted as text (file contents, diffs, logs); optional")),
 		mcp.WithOutputSchema[FlashOutput](),
 	)
-	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		task := strings.TrimSpace(req.GetString("task", ""))
-		if task == "" {
-			return mcp.NewToolResultError("task is required: say what DeepSeek should do, self-contained"), nil
-		}
-		mode := req.GetString("mode", string(deepseek.ModeAnalyze))
-		if mode == "" {
-			mode = string(deepseek.ModeAnalyze)
-		}
-		valid := false
-		for _, m := range flashModes {
-			valid = valid || m == mode
-		}
-		if !valid {
-			return mcp.NewToolResultError(fmt.Sprintf("mode %q is not one of %s", mode, strings.Join(flashModes, ", "))), nil
-		}
+	// task, mode and files are checked by the schema (withArgs): a blank
+	// task reads as missing, an absent or empty mode as analyze.
+	handler := withArgs(tool, func(ctx context.Context, req mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
 		p := newProgressReporter(ctx, req)
 		res, err := c.Flash(ctx, deepseek.FlashRequest{
-			Task:  task,
-			Mode:  deepseek.Mode(mode),
-			Files: req.GetString("files", ""),
+			Task:  strings.TrimSpace(a.String("task")),
+			Mode:  deepseek.Mode(a.String("mode")),
+			Files: a.String("files"),
 			Progress: func(ev deepseek.ProgressEvent) {
 				msg := ev.Phase
 				if ev.Message != "" {
@@ -114,7 +101,7 @@ func FlashTool(c FlashClient) (mcp.Tool, mcpserver.ToolHandlerFunc) {
 			DurationMS: res.Duration.Milliseconds(),
 		}
 		return mcp.NewToolResultStructured(out, flashText(out)), nil
-	}
+	})
 	return tool, handler
 }
 

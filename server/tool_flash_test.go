@@ -80,7 +80,7 @@ func TestFlashErrors(t *testing.T) {
 		{"unknown failure", errors.New("disk on fire"), nil, false, true, "disk on fire"},
 		{"missing task", nil, map[string]any{}, true, false, "task is required"},
 		{"blank task", nil, map[string]any{"task": "  "}, true, false, "task is required"},
-		{"bad mode", nil, map[string]any{"task": "x", "mode": "poem"}, true, false, `mode "poem"`},
+		{"bad mode", nil, map[string]any{"task": "x", "mode": "poem"}, true, false, `mode must be one of analyze, review, code, summarize, not "poem"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

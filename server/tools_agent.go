@@ -97,25 +97,15 @@ func AgentStartTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHa
 		mcp.WithOpenWorldHintAnnotation(true),
 		mcp.WithString("task", mcp.Required(), mcp.Description("what the agent should do, self-contained: it sees only this text and the workspace")),
 		mcp.WithString("workspace", mcp.Required(), mcp.Description("absolute path of an existing directory inside the owner's allowed roots (DEEPSEEK_ALLOWED_ROOTS)")),
-		mcp.WithNumber("max_steps", mcp.Min(1), mcp.Max(float64(o.MaxSteps)), mcp.Description(fmt.Sprintf("tool-call ceiling for this job (at most %d, the default)", o.MaxSteps))),
+		mcp.WithInteger("max_steps", mcp.Min(1), mcp.Max(float64(o.MaxSteps)), mcp.Description(fmt.Sprintf("tool-call ceiling for this job (at most %d, the default)", o.MaxSteps))),
 		mcp.WithNumber("timeout_seconds", mcp.Min(1), mcp.Max(float64(o.JobTimeout/time.Second)), mcp.Description(fmt.Sprintf("wall-clock ceiling for this job in seconds (at most %d, the default)", int(o.JobTimeout/time.Second)))),
 		mcp.WithOutputSchema[AgentJobPayload](),
 	)
-	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		task, err := req.RequireString("task")
-		if err != nil {
-			return mcp.NewToolResultError("task is required: say what the agent should do"), nil
-		}
-		ws, err := req.RequireString("workspace")
-		if err != nil {
-			return mcp.NewToolResultError("workspace is required: the absolute path of a directory inside the allowed roots"), nil
-		}
-		maxSteps := req.GetInt("max_steps", 0)
-		timeout := time.Duration(req.GetFloat("timeout_seconds", 0) * float64(time.Second))
-		if maxSteps < 0 || timeout < 0 {
-			return mcp.NewToolResultError("max_steps and timeout_seconds must be positive"), nil
-		}
-		snap, err := j.Start(ctx, jobs.StartRequest{Task: task, Workspace: ws, MaxSteps: maxSteps, Timeout: timeout})
+	handler := withArgs(tool, func(ctx context.Context, req mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
+		maxSteps, _ := a.Int("max_steps")      // absent: 0, the registry's ceiling
+		secs, _ := a.Number("timeout_seconds") // absent: 0, BRIDGE_JOB_TIMEOUT_MS
+		snap, err := j.Start(ctx, jobs.StartRequest{Task: a.String("task"), Workspace: a.String("workspace"),
+			MaxSteps: maxSteps, Timeout: time.Duration(secs * float64(time.Second))})
 		if err != nil {
 			return startError(err), nil
 		}
@@ -130,7 +120,7 @@ func AgentStartTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHa
 			return mcp.NewToolResultError(err.Error()), nil
 		}
 		return agentResult(final, o.now()), nil
-	}
+	})
 	return tool, handler
 }
 
@@ -150,23 +140,20 @@ func AgentPollTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHan
 			mcp.Description("how long to wait for the job to settle, 0 to 40 seconds (default 20)")),
 		mcp.WithOutputSchema[AgentJobPayload](),
 	)
-	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		id, err := req.RequireString("job_id")
-		if err != nil || strings.TrimSpace(id) == "" {
-			return mcp.NewToolResultError("job_id is required: pass the job_id deepseek_agent_start returned"), nil
-		}
-		wait := time.Duration(req.GetFloat("wait_seconds", DefaultPollWait.Seconds()) * float64(time.Second))
-		wait = min(max(wait, 0), MaxPollWait)
+	handler := withArgs(tool, func(ctx context.Context, req mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
+		id := strings.TrimSpace(a.String("job_id"))
+		secs, _ := a.Number("wait_seconds")
+		wait := time.Duration(secs * float64(time.Second))
 		p := newProgress(ctx, req, o)
 		defer p.stop()
 		wctx, onChange, cancel := untilApproval(ctx, p.report)
 		defer cancel()
-		snap, err := j.Wait(wctx, strings.TrimSpace(id), wait, onChange)
+		snap, err := j.Wait(wctx, id, wait, onChange)
 		if err != nil {
 			return lookupError(err), nil
 		}
 		return agentResult(snap, o.now()), nil
-	}
+	})
 	return tool, handler
 }
 
@@ -183,19 +170,15 @@ func AgentCancelTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolH
 		mcp.WithString("job_id", mcp.Required(), mcp.Description("the job_id deepseek_agent_start returned")),
 		mcp.WithOutputSchema[AgentJobPayload](),
 	)
-	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		id, err := req.RequireString("job_id")
-		if err != nil || strings.TrimSpace(id) == "" {
-			return mcp.NewToolResultError("job_id is required: pass the job_id deepseek_agent_start returned"), nil
-		}
+	handler := withArgs(tool, func(ctx context.Context, _ mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
 		cctx, cancel := context.WithTimeout(ctx, cancelWait)
 		defer cancel()
-		snap, err := j.Cancel(cctx, strings.TrimSpace(id))
+		snap, err := j.Cancel(cctx, strings.TrimSpace(a.String("job_id")))
 		if err != nil {
 			return lookupError(err), nil
 		}
 		return agentResult(snap, o.now()), nil
-	}
+	})
 	return tool, handler
 }
 
