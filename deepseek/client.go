@@ -25,7 +25,6 @@ const (
 	DefaultRetryBackoff    = 500 * time.Millisecond
 	maxRetryBackoff        = 8 * time.Second
 	maxErrorBody           = 64 << 10
-	maxStreamLine          = 4 << 20
 	maxToolCalls           = 128
 )
 
@@ -34,7 +33,7 @@ type Options struct {
 	BaseURL         string // OpenAI-compatible base, no /v1 (default https://api.deepseek.com)
 	APIKey          string // empty: every call fails with ErrNoAPIKey, no HTTP call
 	Model           string // default deepseek-flash
-	MaxOutputTokens int    // max_tokens: reasoning and answer share it (default 4096)
+	MaxOutputTokens int    // max_tokens: reasoning and answer share it (default 4096); it also sets OutputCap
 	Timeout         time.Duration
 	HTTPClient      *http.Client // default: a client without its own timeout (the ctx bounds calls)
 	Logger          *zerolog.Logger
@@ -108,7 +107,8 @@ func (c *Client) Model() string { return c.o.Model }
 
 // Flash sends one task and returns the answer. Blank answers are retried once;
 // 429, 5xx, connection failures and broken streams are retried with backoff
-// (honouring Retry-After) as long as the Timeout allows. On error the result
+// (honouring Retry-After) as long as the Timeout allows. A stream that passes
+// OutputCap ends the call with ErrOverOutputCap, unretried. On error the result
 // still carries Attempts, Duration and the Usage and CostUSD of whatever the
 // API billed. Errors wrap the package sentinels.
 func (c *Client) Flash(ctx context.Context, req FlashRequest) (FlashResult, error) {
@@ -159,7 +159,7 @@ func (c *Client) Flash(ctx context.Context, req FlashRequest) (FlashResult, erro
 			if cerr := c.contextError(ctx, callCtx, start, attempt); cerr != nil {
 				return finish(cerr)
 			}
-			if !errors.Is(err, ErrUpstream) && !errors.Is(err, ErrRateLimited) {
+			if !errors.Is(err, ErrUpstream) && !errors.Is(err, ErrRateLimited) || errors.Is(err, ErrOverOutputCap) {
 				c.log.Warn().Int("attempt", attempt).Err(err).Msg("deepseek call failed")
 				return finish(err)
 			}
@@ -259,7 +259,7 @@ func cost(model string, u Usage) float64 {
 
 // attempt is one HTTP request.
 func (c *Client) attempt(ctx context.Context, body []byte, n int, p *progress) (*turn, error) {
-	t := &turn{}
+	t := &turn{maxTokens: c.o.MaxOutputTokens}
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
 		return t, fmt.Errorf("%w: bad DEEPSEEK_BASE_URL %q: %v", ErrBadRequest, withoutUserinfo(c.o.BaseURL), unwrapURLError(err)) // url.Error repeats the URL

@@ -14,7 +14,8 @@ import (
 )
 
 // Sentinels for errors.Is. Every error Flash returns wraps exactly one of them
-// (a give-up after retries wraps the class of the last failure).
+// (a give-up after retries wraps the class of the last failure), besides
+// ErrUpstream under ErrOverOutputCap.
 var (
 	ErrNoAPIKey            = errors.New("no DeepSeek API key is configured: set DEEPSEEK_API_KEY (in the environment or .env) and restart the bridge")
 	ErrKeyRejected         = errors.New("DeepSeek rejected the API key (401): check DEEPSEEK_API_KEY")
@@ -26,6 +27,12 @@ var (
 	ErrCanceled            = errors.New("the DeepSeek call was cancelled by the caller")
 	ErrBlankAnswer         = errors.New("DeepSeek returned a blank answer")
 	ErrInvalidRequest      = errors.New("invalid flash request")
+
+	// ErrOverOutputCap is the one sentinel that wraps another: an upstream
+	// that streamed more than max_tokens can produce (OutputCap) is a broken
+	// upstream, so it is an ErrUpstream, but it is not retried — the next
+	// attempt would cost as much and most likely do the same.
+	ErrOverOutputCap = fmt.Errorf("%w: the upstream sent more than the output cap allows", ErrUpstream)
 )
 
 // APIError is an HTTP error answer of the API. It unwraps to the sentinel of

@@ -10,6 +10,30 @@ import (
 	"strings"
 )
 
+// The output cap. N output tokens (max_tokens, DEEPSEEK_MAX_OUTPUT_TOKENS)
+// decode to at most N × capBytesPerToken bytes: the longest tokens of a
+// byte-level vocabulary like DeepSeek's are runs of spaces or punctuation a
+// few dozen bytes long, and real text averages about 4 bytes a token, so a
+// real answer stays far below it. capSlack keeps a small max_tokens from
+// cutting an answer an upstream counts a little differently. One line or
+// event carries JSON around its text, so it
+// may be eventSlack bigger; a streamed event holds a few tokens, and even a
+// whole answer sent as one event, JSON-escaped, fits in the margin.
+const (
+	capBytesPerToken = 64
+	capSlack         = 1 << 20
+	eventSlack       = 64 << 10
+)
+
+// OutputCap is the most bytes of reasoning, answer and tool-call arguments
+// together that one attempt with maxTokens output tokens may stream:
+// maxTokens × 64 + 1 MiB (1.25 MiB at the default 4096). Past it the call
+// ends with ErrOverOutputCap.
+func OutputCap(maxTokens int) int { return max(maxTokens, 0)*capBytesPerToken + capSlack }
+
+// eventCap bounds one line and one event of the stream.
+func eventCap(maxTokens int) int { return OutputCap(maxTokens) + eventSlack }
+
 // progress turns stream events into ProgressEvents.
 type progress struct {
 	fn     func(ProgressEvent)
@@ -39,11 +63,19 @@ func (p *progress) chunk(phase string) {
 
 // turn is what one attempt produced.
 type turn struct {
-	content, reasoning strings.Builder
-	toolCalls          []ToolCall
-	finish, model      string
-	usage              Usage
-	done               bool // [DONE] seen
+	// maxTokens is the request's max_tokens: it sets the output cap.
+	maxTokens int
+	// streamed counts the bytes of reasoning, answer and tool-call arguments
+	// so far, checked against OutputCap. Reasoning is never returned, so it
+	// is only counted.
+	streamed  int
+	content   strings.Builder
+	toolCalls []ToolCall
+	args      []strings.Builder // the arguments of toolCalls, joined at the end
+	finish    string
+	model     string
+	usage     Usage
+	done      bool // [DONE] seen
 }
 
 func (t *turn) blank() bool {
@@ -55,10 +87,16 @@ func (t *turn) blank() bool {
 // It runs once per chunk of every answer (one per token or so from
 // DeepSeek), so it reads lines in place and decodes each event from one
 // reused buffer: no copy of a line or a payload per chunk.
+//
+// Memory stays bounded whatever the upstream sends: a line and an event are
+// bounded by eventCap, the answer, reasoning and tool arguments together by
+// OutputCap; past either the stream ends with ErrOverOutputCap.
 func (t *turn) readStream(r io.Reader, p *progress) error {
-	lr := lineReader{br: bufio.NewReader(r)} // 4 KiB; longer lines are joined
-	var payload []byte                       // the event's data lines, joined with "\n"
-	inEvent := false                         // a data line was seen since the last dispatch
+	defer t.joinToolArgs()
+	maxEvent := eventCap(t.maxTokens)
+	lr := lineReader{br: bufio.NewReader(r), max: maxEvent} // 4 KiB; longer lines are joined
+	var payload []byte                                      // the event's data lines, joined with "\n"
+	inEvent := false                                        // a data line was seen since the last dispatch
 	dispatch := func() error {
 		if !inEvent {
 			return nil
@@ -87,6 +125,9 @@ func (t *turn) readStream(r io.Reader, p *progress) error {
 				}
 				return fmt.Errorf("%w: the answer stream ended before the answer was complete", ErrUpstream)
 			}
+			if errors.Is(err, errLineTooLong) {
+				return t.overCap("one line of the answer stream", maxEvent, eventSlack)
+			}
 			return fmt.Errorf("%w: the answer stream broke off: %v", ErrUpstream, err)
 		}
 		switch {
@@ -105,6 +146,9 @@ func (t *turn) readStream(r io.Reader, p *progress) error {
 			if len(v) > 0 && v[0] == ' ' {
 				v = v[1:]
 			}
+			if len(payload)+len(v) > maxEvent {
+				return t.overCap("one event of the answer stream (data lines with no blank line between them)", maxEvent, eventSlack)
+			}
 			payload = append(payload, v...)
 		}
 	}
@@ -116,23 +160,27 @@ var (
 	doneMarker = []byte("[DONE]")
 )
 
-// lineReader reads lines without their line ending ("\n" or "\r\n"),
-// bounded by maxStreamLine. A line that fits the bufio.Reader's buffer is
-// returned in place, without a copy; every line is valid only until the next
-// call.
+// errLineTooLong: a line passed lineReader.max.
+var errLineTooLong = errors.New("a stream line is too long")
+
+// lineReader reads lines without their line ending ("\n" or "\r\n"), of at
+// most max bytes (errLineTooLong past that, having held no more than max plus
+// two buffers). A line that fits the bufio.Reader's buffer is returned in
+// place, without a copy; every line is valid only until the next call.
 type lineReader struct {
 	br   *bufio.Reader
+	max  int
 	long []byte // joins the fragments of a line longer than the buffer
 }
 
 func (l *lineReader) next() ([]byte, error) {
 	line, err := l.br.ReadSlice('\n')
-	if err == nil {
-		return trimEOL(line), nil
-	}
-	if !errors.Is(err, bufio.ErrBufferFull) {
+	switch {
+	case err == nil:
+		return l.bounded(trimEOL(line))
+	case !errors.Is(err, bufio.ErrBufferFull):
 		if errors.Is(err, io.EOF) && len(line) > 0 {
-			return line, nil // the last line, with no line ending
+			return l.bounded(line) // the last line, with no line ending
 		}
 		return nil, err
 	}
@@ -140,19 +188,26 @@ func (l *lineReader) next() ([]byte, error) {
 	for {
 		line, err = l.br.ReadSlice('\n')
 		l.long = append(l.long, line...)
-		if len(l.long) > maxStreamLine+2 && len(trimEOL(l.long)) > maxStreamLine {
-			return nil, fmt.Errorf("a stream line is longer than %d bytes", maxStreamLine)
+		if len(l.long) > l.max+2 { // too long with any line ending
+			return nil, errLineTooLong
 		}
 		switch {
 		case err == nil:
-			return trimEOL(l.long), nil
+			return l.bounded(trimEOL(l.long))
 		case errors.Is(err, bufio.ErrBufferFull):
 		case errors.Is(err, io.EOF):
-			return l.long, nil
+			return l.bounded(l.long)
 		default:
 			return nil, err
 		}
 	}
+}
+
+func (l *lineReader) bounded(line []byte) ([]byte, error) {
+	if len(line) > l.max {
+		return nil, errLineTooLong
+	}
+	return line, nil
 }
 
 // trimEOL drops a final "\n" and the "\r" before it.
@@ -178,10 +233,15 @@ func (t *turn) apply(ch *wireChunk, p *progress) error {
 			m = *choice.Message
 		}
 		if m.ReasoningContent != nil && *m.ReasoningContent != "" {
-			t.reasoning.WriteString(*m.ReasoningContent)
+			if err := t.count(len(*m.ReasoningContent)); err != nil {
+				return err
+			}
 			p.chunk(PhaseReasoning)
 		}
 		if m.Content != nil && *m.Content != "" {
+			if err := t.count(len(*m.Content)); err != nil {
+				return err
+			}
 			t.content.WriteString(*m.Content)
 			p.chunk(PhaseAnswering)
 		}
@@ -189,8 +249,12 @@ func (t *turn) apply(ch *wireChunk, p *progress) error {
 			if tc.Index < 0 || tc.Index >= maxToolCalls {
 				return fmt.Errorf("%w: the answer stream has a tool call index %d out of range", ErrUpstream, tc.Index)
 			}
+			if err := t.count(len(tc.Function.Arguments)); err != nil {
+				return err
+			}
 			for len(t.toolCalls) <= tc.Index {
 				t.toolCalls = append(t.toolCalls, ToolCall{})
+				t.args = append(t.args, strings.Builder{})
 			}
 			dst := &t.toolCalls[tc.Index]
 			if tc.ID != "" {
@@ -199,11 +263,39 @@ func (t *turn) apply(ch *wireChunk, p *progress) error {
 			if tc.Function.Name != "" {
 				dst.Name = tc.Function.Name
 			}
-			dst.Arguments += tc.Function.Arguments
+			t.args[tc.Index].WriteString(tc.Function.Arguments)
 		}
 		if choice.FinishReason != nil && *choice.FinishReason != "" {
 			t.finish = *choice.FinishReason
 		}
 	}
 	return nil
+}
+
+// count adds n streamed bytes, failing once they pass the output cap.
+func (t *turn) count(n int) error {
+	t.streamed += n
+	if limit := OutputCap(t.maxTokens); t.streamed > limit {
+		return t.overCap("the reasoning, answer and tool-call arguments", limit, 0)
+	}
+	return nil
+}
+
+// overCap is the error of a stream that passed limit bytes in what; extra is
+// the part of limit beyond OutputCap.
+func (t *turn) overCap(what string, limit, extra int) error {
+	how := fmt.Sprintf("%d bytes a token + %d KiB", capBytesPerToken, capSlack>>10)
+	if extra > 0 {
+		how += fmt.Sprintf(", + %d KiB for the JSON around them", extra>>10)
+	}
+	return fmt.Errorf("%w: %s passed %d bytes, more than DEEPSEEK_MAX_OUTPUT_TOKENS=%d tokens can produce (%s); the call was cut off and not retried. An upstream that honours max_tokens never sends this much: check DEEPSEEK_BASE_URL",
+		ErrOverOutputCap, what, limit, t.maxTokens, how)
+}
+
+// joinToolArgs sets each tool call's Arguments from its pieces (joined once,
+// not by appending strings per chunk).
+func (t *turn) joinToolArgs() {
+	for i := range t.args {
+		t.toolCalls[i].Arguments = t.args[i].String()
+	}
 }

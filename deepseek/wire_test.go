@@ -84,7 +84,10 @@ func TestReadStream(t *testing.T) {
 				chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\""}}]}`) +
 				chunk(`{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]}`) +
 				`data: {"choices":[{"delta":{},"finish_reason":"tool_calls"}]}` + "\n\ndata: [DONE]\n\n"},
-		{name: "line over the limit", stream: "data: " + strings.Repeat("x", maxStreamLine+10) + "\n\n", err: ErrUpstream},
+		{name: "line over the limit", stream: "data: " + strings.Repeat("x", eventCap(0)+10) + "\n\n", err: ErrOverOutputCap},
+		{name: "event over the limit", stream: strings.Repeat("data: "+strings.Repeat("x", 1000)+"\n", eventCap(0)/1000+1), err: ErrOverOutputCap},
+		{name: "tool arguments over the cap", err: ErrOverOutputCap,
+			stream: strings.Repeat(chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"`+strings.Repeat("a", 4000)+`"}}]}`), OutputCap(0)/4000+1)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,11 +131,15 @@ func FuzzReadStream(f *testing.F) {
 // FuzzLineReader: lines come out as splitting the whole input on "\n" gives
 // them (a "\r" before the "\n" dropped, the last line kept as it is), however
 // the input falls across the reader's buffer — here the smallest bufio
-// allows, so most lines take the joining path.
+// allows, so most lines take the joining path — up to the first line longer
+// than limit, which is errLineTooLong.
 func FuzzLineReader(f *testing.F) {
-	f.Add([]byte("data: {}\r\n\r\n: ping\n\ndata: [DONE]"))
-	f.Add([]byte(strings.Repeat("x", 40) + "\r\n" + strings.Repeat("y", 16) + "\n\r"))
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Add([]byte("data: {}\r\n\r\n: ping\n\ndata: [DONE]"), uint(100))
+	f.Add([]byte(strings.Repeat("x", 40)+"\r\n"+strings.Repeat("y", 16)+"\n\r"), uint(100))
+	f.Add([]byte(strings.Repeat("x", 40)+"\r\n"+strings.Repeat("y", 16)+"\n\r"), uint(40))
+	f.Add([]byte(strings.Repeat("x", 41)+"\n"), uint(40))
+	f.Fuzz(func(t *testing.T, data []byte, limit uint) {
+		limit %= 200
 		var want [][]byte
 		for i, line := range bytes.Split(data, []byte("\n")) {
 			last := i == bytes.Count(data, []byte("\n"))
@@ -144,11 +151,30 @@ func FuzzLineReader(f *testing.F) {
 			}
 			want = append(want, bytes.TrimSuffix(line, []byte("\r")))
 		}
-		lr := lineReader{br: bufio.NewReaderSize(iotest.HalfReader(bytes.NewReader(data)), 16)}
+		tooLong := -1 // index of the first line over limit
+		for i, line := range want {
+			if len(line) > int(limit) {
+				want, tooLong = want[:i], i
+				break
+			}
+		}
+		lr := lineReader{br: bufio.NewReaderSize(iotest.HalfReader(bytes.NewReader(data)), 16), max: int(limit)}
 		var got [][]byte
 		for {
 			line, err := lr.next()
 			if errors.Is(err, io.EOF) {
+				if tooLong >= 0 {
+					t.Fatalf("line %d is longer than %d bytes but was read", tooLong, limit)
+				}
+				break
+			}
+			if errors.Is(err, errLineTooLong) {
+				if len(got) != tooLong {
+					t.Fatalf("errLineTooLong at line %d, want it at %d", len(got), tooLong)
+				}
+				if len(lr.long) > int(limit)+2+2*16 { // the limit plus at most two buffers
+					t.Fatalf("the reader held %d bytes for a limit of %d", len(lr.long), limit)
+				}
 				break
 			}
 			if err != nil {

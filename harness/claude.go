@@ -25,10 +25,17 @@ const DefaultResultGrace = 10 * time.Second
 
 // Bounds of one run's buffers.
 const (
-	maxLine      = 8 << 20 // one stream-json line (a big tool result can be large)
+	// maxLine bounds one stream-json line. Claude Code clips what its tools
+	// return and the proxy holds the model's answers to their max_tokens, so
+	// its real lines stay far below it.
+	maxLine      = 8 << 20
 	stderrTail   = 8 << 10
 	eventsBuffer = 64
 )
+
+// errLineTooLong ends a run whose harness printed a line past maxLine: what
+// the line said cannot be read, so the job cannot be followed further.
+var errLineTooLong = fmt.Errorf("the harness printed a stream-json line longer than %d MiB, which the bridge does not read: the run was stopped (what that line reported, a step or the result, would otherwise be lost)", maxLine>>20)
 
 // ClaudeCode runs Claude Code headless: `claude -p --output-format stream-json
 // --verbose --input-format stream-json`, the task on stdin.
@@ -218,6 +225,7 @@ type run struct {
 	resultCh    chan struct{} // closed when the result line has been read
 	resultOnce  sync.Once
 	resultGrace time.Duration
+	readErr     error // why read stopped early; read by watch after wg.Wait
 }
 
 func (r *run) Events() <-chan Event { return r.events }
@@ -300,6 +308,9 @@ loop:
 	r.closeStdin()
 	r.wg.Wait()
 	r.exit = exitOf(r.cmd, err)
+	if r.exit.Err == nil {
+		r.exit.Err = r.readErr
+	}
 	r.exit.Stopped = r.stopped.Load()
 	r.exit.Stderr = r.stderr.String()
 	close(r.done)
@@ -325,6 +336,10 @@ func (r *run) read(stdout io.ReadCloser) {
 			}
 		}
 		if err != nil {
+			if errors.Is(err, errLineTooLong) {
+				r.readErr = err
+				r.Stop()
+			}
 			// Drain so the child never blocks on a full pipe after a read error.
 			_, _ = io.Copy(io.Discard, stdout)
 			return
@@ -332,24 +347,19 @@ func (r *run) read(stdout io.ReadCloser) {
 	}
 }
 
-// readLine reads one line; a line longer than limit is dropped (not parsed).
+// readLine reads one line of at most limit bytes, its "\n" included; a
+// longer one is errLineTooLong as soon as it passes limit, having held no
+// more than limit.
 func readLine(br *bufio.Reader, limit int) ([]byte, error) {
 	var buf []byte
-	tooLong := false
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if !tooLong {
-			if len(buf)+len(chunk) > limit {
-				tooLong, buf = true, nil
-			} else {
-				buf = append(buf, chunk...)
-			}
+		if len(buf)+len(chunk) > limit {
+			return nil, errLineTooLong
 		}
+		buf = append(buf, chunk...)
 		if err == bufio.ErrBufferFull {
 			continue
-		}
-		if tooLong {
-			return nil, err
 		}
 		return buf, err
 	}

@@ -215,6 +215,61 @@ func TestClaudeCodeStderrIsBounded(t *testing.T) {
 	}
 }
 
+// TestClaudeCodeEndlessLineStopsTheRun: a harness that prints one line with
+// no end (here NUL bytes forever) has its run stopped once the line passes
+// maxLine, with an Exit.Err that says why, the events before it delivered,
+// and the heap in use bounded by maxLine rather than by what it printed.
+// Not parallel: HeapInuse is process-wide.
+func TestClaudeCodeEndlessLineStopsTheRun(t *testing.T) {
+	c := &ClaudeCode{Bin: fakeClaude(t, "echo '"+initLine+"'\nexec cat /dev/zero"), Environ: []string{"PATH=" + os.Getenv("PATH")}, StopGrace: time.Second}
+	spec := testSpec(t, "job-endless-line")
+	runtime.GC()
+	base := heapInuse()
+	r, err := c.Start(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak := base
+	var evs []Event
+	timeout := time.After(20 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for open := true; open; {
+		select {
+		case ev, ok := <-r.Events():
+			if ok {
+				evs = append(evs, ev)
+			}
+			open = ok
+		case <-tick.C:
+			peak = max(peak, heapInuse())
+		case <-timeout:
+			r.Stop()
+			t.Fatalf("run did not end within 20 s (events so far: %d)", len(evs))
+		}
+	}
+	exit := r.Wait()
+	t.Logf("heap in use %d KiB before, peak %d KiB", base>>10, peak>>10)
+	if len(evs) != 1 || evs[0].Kind != KindInit {
+		t.Errorf("events %+v, want the init line's", evs)
+	}
+	if !errors.Is(exit.Err, errLineTooLong) || !strings.Contains(exit.Err.Error(), "longer than 8 MiB") || !exit.Stopped {
+		t.Errorf("exit = %+v, want Stopped with the over-long line's error", exit)
+	}
+	// The line up to maxLine, its copies while it grows and what the
+	// collector has not taken yet: a few times maxLine, however long the line.
+	if bound := uint64(4 * maxLine); peak > base+bound {
+		t.Errorf("heap in use grew from %d KiB to %d KiB, more than %d KiB", base>>10, peak>>10, bound>>10)
+	}
+	assertTreeGone(t, spec.JobID)
+}
+
+func heapInuse() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
 func TestEnvIsAllowListed(t *testing.T) {
 	c := &ClaudeCode{Environ: []string{
 		"PATH=/usr/bin", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "HOME=/root",

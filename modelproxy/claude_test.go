@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -220,6 +221,39 @@ func TestClaudeCodeBudgetExceeded(t *testing.T) {
 	}
 	if _, pending := d.Pending(); pending != 1 {
 		t.Fatalf("%d scripted turns left, want 1 (the refused call never reached the double)", pending)
+	}
+}
+
+// TestClaudeCodeEndlessAnswer: an upstream whose answer never ends, streamed
+// or not, is cut off at the output cap of Claude Code's max_tokens, and the
+// job's result says why. Measured with 2.1.328: the streamed answer's error
+// event fails the request ("failed with: other"), Claude Code retries it
+// once without streaming, and that 502 is its result, message and all.
+func TestClaudeCodeEndlessAnswer(t *testing.T) {
+	bin := claudeBin(t)
+	piece := strings.Repeat("x", 1000)
+	sse := endlessAnthropic("text/event-stream",
+		"event: message_start\ndata: "+mustJSON(turnEvents(usageBlock{Input: 100, Output: 1}, 0, "")[0].data)+"\n\n"+
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\""+piece+"\"}}\n\n")
+	whole := endlessAnthropic("application/json", `{"type":"message","content":[{"type":"text","text":"`, piece)
+	up := newUpstream(t)
+	up.fallback = func(w http.ResponseWriter, r *http.Request) {
+		reqs := up.requests()
+		if bytes.Contains(reqs[len(reqs)-1].Body, []byte(`"stream":true`)) {
+			sse(w, r)
+		} else {
+			whole(w, r)
+		}
+	}
+	p := startProxy(t, up, Options{})
+	out, _ := runClaude(t, bin, p.URL(), open(t, p, "job-endless"), "say hi")
+	if want := `"result":"API Error: 502 the upstream sent more than the output cap allows: the answer passed ` +
+		strconv.FormatInt(responseCap(32000), 10) + ` bytes, more than max_tokens=32000 can produce`; !strings.Contains(out, want) {
+		t.Fatalf("Claude Code's result lacks %q:\n%s", want, tail(out, 4000))
+	}
+	if got := len(up.requests()); got != 2 {
+		t.Errorf("%d upstream requests, want 2 (streamed, then Claude Code's one retry without streaming)", got)
 	}
 }
 

@@ -32,8 +32,9 @@ var hopHeaders = []string{
 }
 
 // forward sends body upstream, retrying 429/5xx and transport failures while
-// nothing has been written to w, then relays the answer.
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, j *job, body []byte, billable bool) (res result) {
+// nothing has been written to w, then relays the answer, held to the output
+// cap of the request's maxTokens.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, j *job, body []byte, billable bool, maxTokens int64) (res result) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(j.ctx, cancel)() // Close(jobID) ends the call
@@ -106,7 +107,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, j *job, body []b
 			writeError(w, *res.fault)
 			return res
 		}
-		p.relay(w, resp, j, &res, billable)
+		p.relay(w, resp, j, &res, billable, maxTokens)
 		return res
 	}
 }
@@ -162,8 +163,8 @@ func connectionTokens(h http.Header) []string {
 }
 
 // relay hands an upstream answer to the client: SSE event by event with a
-// flush after every read, anything else whole.
-func (p *Proxy) relay(w http.ResponseWriter, resp *http.Response, j *job, res *result, billable bool) {
+// flush after every read, anything else whole; either within responseCap.
+func (p *Proxy) relay(w http.ResponseWriter, resp *http.Response, j *job, res *result, billable bool, maxTokens int64) {
 	defer resp.Body.Close()
 	skip := map[string]bool{"Content-Length": true}
 	for _, h := range hopHeaders {
@@ -197,55 +198,74 @@ func (p *Proxy) relay(w http.ResponseWriter, resp *http.Response, j *job, res *r
 
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt == "text/event-stream" {
-		p.stream(w, resp, j, res, billable)
+		p.stream(w, resp, j, res, billable, maxTokens)
 		return
 	}
 
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBufferedResponse+1))
+	// Whole, to read the usage from it: at most the cap.
+	limit := responseCap(maxTokens)
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		res.upstreamErr = true
 		writeError(w, refusal{http.StatusBadGateway, errAPI, "the DeepSeek answer was cut off: " + p.scrub(err.Error())})
 		return
 	}
-	if len(b) <= maxBufferedResponse {
-		if billable {
-			res.usage, res.model = messageUsage(b)
-		}
-		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-		w.WriteHeader(resp.StatusCode)
-		w.Write(b)
+	if int64(len(b)) > limit {
+		res.upstreamErr = true
+		msg := overCap(limit, maxTokens)
+		p.log.Warn().Str("job", j.id).Int64("max_tokens", maxTokens).Int64("cap", limit).Msg("upstream answer over the output cap; cut off")
+		writeError(w, refusal{http.StatusBadGateway, errAPI, msg})
 		return
 	}
-	// Too large to read the usage from: pass it on unread.
-	p.log.Warn().Str("job", j.id).Msg("upstream answer too large to account; passed through")
+	if billable {
+		res.usage, res.model = messageUsage(b)
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(resp.StatusCode)
 	w.Write(b)
-	io.Copy(w, resp.Body)
 }
 
-// stream copies an SSE body, flushing after every read so each event reaches
-// the harness as soon as the upstream sent it.
-func (p *Proxy) stream(w http.ResponseWriter, resp *http.Response, j *job, res *result, billable bool) {
+// stream copies an SSE body in whole events, flushing after every read so
+// each event reaches the harness as soon as the upstream sent it. Past the
+// output cap (or maxRelayEvent) it ends the answer with an error event.
+func (p *Proxy) stream(w http.ResponseWriter, resp *http.Response, j *job, res *result, billable bool, maxTokens int64) {
 	rc := http.NewResponseController(w)
 	w.WriteHeader(resp.StatusCode)
 	rc.Flush()
 	var acct sseUsage
+	ef := newEventFramer(maxTokens)
+	pass := func(b []byte) bool {
+		if billable {
+			acct.Write(b)
+		}
+		if _, err := w.Write(b); err != nil {
+			return false // the harness left; the deferred cancel ends the upstream call
+		}
+		return rc.Flush() == nil
+	}
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
-			if billable {
-				acct.Write(buf[:n])
+			out, over := ef.feed(buf[:n])
+			if over != "" {
+				res.upstreamErr = true
+				p.log.Warn().Str("job", j.id).Int64("max_tokens", maxTokens).Int64("cap", ef.limit).Str("why", over).
+					Msg("upstream answer over the output cap; cut off")
+				w.Write(errorEvent(over))
+				rc.Flush()
+				break
 			}
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				break // the harness left; the deferred cancel ends the upstream call
-			}
-			if ferr := rc.Flush(); ferr != nil {
+			if len(out) > 0 && !pass(out) {
 				break
 			}
 		}
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
+			if errors.Is(err, io.EOF) {
+				if rest := ef.rest(); len(rest) > 0 {
+					pass(rest) // an event without its final blank line
+				}
+			} else {
 				res.upstreamErr = true
 				p.log.Warn().Str("job", j.id).Str("error", p.scrub(err.Error())).Msg("upstream stream ended early")
 			}

@@ -18,6 +18,12 @@
 // and 5xx are retried here (bounded, honouring Retry-After) before any byte
 // reaches the harness; upstream 401 and 402 end the job with an actionable
 // message.
+//
+// Limits: every answer passes through as it comes, held to an output cap that
+// follows from the request's max_tokens (responseCap); an answer past it, or
+// a streamed event longer than maxRelayEvent, is cut off between two events
+// and ended with an error event that says so. The proxy holds at most one
+// event of a streamed answer, and a non-streamed answer up to the cap.
 package modelproxy
 
 import (
@@ -50,7 +56,6 @@ const (
 	// A non-streamed answer's headers come only when it is complete; streamed
 	// ones come at once (DeepSeek sends keep-alives while busy).
 	responseHeaderTimeout = 10 * time.Minute
-	maxBufferedResponse   = 64 << 20 // a non-streamed answer, kept whole to read its usage
 	maxErrorBody          = 1 << 20
 	shutdownGrace         = 5 * time.Second
 )

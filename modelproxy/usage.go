@@ -104,17 +104,6 @@ func messageUsage(body []byte) (counts, string) {
 	return m.Usage.counts(), m.Model
 }
 
-// requestModel is the model a Messages request names ("" if none).
-func requestModel(body []byte) string {
-	var m struct {
-		Model string `json:"model"`
-	}
-	if json.Unmarshal(body, &m) != nil {
-		return ""
-	}
-	return m.Model
-}
-
 // priceOf is the price of one answer: the model the answer names (what
 // DeepSeek billed), else the one the request named, else the configured one.
 func priceOf(answer, request, configured string) deepseek.Price {
@@ -127,13 +116,13 @@ func priceOf(answer, request, configured string) deepseek.Price {
 }
 
 // Limits of the SSE reader used for accounting. Usage events are small; a
-// line longer than maxSSELine (a huge text delta) is passed through to the
-// client untouched and only skipped by the accounting.
+// line or an event's data longer than maxSSELine (a huge text delta) is
+// passed through to the client untouched and only skipped by the accounting.
 const maxSSELine = 1 << 20
 
 // sseUsage watches an Anthropic SSE stream as it passes through and keeps the
 // usage it announces (message_start, message_delta). It never holds more than
-// one line and one event's data.
+// one line and one event's data, each at most maxSSELine.
 type sseUsage struct {
 	line     []byte
 	skipping bool // inside an over-long line
@@ -189,6 +178,11 @@ func (s *sseUsage) handleLine(line []byte) {
 			return
 		}
 		d := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
+		if len(s.data)+1+len(d) > maxSSELine {
+			s.data = nil // data lines with no blank line between them: not an event to parse
+			s.event = "skip"
+			return
+		}
 		if len(s.data) > 0 {
 			s.data = append(s.data, '\n')
 		}

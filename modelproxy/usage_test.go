@@ -46,6 +46,8 @@ func TestSSEUsageEdges(t *testing.T) {
 	}{
 		{"no final blank line", `data: {"type":"message_start","message":{"usage":{"input_tokens":9}}}`, counts{Input: 9}, ""},
 		{"over-long line skipped, later events counted", long + sampleStream, sampleWant, ""},
+		{"data lines with no blank line skipped, later events counted",
+			strings.Repeat(`data: {"type":"message_delta","usage":{"output_tokens":999}}`+"\n", 3*maxSSELine/60) + "\n" + sampleStream, sampleWant, ""},
 		{"malformed JSON ignored", "data: {\"type\":\"message_start\",\"usage\n\n" + sampleStream, sampleWant, ""},
 		{"in-stream error event", "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n", counts{}, "overloaded_error"},
 		{"delta before start does not double count",
