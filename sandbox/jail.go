@@ -11,8 +11,9 @@ import (
 
 // SystemDirs are the system paths every job sees read-only: programs,
 // libraries and /etc (less SystemSecrets). A link among them (/bin → usr/bin
-// on merged-/usr systems) is recreated as the same link.
-var SystemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
+// on merged-/usr systems) is recreated as the same link. /opt is not among
+// them: what is installed there is the owner's to name as a runtime root.
+var SystemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
 
 // SystemSecrets are files and dirs under SystemDirs that hold secrets: the
 // password hashes, ssh host keys, sudo rules and TLS private keys. A job sees
@@ -22,7 +23,10 @@ var SystemSecrets = []string{
 	"/etc/security/opasswd", "/etc/sudoers", "/etc/sudoers.d", "/etc/ssl/private",
 	"/etc/ssh/ssh_host_*_key",
 	"/etc/krb5.keytab", "/etc/libvirt/secrets", "/etc/NetworkManager/system-connections",
-	"/etc/wpa_supplicant", "/etc/ipsec.secrets", "/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets",
+	"/etc/wpa_supplicant", "/etc/ipsec.secrets", "/etc/ipsec.d/private", "/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets",
+	"/etc/wireguard", "/etc/letsencrypt", "/etc/pki/tls/private", "/etc/pki/*/private", "/etc/openvpn",
+	"/etc/ssl/*.key", "/etc/cups/ssl", "/etc/postfix/sasl_passwd*", "/etc/docker/key.json", "/etc/rancher",
+	"/etc/kubernetes", "/etc/credstore", "/etc/credstore.encrypted", "/etc/machine-id",
 }
 
 // JailOptions describe the filesystem view of one job's harness: what

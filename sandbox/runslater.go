@@ -37,12 +37,17 @@ var RunsLaterFiles = []string{
 	".bazelrc", ".bazelversion", ".bazeliskrc",
 	".pre-commit-config.yaml", "lefthook.yml", ".lefthook.yml", "lefthook.yaml", ".lefthook.yaml",
 	"gradle-wrapper.properties", "maven-wrapper.properties", ".devcontainer.json", "pyrightconfig.json",
+	// Toolchain selectors that can name a path of the workspace as the
+	// toolchain (rustup runs the cargo it names), and mise's config, whose
+	// hooks its shell integration runs on cd.
+	"rust-toolchain", "rust-toolchain.toml", "mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml",
 }
 
 // RunsLaterDirs are directories every file of which runs later: git hook
 // dirs of hook managers, editors' task and settings dirs, Claude Code's
 // project settings.
-var RunsLaterDirs = []string{".githooks", ".husky", ".vscode", ".idea", ".claude", ".devcontainer"}
+var RunsLaterDirs = []string{".githooks", ".husky", ".vscode", ".idea", ".claude", ".devcontainer",
+	".cursor", ".zed", ".codex", ".gemini", ".mise"}
 
 // gitDirMembers are what of a git directory runs later: its config (filters,
 // fsmonitor, aliases, hooksPath), hooks, info (attributes, exclude) and the
@@ -109,9 +114,14 @@ func ScanRunsLater(workspace string, limit int) (RunsLaterScan, error) {
 			case r.err != nil:
 				continue
 			}
-			if isGitDirShape(r.entries) && r.dir != ws {
-				s.gitDir(r.dir)
-				continue
+			if isGitDirShape(r.dir, r.entries) {
+				if r.dir != ws {
+					s.gitDir(r.dir)
+					continue
+				}
+				// The workspace itself shaped as a git dir (Write can make
+				// one): its members count, the workspace is not moved.
+				s.gitMembers(ws)
 			}
 			for _, e := range r.entries {
 				p := filepath.Join(r.dir, e.Name())
@@ -122,7 +132,15 @@ func ScanRunsLater(workspace string, limit int) (RunsLaterScan, error) {
 					s.gitDir(p)
 				case name == ".git":
 					s.add(p, "gitfile")
-				case t.IsDir() && slices.Contains(RunsLaterDirs, strings.ToLower(name)):
+					s.gitfileTarget(p)
+				case slices.Contains(RunsLaterDirs, strings.ToLower(name)) && (t.IsDir() || t&fs.ModeSymlink != 0):
+					if t&fs.ModeSymlink != 0 {
+						s.add(p, "hook file")
+						if target, ok := s.inside(p); ok {
+							s.tree(target, "hook file", limit)
+						}
+						continue
+					}
 					s.tree(p, "hook file", limit)
 				case t.IsDir():
 					next = append(next, p)
@@ -156,20 +174,124 @@ func (s *runsLaterWalk) rel(p string) string {
 	return filepath.ToSlash(r)
 }
 
-// add records p (never followed if it is a link).
+// add records p, never followed: a link is recorded by its target's name.
+// When that target is a file inside the workspace it is recorded too (a
+// hook that is a link to scripts/pre-commit.sh runs what that file holds).
 func (s *runsLaterWalk) add(p, what string) {
 	it := Planted{Path: s.rel(p), What: what, Sum: sumOf(p)}
-	if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
-		it.Empty = true
+	if st, err := os.Lstat(p); err == nil {
+		switch {
+		case st.Mode().IsRegular():
+			it.Empty = st.Size() == 0
+		case st.IsDir():
+			entries, _ := listDir(p)
+			it.Empty = len(entries) == 0
+		case st.Mode()&fs.ModeSymlink != 0:
+			if target, ok := s.inside(p); ok {
+				if tst, err := os.Stat(target); err == nil && tst.Mode().IsRegular() {
+					s.scan.Items[s.rel(target)] = Planted{Path: s.rel(target), What: what, Sum: sumOf(target), Empty: tst.Size() == 0}
+				}
+			}
+		}
 	}
 	s.scan.Items[s.rel(p)] = it
 }
 
-// gitDir records a git dir and its members, and notes its core.hooksPath
-// when that lies inside the workspace.
+// inside resolves the link p and reports its target, spelled under the
+// workspace as given, when that lies inside the workspace.
+func (s *runsLaterWalk) inside(p string) (string, bool) {
+	target, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", false
+	}
+	ws := s.ws
+	if r, err := filepath.EvalSymlinks(ws); err == nil {
+		ws = r
+	}
+	if !within(target, ws) || target == ws {
+		return "", false
+	}
+	rel, err := filepath.Rel(ws, target)
+	if err != nil {
+		return "", false
+	}
+	return filepath.Join(s.ws, rel), true
+}
+
+// gitfileTarget records the git dir a gitfile (`gitdir: …`) or a .git link
+// names, when it lies inside the workspace: a submodule's or worktree's
+// config and hooks run like the top repository's.
+func (s *runsLaterWalk) gitfileTarget(p string) {
+	var target string
+	if st, err := os.Lstat(p); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		t, ok := s.inside(p)
+		if !ok {
+			return
+		}
+		target = t
+	} else {
+		b, err := os.ReadFile(p)
+		if err != nil || len(b) > 4096 {
+			return
+		}
+		rest, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+		if !ok {
+			return
+		}
+		target = strings.TrimSpace(rest)
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		target = filepath.Clean(target)
+		if !within(target, filepath.Clean(s.ws)) || target == filepath.Clean(s.ws) {
+			return
+		}
+	}
+	if st, err := os.Stat(target); err == nil && st.IsDir() {
+		s.gitDir(target)
+	}
+}
+
+// gitDir records a git dir, its members, and the git dirs of its
+// submodules (modules/…) and worktrees (worktrees/…).
 func (s *runsLaterWalk) gitDir(dir string) {
+	if _, seen := s.scan.Items[s.rel(dir)]; seen {
+		return
+	}
 	entries, _ := listDir(dir)
 	s.scan.Items[s.rel(dir)] = Planted{Path: s.rel(dir), What: "git dir", Empty: len(entries) == 0}
+	s.gitMembers(dir)
+	s.nestedGitDirs(filepath.Join(dir, "modules"), false, 0)
+	s.nestedGitDirs(filepath.Join(dir, "worktrees"), true, 0)
+}
+
+// nestedGitDirs finds the git dirs below a git dir's modules/ (a nested
+// module's name can hold slashes: modules/a/b) or, every entry, worktrees/.
+func (s *runsLaterWalk) nestedGitDirs(dir string, every bool, depth int) {
+	if depth > 8 {
+		return
+	}
+	entries, err := listDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		sub, _ := listDir(p)
+		if every || isGitDirShape(p, sub) {
+			s.gitDir(p)
+			continue
+		}
+		s.nestedGitDirs(p, false, depth+1)
+	}
+}
+
+// gitMembers records what of a git dir runs later, and notes its
+// core.hooksPath when that lies inside the workspace.
+func (s *runsLaterWalk) gitMembers(dir string) {
 	for _, m := range gitDirMembers {
 		p := filepath.Join(dir, m)
 		st, err := os.Lstat(p)
@@ -242,17 +364,28 @@ func (s *runsLaterWalk) tree(dir, what string, limit int) {
 }
 
 // isGitDirShape reports whether a directory's entries make it a git dir to
-// git's discovery: a HEAD file with objects/ and refs/ beside it.
-func isGitDirShape(entries []fs.DirEntry) bool {
+// git's discovery: a HEAD file with objects/ and refs/ beside it, links to
+// dirs counted as dirs (git follows them).
+func isGitDirShape(dir string, entries []fs.DirEntry) bool {
 	var head, objects, refs bool
+	isDir := func(e fs.DirEntry) bool {
+		if e.IsDir() {
+			return true
+		}
+		if e.Type()&fs.ModeSymlink == 0 {
+			return false
+		}
+		st, err := os.Stat(filepath.Join(dir, e.Name()))
+		return err == nil && st.IsDir()
+	}
 	for _, e := range entries {
 		switch e.Name() {
 		case "HEAD":
 			head = !e.IsDir()
 		case "objects":
-			objects = e.IsDir()
+			objects = isDir(e)
 		case "refs":
-			refs = e.IsDir()
+			refs = isDir(e)
 		}
 	}
 	return head && objects && refs
