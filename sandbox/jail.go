@@ -26,7 +26,7 @@ var SystemSecrets = []string{
 	"/etc/wpa_supplicant", "/etc/ipsec.secrets", "/etc/ipsec.d/private", "/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets",
 	"/etc/wireguard", "/etc/letsencrypt", "/etc/pki/tls/private", "/etc/pki/*/private", "/etc/openvpn",
 	"/etc/ssl/*.key", "/etc/cups/ssl", "/etc/postfix/sasl_passwd*", "/etc/docker/key.json", "/etc/rancher",
-	"/etc/kubernetes", "/etc/credstore", "/etc/credstore.encrypted", "/etc/machine-id",
+	"/etc/kubernetes", "/etc/credstore", "/etc/credstore.encrypted",
 }
 
 // JailOptions describe the filesystem view of one job's harness: what
