@@ -1,6 +1,6 @@
 package sandbox
 
-// Cases of the review of the job boundary that the runs-later scan misses:
+// Cases an attack review found the runs-later scan missed (now seen):
 // each plants, after the start scan, something the owner's tools run later,
 // quarantines what Planted reports, and fails if the planted thing is still
 // where those tools look.
@@ -18,7 +18,7 @@ import (
 // is walked as an ordinary folder, its config never recorded, and the
 // owner's git status in it (core.worktree .. gives it a work tree) runs its
 // fsmonitor after the quarantine.
-func TestReviewScanRunsLaterSeesGitDirWithLinkedObjects(t *testing.T) {
+func TestScanRunsLaterSeesGitDirWithLinkedObjects(t *testing.T) {
 	git, err := exec.LookPath("git")
 	if err != nil {
 		t.Skip("git not installed")
@@ -58,7 +58,7 @@ func TestReviewScanRunsLaterSeesGitDirWithLinkedObjects(t *testing.T) {
 // it, so a .devcontainer link to a folder whose devcontainer.json has an
 // initializeCommand (which VS Code's Dev Containers run on the host when the
 // owner reopens the folder in its container) stays in place, unreported.
-func TestReviewScanRunsLaterSeesLinkedRunsLaterDir(t *testing.T) {
+func TestScanRunsLaterSeesLinkedRunsLaterDir(t *testing.T) {
 	ws := t.TempDir()
 	write(t, ws, "main.go", "package main\n", 0o644)
 	before := scan(t, ws)

@@ -51,7 +51,7 @@ touch "$CLAUDE_CONFIG_DIR/../../approvals/approval-off"
 // jail binds read-write; with approval on, a chained command the rules send
 // to a human would then run unattended. It held because Claude Code removes
 // a .git/commondir a command leaves behind before it runs git again.
-func TestReviewHeldGitFilterInTheJail(t *testing.T) {
+func TestGitFilterThroughCommondirIsHeldInTheJail(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"on", "off"} {
 		t.Run("approval "+mode, func(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 )
 
-// A submodule's git dir is neither write-protected nor audited. The
+// A submodule's git dir is write-protected and audited (a review found it was neither). The
 // workspace is the owner's repository with a submodule (lib), whose git dir
 // git keeps in .git/modules/lib. The job copies a config of its own over
 // .git/modules/lib/config (the same config with a core.fsmonitor added) and
@@ -27,7 +27,8 @@ import (
 // `git status` in the workspace runs the fsmonitor (git runs status in every
 // submodule), and a commit in lib runs the hook — as the owner, outside any
 // sandbox.
-func TestReviewSubmoduleGitDirIsNotAudited(t *testing.T) {
+// This test failed before the scan followed gitfiles and .git/modules.
+func TestSubmoduleGitDirIsAudited(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"on", "off"} {
 		t.Run("approval "+mode, func(t *testing.T) {
@@ -103,7 +104,9 @@ func TestReviewSubmoduleGitDirIsNotAudited(t *testing.T) {
 // made by mkdir does not last), but not what its Write tool makes; the
 // audit looks for a git dir's shape in every folder but the workspace's
 // top, so nothing is moved aside.
-func TestReviewWorkspaceTopAsGitDirIsNotAudited(t *testing.T) {
+// That was so until the scan looked at the top too; this test failed
+// before it.
+func TestWorkspaceTopAsGitDirIsAudited(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"on", "off"} {
 		t.Run("approval "+mode, func(t *testing.T) {
@@ -150,7 +153,9 @@ func TestReviewWorkspaceTopAsGitDirIsNotAudited(t *testing.T) {
 // text, but neither looks at the file it leads to: the job edits
 // scripts/pre-commit.sh with Edit, inside its workspace, and the owner's
 // next commit runs the job's line, outside any sandbox.
-func TestReviewLinkedHookTargetIsNotAudited(t *testing.T) {
+// That was so until the scan recorded the file a hook link leads to; this
+// test failed before it.
+func TestLinkedHookTargetIsAudited(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"on", "off"} {
 		t.Run("approval "+mode, func(t *testing.T) {
@@ -197,7 +202,8 @@ func TestReviewLinkedHookTargetIsNotAudited(t *testing.T) {
 // (unlike .bazelversion or gradle-wrapper.properties), so the owner's next
 // `cargo --version` in the workspace runs the job's script, outside any
 // sandbox.
-func TestReviewRustToolchainFileIsNotAudited(t *testing.T) {
+// This test failed before rust-toolchain files were on the runs-later list.
+func TestRustToolchainFileIsAudited(t *testing.T) {
 	t.Parallel()
 	if out, err := exec.Command("rustup", "--version").CombinedOutput(); err != nil {
 		t.Skipf("rustup is not installed here: %v %s", err, out)
