@@ -73,7 +73,7 @@ func runUninstall(ctx context.Context, e *Env, args []string) error {
 func (c *ctl) foreignEntries() []string {
 	d := c.dir
 	known := map[string]bool{}
-	for _, p := range []string{d.Jobs(), d.Approvals(), d.HarnessRoot(), d.AuditLog(), d.ApprovalOffFlag(),
+	for _, p := range []string{d.Jobs(), d.Approvals(), d.HarnessRoot(), d.AuditLog(), d.Switches(),
 		d.DisabledFlag(), d.PIDFile(), d.LogFile(), d.TunnelPIDFile(), d.TunnelLogFile(), d.TunnelTokenFile(),
 		d.TunnelInfoFile(), d.DaemonInfoFile(), d.LockFile()} {
 		known[filepath.Base(p)] = true
