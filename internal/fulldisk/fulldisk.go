@@ -1,0 +1,69 @@
+// Package fulldisk gives a test a small tmpfs it can fill and free, to prove
+// what the bridge does when its state dir runs out of space. It needs Linux
+// and the right to mount (root); elsewhere the test is skipped, saying why.
+package fulldisk
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// FS is a mounted tmpfs; it is unmounted when the test ends.
+type FS struct {
+	Dir string
+	t   testing.TB
+}
+
+// Mount mounts a tmpfs of size bytes (rounded up to pages) on a new
+// directory and unmounts it in t.Cleanup, before the directory is removed.
+func Mount(t testing.TB, size int) *FS {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tmpfs")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := mount(dir, size); err != nil {
+		t.Skipf("cannot mount a small tmpfs to fill (needs Linux and root): %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unmount(dir); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return &FS{Dir: dir, t: t}
+}
+
+func (f *FS) fillFile() string { return filepath.Join(f.Dir, ".fill") }
+
+// Fill writes a file until the tmpfs has no page left. Files that end inside
+// a page can still grow to its end; a new file, or a write past that, fails
+// with ENOSPC.
+func (f *FS) Fill() {
+	f.t.Helper()
+	fh, err := os.OpenFile(f.fillFile(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		f.t.Fatalf("fill: %v", err)
+	}
+	defer fh.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		_, err := fh.Write(chunk)
+		if errors.Is(err, syscall.ENOSPC) {
+			return
+		}
+		if err != nil {
+			f.t.Fatalf("fill: %v", err)
+		}
+	}
+}
+
+// Free removes what Fill wrote.
+func (f *FS) Free() {
+	f.t.Helper()
+	if err := os.Remove(f.fillFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		f.t.Fatalf("free: %v", err)
+	}
+}

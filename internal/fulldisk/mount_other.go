@@ -1,0 +1,11 @@
+//go:build !linux
+
+package fulldisk
+
+import "errors"
+
+var errNotLinux = errors.New("tmpfs mounts are Linux only")
+
+func mount(string, int) error { return errNotLinux }
+
+func unmount(string) error { return nil }
