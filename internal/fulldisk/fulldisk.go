@@ -13,8 +13,9 @@ import (
 
 // FS is a mounted tmpfs; it is unmounted when the test ends.
 type FS struct {
-	Dir string
-	t   testing.TB
+	Dir  string
+	t    testing.TB
+	size int
 }
 
 // Mount mounts a tmpfs of size bytes (rounded up to pages) on a new
@@ -33,7 +34,7 @@ func Mount(t testing.TB, size int) *FS {
 			t.Errorf("unmount %s: %v", dir, err)
 		}
 	})
-	return &FS{Dir: dir, t: t}
+	return &FS{Dir: dir, t: t, size: size}
 }
 
 func (f *FS) fillFile() string { return filepath.Join(f.Dir, ".fill") }
@@ -57,6 +58,15 @@ func (f *FS) Fill() {
 		if err != nil {
 			f.t.Fatalf("fill: %v", err)
 		}
+	}
+}
+
+// ReadOnly remounts the tmpfs read-only (ro true) or writable again: every
+// write fails with EROFS meanwhile, whatever room a file's last page has.
+func (f *FS) ReadOnly(ro bool) {
+	f.t.Helper()
+	if err := remount(f.Dir, f.size, ro); err != nil {
+		f.t.Fatalf("remount ro=%v: %v", ro, err)
 	}
 }
 

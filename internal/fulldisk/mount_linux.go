@@ -11,3 +11,11 @@ func mount(dir string, size int) error {
 }
 
 func unmount(dir string) error { return unix.Unmount(dir, unix.MNT_DETACH) }
+
+func remount(dir string, size int, ro bool) error {
+	flags := uintptr(unix.MS_REMOUNT | unix.MS_NOSUID | unix.MS_NODEV)
+	if ro {
+		flags |= unix.MS_RDONLY
+	}
+	return unix.Mount("tmpfs", dir, "tmpfs", flags, fmt.Sprintf("size=%d,mode=0700", size))
+}

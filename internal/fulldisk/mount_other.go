@@ -9,3 +9,5 @@ var errNotLinux = errors.New("tmpfs mounts are Linux only")
 func mount(string, int) error { return errNotLinux }
 
 func unmount(string) error { return nil }
+
+func remount(string, int, bool) error { return errNotLinux }
