@@ -220,3 +220,8 @@ func AppendLine(path string, line []byte) error {
 	}
 	return fmt.Errorf("append %s: %w", path, werr)
 }
+
+// Space says how much room the state dir's filesystem has left for the
+// daemon's user, and whether it is mounted read-only: a full or read-only
+// state dir can record nothing (audit records, job snapshots).
+func (d Dir) Space() (free uint64, readOnly bool, err error) { return space(d.Root) }
