@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // FS is a mounted tmpfs; it is unmounted when the test ends.
@@ -16,6 +17,7 @@ type FS struct {
 	Dir  string
 	t    testing.TB
 	size int
+	keep func() // stops KeepFull's filler; nil when none runs
 }
 
 // Mount mounts a tmpfs of size bytes (rounded up to pages) on a new
@@ -70,9 +72,51 @@ func (f *FS) ReadOnly(ro bool) {
 	}
 }
 
-// Free removes what Fill wrote.
+// KeepFull fills the tmpfs and keeps it full until Free: a page another
+// writer frees (a program deleting its temp files) is taken again within a
+// millisecond or so, so writes that need a new page keep failing.
+func (f *FS) KeepFull() {
+	f.t.Helper()
+	f.Fill()
+	fh, err := os.OpenFile(f.fillFile(), os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		f.t.Fatalf("keep full: %v", err)
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() { // owner: f; joined by Free or the test's cleanup
+		defer close(done)
+		defer fh.Close()
+		page := make([]byte, os.Getpagesize())
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			for {
+				if _, err := fh.Write(page); err != nil {
+					break
+				}
+			}
+		}
+	}()
+	f.keep = func() { close(stop); <-done }
+	f.t.Cleanup(f.stopKeeping)
+}
+
+func (f *FS) stopKeeping() {
+	if f.keep != nil {
+		f.keep()
+		f.keep = nil
+	}
+}
+
+// Free stops KeepFull and removes what Fill wrote.
 func (f *FS) Free() {
 	f.t.Helper()
+	f.stopKeeping()
 	if err := os.Remove(f.fillFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		f.t.Fatalf("free: %v", err)
 	}
