@@ -22,7 +22,11 @@ var statusCmd = &Command{
 local and public MCP endpoints (masked unless --show), approval mode, sandbox
 mode, whether the harness binary was found, the allowed roots and the agent jobs
 that are not finished (how many wait for your approval: ` + "`bridgectl pending`" + `).
---json prints the same as one JSON object.`,
+The daemon is the process holding the state dir's lock; a pid file naming any
+other process is reported as stale (and never signalled). It also says when the
+state dir is full or read-only, when audit records could not be written (the
+tool calls they would have recorded were denied), and how many job snapshots
+are damaged. --json prints the same as one JSON object.`,
 	Run: runStatus,
 }
 
