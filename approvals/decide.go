@@ -51,18 +51,29 @@ func (q *Queue) Decide(id string, approve bool, reason, who string) error {
 	if who == "" {
 		who = "owner"
 	}
-	d, claimed, err := q.claim(id, approve, reason, who, KindHuman)
+	// The record first: a decision takes effect only once it is on record,
+	// so an approval never lets a call run unrecorded.
+	decision := rules.Deny
+	if approve {
+		decision = rules.Allow
+	}
+	if err := q.Audit(AuditRecord{Event: EventHuman, ID: id, JobID: pr.JobID, Tool: pr.Tool, Summary: pr.Summary, Decision: decision, Reason: reason, By: who}); err != nil {
+		return fmt.Errorf("approval %s: nothing was decided: its audit record could not be written (%v); free space in the state dir and answer again (the request times out as denied meanwhile)", id, err)
+	}
+	_, claimed, err := q.claim(id, approve, reason, who, KindHuman)
+	if err != nil || !claimed {
+		why := "it was decided a moment before"
+		if err != nil {
+			why = "its decision file could not be written: " + writeCause(err)
+		}
+		q.Audit(AuditRecord{Event: EventHuman, ID: id, JobID: pr.JobID, Tool: pr.Tool, Summary: pr.Summary, By: who, Reason: "the decision recorded above did not take effect: " + why})
+	}
 	if err != nil {
 		return fmt.Errorf("approval %s: %w", id, err)
 	}
 	if !claimed {
 		return fmt.Errorf("%w: approval %s was decided a moment ago; see `bridgectl audit`", ErrAlreadyDecided, id)
 	}
-	decision := rules.Deny
-	if d.Approved {
-		decision = rules.Allow
-	}
-	q.Audit(AuditRecord{Event: EventHuman, ID: id, JobID: pr.JobID, Tool: pr.Tool, Summary: pr.Summary, Decision: decision, Reason: reason, By: who})
 	return nil
 }
 

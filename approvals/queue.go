@@ -123,12 +123,15 @@ func (q *Queue) decisionPath(id string) string {
 	return filepath.Join(q.dir.Approvals(), id+".decision.json")
 }
 
-// Audit appends r to the audit log. A write error is logged, not returned:
-// a decision must not wait on the log.
-func (q *Queue) Audit(r AuditRecord) {
-	if err := AppendAudit(q.dir, r); err != nil {
+// Audit appends r to the audit log. A write error is logged and returned:
+// a denial stands without its record, but what would allow a call must not
+// go on without it.
+func (q *Queue) Audit(r AuditRecord) error {
+	err := AppendAudit(q.dir, r)
+	if err != nil {
 		q.log.Error().Err(err).Str("event", r.Event).Msg("audit log write failed")
 	}
+	return err
 }
 
 // Submit queues req (classified as v) for a human and blocks until it is
@@ -150,14 +153,19 @@ func (q *Queue) Submit(ctx context.Context, jobID string, req rules.Request, v r
 	now := time.Now().UTC()
 	pr := PendingRequest{Version: statedir.FormatVersion, ID: id, JobID: jobID, Tool: req.Tool, Input: DisplayInput(req.Input),
 		Summary: v.Summary, Reason: v.Reason, Created: now, Expires: now.Add(timeout)}
+	// On record before a human can see it: an approval of a request the
+	// audit log does not hold would let a call run unrecorded.
+	exp := pr.Expires
+	if err := q.Audit(AuditRecord{Event: EventPending, ID: id, JobID: jobID, Tool: req.Tool, Summary: v.Summary, Input: pr.Input, Verdict: v.Decision, Reason: v.Reason, Expires: &exp}); err != nil {
+		return Decision{ID: id, Kind: KindCorrupt, Reason: "the bridge could not write the audit record of the request, and nothing runs unrecorded", Decided: now}, fmt.Errorf("queue approval: %w", err)
+	}
 	if err := statedir.WriteJSON(q.requestPath(id), pr); err != nil {
+		q.Audit(AuditRecord{Event: EventCorrupt, ID: id, JobID: jobID, Tool: req.Tool, Summary: v.Summary, Decision: rules.Deny, Reason: "could not queue the request for a human: " + writeCause(err)})
 		return Decision{ID: id, Kind: KindCorrupt, Reason: "could not queue the request for a human", Decided: now}, fmt.Errorf("queue approval: %w", err)
 	}
 	if q.notify != nil {
 		q.notify(pr)
 	}
-	exp := pr.Expires
-	q.Audit(AuditRecord{Event: EventPending, ID: id, JobID: jobID, Tool: req.Tool, Summary: v.Summary, Input: pr.Input, Verdict: v.Decision, Reason: v.Reason, Expires: &exp})
 	q.log.Warn().Str("approval", id).Str("job", jobID).Str("tool", req.Tool).Str("summary", v.Summary).
 		Msg("waiting for a human: bridgectl approve " + id)
 

@@ -339,12 +339,24 @@ func TestReadAudit(t *testing.T) {
 	if err != nil || len(tail) != AuditTail {
 		t.Fatalf("tail = %d records, %v", len(tail), err)
 	}
-	if last := tail[len(tail)-1]; last.Event != "unreadable" || last.Reason != "garbage line" {
+	if last := tail[len(tail)-1]; last.Event != EventUnreadable || last.Reason != "line 71 is not a whole record (12 bytes): garbage line" {
 		t.Fatalf("last = %+v", last)
 	}
 	all, _ := ReadAudit(dir, true)
 	if len(all) != AuditTail+21 || all[0].Time.IsZero() {
 		t.Fatalf("all = %d records", len(all))
+	}
+
+	// A record cut short keeps what was whole in it.
+	torn := `{"time":"2026-05-01T10:00:00Z","event":"auto","job_id":"j1","tool":"Bash","summary":"Bash: make","input":{"comm`
+	if err := statedir.AppendLine(dir.AuditLog(), []byte(torn)); err != nil {
+		t.Fatal(err)
+	}
+	all, _ = ReadAudit(dir, true)
+	got := all[len(all)-1]
+	if got.Event != EventUnreadable || got.JobID != "j1" || got.Tool != "Bash" || got.Summary != "Bash: make" || got.Time.IsZero() ||
+		!strings.HasPrefix(got.Reason, "line 72 is not a whole record (111 bytes; its event: auto): ") {
+		t.Errorf("torn record = %+v", got)
 	}
 }
 

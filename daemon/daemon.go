@@ -45,6 +45,11 @@ type Info struct {
 	// Path is the daemon's PATH, so bridgectl can warn about an allowed root
 	// that holds one of its directories.
 	Path string `json:"path,omitempty"`
+	// Exe and ProcStart name this process beyond its pid (statedir.Process):
+	// bridgectl signals the pid only while it holds the state dir's lock and
+	// still has them, never a process that reuses the pid.
+	Exe       string `json:"exe,omitempty"`
+	ProcStart string `json:"proc_start,omitempty"`
 }
 
 // Daemon is one `bridge serve`. Build it with New, start it with Run, and
@@ -196,6 +201,11 @@ func (d *Daemon) writeInfo() error {
 		StartedAt: time.Now().UTC().Format(time.RFC3339),
 		Harness:   d.agent.info, Sandbox: d.agent.guard.SandboxMode(), Approval: d.agent.guard.ApprovalMode(),
 		Path: d.agent.path,
+	}
+	if self, err := statedir.Identify(os.Getpid()); err == nil {
+		info.Exe, info.ProcStart = self.Exe, self.Start
+	} else {
+		d.log.Warn().Err(err).Msg("daemon.json without this process's start time: bridgectl relies on the state dir's lock alone")
 	}
 	return statedir.WriteJSON(d.dir.DaemonInfoFile(), info)
 }

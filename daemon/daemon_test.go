@@ -71,6 +71,14 @@ func TestDaemonRunAndClose(t *testing.T) {
 	if info["approval"] != "on" || (info["sandbox"] != "on" && info["sandbox"] != "unavailable") {
 		t.Errorf("daemon.json approval %v sandbox %v", info["approval"], info["sandbox"])
 	}
+	// Who the daemon is beyond its pid, for bridgectl's check before a signal.
+	exe, _ := os.Executable()
+	if self, err := statedir.Identify(os.Getpid()); err != nil || info["exe"] != exe || info["proc_start"] != self.Start || self.Start == "" {
+		t.Errorf("daemon.json exe %v proc_start %v, want %s %s (%v)", info["exe"], info["proc_start"], exe, self.Start, err)
+	}
+	if pid, err := (statedir.Dir{Root: d.cfg.StateDir}).LockHolder(); pid != os.Getpid() || err != nil {
+		t.Errorf("lock holder = %d, %v; want the daemon", pid, err)
+	}
 	if info["path"] != os.Getenv("PATH") {
 		t.Errorf("daemon.json path %v, want the daemon's PATH %q", info["path"], os.Getenv("PATH"))
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/backoff"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
@@ -25,16 +26,21 @@ const (
 // snapshot, writes it with r.mu unlocked (a slow disk stalls only this job),
 // and with r.mu locked again tells whom tell says. Waiters are told only
 // after the write, so whoever hears of a change (and then reads
-// jobs/<id>.json, as bridgectl does) finds it there. A failed write is
-// logged, never returned: the job goes on, in memory. It returns the
-// captured snapshot.
+// jobs/<id>.json, as bridgectl does) finds it there. A failed write (a full
+// or read-only disk) is logged and retried until it lands (retryLocked),
+// never returned: the job goes on, and its state in memory is the truth
+// meanwhile. It returns the captured snapshot.
 func (r *Registry) commitLocked(j *job, tell told) Snapshot {
 	snap, seq := r.captureLocked(j)
 	r.mu.Unlock()
-	if err := r.write(j, snap, seq); err != nil {
-		r.log.Error().Err(err).Str("job", j.id).Str("status", string(snap.Status)).Msg("snapshot write failed")
+	err := r.write(j, snap, seq)
+	if err != nil {
+		r.log.Error().Err(err).Str("job", j.id).Str("status", string(snap.Status)).Msg("snapshot write failed: retrying until it lands")
 	}
 	r.mu.Lock()
+	if err != nil {
+		r.retryLocked(j)
+	}
 	switch tell {
 	case tellWaiters:
 		r.notifyLocked(j)
@@ -42,6 +48,105 @@ func (r *Registry) commitLocked(j *job, tell told) Snapshot {
 		r.settleLocked(j)
 	}
 	return snap
+}
+
+// Waits between attempts to write a snapshot whose write failed.
+const (
+	retryFirst = 50 * time.Millisecond
+	retryEvery = 2 * time.Second
+)
+
+// pendingWrites counts the jobs whose snapshot is being retried, so Close can
+// wait for them; guarded by Registry.mu.
+type pendingWrites struct {
+	n       int
+	changed chan struct{} // closed and replaced when n drops
+	stop    chan struct{} // closed by Close when it stops waiting
+}
+
+// retryLocked starts retrying j's snapshot, unless that runs already.
+func (r *Registry) retryLocked(j *job) {
+	if j.retrying || j.removed {
+		return
+	}
+	if r.writes.changed == nil {
+		r.writes.changed, r.writes.stop = make(chan struct{}), make(chan struct{})
+	}
+	j.retrying = true
+	r.writes.n++
+	go r.retryWrites(j, r.writes.stop) // owner: the registry (joined by Close)
+}
+
+// retryWrites writes j's latest snapshot, with growing waits, until it
+// lands, the job is swept, or Close gives up (then the state it could not
+// write is logged: it is lost with this daemon).
+func (r *Registry) retryWrites(j *job, stop <-chan struct{}) {
+	t := time.NewTimer(retryFirst)
+	defer t.Stop()
+	for attempt := 1; ; attempt++ {
+		select {
+		case <-stop:
+			r.mu.Lock()
+			s := j.snap
+			r.doneRetryingLocked(j)
+			r.mu.Unlock()
+			r.log.Error().Str("job", j.id).Str("status", string(s.Status)).Int("steps", s.Steps).Str("reason", s.Error).
+				Msg("snapshot never written before shutdown: jobs/" + j.id + ".json keeps an older state")
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		if j.removed {
+			r.doneRetryingLocked(j)
+			r.mu.Unlock()
+			return
+		}
+		snap, seq := r.captureLocked(j)
+		r.mu.Unlock()
+		err := r.write(j, snap, seq)
+		if err == nil {
+			r.mu.Lock()
+			r.doneRetryingLocked(j)
+			r.mu.Unlock()
+			r.log.Info().Str("job", j.id).Str("status", string(snap.Status)).Int("attempts", attempt).Msg("snapshot written after its write had failed")
+			return
+		}
+		if attempt&(attempt-1) == 0 { // 1, 2, 4, 8, ...: the log says it goes on, without flooding
+			r.log.Error().Err(err).Str("job", j.id).Str("status", string(snap.Status)).Int("attempts", attempt).Msg("snapshot write still failing: retrying")
+		}
+		t.Reset(backoff.Exponential(retryFirst, retryEvery, attempt+1))
+	}
+}
+
+func (r *Registry) doneRetryingLocked(j *job) {
+	j.retrying = false
+	r.writes.n--
+	close(r.writes.changed)
+	r.writes.changed = make(chan struct{})
+}
+
+// waitWrites waits until no snapshot is being retried, or ctx ends: then
+// the retries stop, log what they could not write, and are joined. It
+// reports how many gave up.
+func (r *Registry) waitWrites(ctx context.Context) int {
+	gaveUp := 0
+	for {
+		r.mu.Lock()
+		n, changed, stop := r.writes.n, r.writes.changed, r.writes.stop
+		r.mu.Unlock()
+		if n == 0 {
+			return gaveUp
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			if gaveUp == 0 {
+				gaveUp = n
+				close(stop)
+			}
+			<-changed
+		}
+	}
 }
 
 // captureLocked copies j's snapshot for writing, with its sequence number.
@@ -78,13 +183,23 @@ func (r *Registry) reload() error {
 	snaps, errs := LoadAll(r.opts.Dir)
 	for _, err := range errs {
 		var fe *ForeignVersionError
-		if errors.As(err, &fe) {
+		var ue *UnknownStatusError
+		var de *DamagedError
+		switch {
+		case errors.As(err, &fe):
 			if s, ok := r.adoptForeign(fe); ok {
 				snaps = append(snaps, s)
 			}
-			continue
+		case errors.As(err, &ue):
+			r.setAside(ue)
+		case errors.As(err, &de):
+			// Kept as it is: a restart never rewrites what it cannot read,
+			// and never turns a recorded end into interrupted.
+			r.log.Warn().Err(err).Msg("job snapshot damaged: kept as it is, with its harness dir; polls of the job say so")
+			r.keepDamaged(de.ID, de.Error(), !de.Known.Status.Final())
+		default:
+			r.log.Warn().Err(err).Msg("skipping unreadable job snapshot; its harness dir is kept")
 		}
-		r.log.Warn().Err(err).Msg("skipping unreadable job snapshot; its harness dir is kept")
 	}
 	now := time.Now()
 	for _, s := range snaps {
@@ -156,6 +271,40 @@ func (r *Registry) adoptForeign(fe *ForeignVersionError) (Snapshot, bool) {
 	}, true
 }
 
+// sweep removes finished jobs whose TTL has passed, from memory and disk.
+func (r *Registry) sweep() {
+	defer r.wg.Done()
+	every := min(r.opts.ResultTTL/4, time.Minute)
+	every = max(every, 10*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case now := <-t.C:
+			r.sweepOnce(now)
+		}
+	}
+}
+
+func (r *Registry) sweepOnce(now time.Time) {
+	r.mu.Lock()
+	var gone []string
+	for id, j := range r.jobs {
+		if j.snap.Status.Final() && j.snap.ExpiresAt != nil && !now.Before(*j.snap.ExpiresAt) {
+			j.removed = true
+			delete(r.jobs, id)
+			gone = append(gone, id)
+		}
+	}
+	r.mu.Unlock()
+	for _, id := range gone {
+		r.removeFiles(id)
+		r.log.Debug().Str("job", id).Msg("job expired")
+	}
+}
+
 // removeOrphanHarnessDirs deletes per-job harness dirs no snapshot refers to
 // (their job expired while no daemon was running).
 func (r *Registry) removeOrphanHarnessDirs() {
@@ -169,6 +318,9 @@ func (r *Registry) removeOrphanHarnessDirs() {
 		id := e.Name()
 		if _, ok := r.jobs[id]; ok || !ids.Valid(id) {
 			continue
+		}
+		if _, ok := r.damaged[id]; ok {
+			continue // its snapshot is damaged or set aside: kept with it
 		}
 		if _, err := os.Lstat(r.opts.Dir.JobFile(id)); err == nil {
 			continue // a snapshot this build could not read: not an orphan

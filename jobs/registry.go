@@ -6,7 +6,7 @@
 // registry.go holds the calls (Start, Wait, Cancel, Close); run.go one job's
 // run from its slot to its end; fold.go what each harness event changes in
 // a snapshot; slots.go the running slots and the queue; persist.go the
-// snapshot files.
+// snapshot files and their expiry; damaged.go snapshots it cannot read.
 package jobs
 
 import (
@@ -100,10 +100,12 @@ type Registry struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // job runners and the sweeper
 
-	mu     sync.Mutex
-	jobs   map[string]*job
-	slots  slots
-	closed bool
+	mu      sync.Mutex
+	jobs    map[string]*job
+	damaged map[string]string // id → why its snapshot could not be taken as a job
+	slots   slots
+	closed  bool
+	writes  pendingWrites
 }
 
 // job is one job's state; everything but persistMu and written is guarded
@@ -124,6 +126,7 @@ type job struct {
 	traceTimer *time.Timer
 	lastWrite  time.Time
 	removed    bool
+	retrying   bool // its last write failed; retryWrites runs
 
 	persistMu sync.Mutex // serialises this job's file writes
 	written   uint64     // last seq written
@@ -163,7 +166,7 @@ func New(opts Options) (*Registry, error) {
 		}
 	}
 	r := &Registry{
-		opts: opts, jobs: map[string]*job{}, log: zerolog.Nop(),
+		opts: opts, jobs: map[string]*job{}, damaged: map[string]string{}, log: zerolog.Nop(),
 		slots: slots{max: opts.MaxConcurrent, maxQueue: opts.MaxQueue},
 	}
 	if opts.Logger != nil {
@@ -288,13 +291,9 @@ func (r *Registry) Get(id string) (Snapshot, error) {
 	defer r.mu.Unlock()
 	j, ok := r.jobs[id]
 	if !ok {
-		return Snapshot{}, unknown(id)
+		return Snapshot{}, r.unknownLocked(id)
 	}
 	return r.snapshotLocked(j), nil
-}
-
-func unknown(id string) error {
-	return fmt.Errorf("%w %q: it never existed here or its results expired; start a new job with deepseek_agent_start", ErrUnknownJob, id)
 }
 
 // List returns every job the registry holds, oldest first, without traces.
@@ -335,8 +334,9 @@ func (r *Registry) Wait(ctx context.Context, id string, d time.Duration, onChang
 		r.mu.Lock()
 		j, ok := r.jobs[id]
 		if !ok {
+			err := r.unknownLocked(id)
 			r.mu.Unlock()
-			return Snapshot{}, unknown(id)
+			return Snapshot{}, err
 		}
 		snap, changed, settled := r.snapshotLocked(j), j.changed, isClosed(j.done)
 		r.mu.Unlock()
@@ -367,8 +367,9 @@ func (r *Registry) Cancel(ctx context.Context, id string) (Snapshot, error) {
 	r.mu.Lock()
 	j, ok := r.jobs[id]
 	if !ok {
+		err := r.unknownLocked(id)
 		r.mu.Unlock()
-		return Snapshot{}, unknown(id)
+		return Snapshot{}, err
 	}
 	switch {
 	case j.snap.Status.Final():
@@ -429,7 +430,8 @@ func (r *Registry) SetWaiting(id string, a *ApprovalInfo) {
 }
 
 // Close stops accepting jobs, stops every harness, marks those jobs (and the
-// queued ones) interrupted, and waits for their runners until ctx ends.
+// queued ones) interrupted, and waits for their runners, and for snapshot
+// writes still being retried, until ctx ends.
 func (r *Registry) Close(ctx context.Context) error {
 	r.mu.Lock()
 	if r.closed {
@@ -455,42 +457,12 @@ func (r *Registry) Close(ctx context.Context) error {
 	go func() { r.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
+		r.waitWrites(ctx)
 		return fmt.Errorf("jobs: shutdown: %w", ctx.Err())
 	}
-}
-
-// sweep removes finished jobs whose TTL has passed, from memory and disk.
-func (r *Registry) sweep() {
-	defer r.wg.Done()
-	every := min(r.opts.ResultTTL/4, time.Minute)
-	every = max(every, 10*time.Millisecond)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-r.ctx.Done():
-			return
-		case now := <-t.C:
-			r.sweepOnce(now)
-		}
+	if n := r.waitWrites(ctx); n > 0 {
+		return fmt.Errorf("jobs: shutdown: the snapshots of %d jobs could not be written (the log says which): %w", n, ctx.Err())
 	}
-}
-
-func (r *Registry) sweepOnce(now time.Time) {
-	r.mu.Lock()
-	var gone []string
-	for id, j := range r.jobs {
-		if j.snap.Status.Final() && j.snap.ExpiresAt != nil && !now.Before(*j.snap.ExpiresAt) {
-			j.removed = true
-			delete(r.jobs, id)
-			gone = append(gone, id)
-		}
-	}
-	r.mu.Unlock()
-	for _, id := range gone {
-		r.removeFiles(id)
-		r.log.Debug().Str("job", id).Msg("job expired")
-	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -238,15 +239,27 @@ func Load(dir statedir.Dir, id string) (Snapshot, error) {
 	if !ids.Valid(id) {
 		return Snapshot{}, fmt.Errorf("%w %q: job ids are 32 hex characters (see `bridgectl jobs`)", ErrUnknownJob, id)
 	}
-	var s Snapshot
-	if err := statedir.ReadJSON(dir.JobFile(id), &s); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return Snapshot{}, fmt.Errorf("%w %s: it never existed or its results have expired", ErrUnknownJob, id)
-		}
+	path := dir.JobFile(id)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Snapshot{}, fmt.Errorf("%w %s: it never existed or its results have expired", ErrUnknownJob, id)
+	}
+	if err != nil {
 		return Snapshot{}, err
 	}
+	var s Snapshot
+	if err := json.Unmarshal(b, &s); err != nil {
+		var v struct{ Version int }
+		if json.Unmarshal(b, &v) == nil && v.Version != SnapshotVersion {
+			return Snapshot{}, &ForeignVersionError{Path: path, ID: id, Version: v.Version}
+		}
+		return Snapshot{}, damaged(path, id, b, err)
+	}
 	if s.Version != SnapshotVersion {
-		return Snapshot{}, &ForeignVersionError{Path: dir.JobFile(id), ID: id, Version: s.Version}
+		return Snapshot{}, &ForeignVersionError{Path: path, ID: id, Version: s.Version}
+	}
+	if !s.Status.known() {
+		return Snapshot{}, &UnknownStatusError{Path: path, ID: id, Status: s.Status}
 	}
 	return s, nil
 }
@@ -264,8 +277,10 @@ func (e *ForeignVersionError) Error() string {
 }
 
 // LoadAll reads every snapshot in the state dir, oldest first. Files that are
-// not snapshots (temp files, foreign names) are skipped; a corrupt snapshot is
-// reported in errs and skipped.
+// not snapshots (temp files, foreign names, the set-aside dir) are skipped; a
+// snapshot that cannot be read is reported in errs (a *DamagedError,
+// *UnknownStatusError or *ForeignVersionError says what is still known) and
+// skipped.
 func LoadAll(dir statedir.Dir) (snaps []Snapshot, errs []error) {
 	entries, err := os.ReadDir(dir.Jobs())
 	if err != nil {

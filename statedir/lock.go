@@ -92,3 +92,34 @@ func readLockPID(f *os.File) int {
 	}
 	return pid
 }
+
+// LockHolder returns the pid of the process that holds the state dir's
+// daemon lock now, 0 when none does (no daemon runs on this state dir). Only
+// `bridge serve` takes that lock, so its holder is provably this state dir's
+// daemon, whatever bridge.pid or daemon.json say. On Linux it reads
+// /proc/locks and touches nothing; elsewhere it tries a shared lock for an
+// instant and takes the pid the holder wrote into the file.
+func (d Dir) LockHolder() (int, error) {
+	if pid, ok, err := lockHolderFromProc(d.LockFile()); ok || err != nil {
+		return pid, err
+	}
+	f, err := os.Open(d.LockFile())
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("daemon lock: %w", err)
+	}
+	defer f.Close()
+	held, err := probeHeld(f)
+	if err != nil {
+		return 0, fmt.Errorf("daemon lock %s: %w", d.LockFile(), err)
+	}
+	if !held {
+		return 0, nil
+	}
+	if pid := readLockPID(f); pid > 0 {
+		return pid, nil
+	}
+	return 0, fmt.Errorf("daemon lock %s is held, but the file names no pid", d.LockFile())
+}

@@ -78,6 +78,12 @@ func (d Dir) AuditLog() string { return filepath.Join(d.Root, "audit.log") }
 // the job's jail binds it read-only, so nothing in a job can set one.
 func (d Dir) Switches() string { return filepath.Join(d.Root, "switches") }
 
+// AuditUnwritten, when present, says audit records could not be written
+// (a full or read-only state dir): the requests they would have recorded
+// were denied. It lives in approvals/, which the approval child can write;
+// the next record that is written says so in the log and removes it.
+func (d Dir) AuditUnwritten() string { return filepath.Join(d.Approvals(), "audit-unwritten") }
+
 // ApprovalOffFlag, when present, turns human approval off until the daemon's next boot.
 func (d Dir) ApprovalOffFlag() string { return filepath.Join(d.Switches(), "approval-off") }
 
@@ -169,24 +175,55 @@ func ReadJSON(path string, v any) error {
 	return nil
 }
 
-// AppendLine appends one line (a JSON record plus newline) to path, creating it
-// with mode 0600. A single write of a small line with O_APPEND is not torn by
-// concurrent appenders on POSIX.
+// AppendLine appends one line (a JSON record plus newline) to path, creating
+// it with mode 0600, whole or not at all: under an exclusive lock on the file
+// (so appenders in other processes wait), one write of the whole line, then
+// fsync; if either fails — a full or failing disk — the file is cut back to
+// the length it had, so no torn line stays behind. A line left unterminated
+// by an older writer is ended first, so the record is a line of its own.
 func AppendLine(path string, line []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("append %s: %w", path, err)
 	}
-	if len(line) == 0 || line[len(line)-1] != '\n' {
-		line = append(line, '\n')
+	defer f.Close()
+	if err := lockWait(f); err != nil {
+		return fmt.Errorf("append %s: lock: %w", path, err)
 	}
-	_, werr := f.Write(line)
-	cerr := f.Close()
-	if werr != nil {
-		return fmt.Errorf("append %s: %w", path, werr)
+	defer unlock(f)
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("append %s: %w", path, err)
 	}
-	if cerr != nil {
-		return fmt.Errorf("append %s: %w", path, cerr)
+	size := fi.Size()
+	rec := make([]byte, 0, len(line)+2)
+	if size > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, size-1); err != nil {
+			return fmt.Errorf("append %s: %w", path, err)
+		}
+		if last[0] != '\n' {
+			rec = append(rec, '\n')
+		}
 	}
-	return nil
+	rec = append(rec, line...)
+	if len(rec) == 0 || rec[len(rec)-1] != '\n' {
+		rec = append(rec, '\n')
+	}
+	_, werr := f.Write(rec)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if werr == nil {
+		return nil
+	}
+	if terr := f.Truncate(size); terr != nil {
+		return fmt.Errorf("append %s: %w; and cutting back the part written failed: %v", path, werr, terr)
+	}
+	return fmt.Errorf("append %s: %w", path, werr)
 }
+
+// Space says how much room the state dir's filesystem has left for the
+// daemon's user, and whether it is mounted read-only: a full or read-only
+// state dir can record nothing (audit records, job snapshots).
+func (d Dir) Space() (free uint64, readOnly bool, err error) { return space(d.Root) }

@@ -86,22 +86,31 @@ func NewPrompter(cfg Config, log zerolog.Logger) (*Prompter, error) {
 // a deny with the instruction not to work around it. With approval off (the
 // config's mode, or the flag file) an "ask" is allowed without asking, said
 // loudly in the log and the audit log; a rules' deny still stands, and the OS
-// sandbox still applies.
+// sandbox still applies. Nothing is allowed unless its audit records were
+// written: a call whose record cannot be written (a full or read-only state
+// dir) is denied, and the log says so.
 func (p *Prompter) Answer(ctx context.Context, req rules.Request) Answer {
 	v := rules.Classify(req, rules.Policy{Workspace: p.cfg.Workspace, Allow: p.cfg.Allow, Protected: p.cfg.Protected})
-	p.queue.Audit(approvals.AuditRecord{Event: approvals.EventRequest, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Verdict: v.Decision, Reason: v.Reason})
+	if err := p.record(approvals.AuditRecord{Event: approvals.EventRequest, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Verdict: v.Decision, Reason: v.Reason}); err != nil {
+		return p.unrecorded(req, v, err)
+	}
 	switch v.Decision {
 	case rules.Allow:
-		p.queue.Audit(approvals.AuditRecord{Event: approvals.EventAuto, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Input: approvals.DisplayInput(req.Input), Decision: rules.Allow, Reason: v.Reason, By: "rules"})
+		if err := p.record(approvals.AuditRecord{Event: approvals.EventAuto, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Input: approvals.DisplayInput(req.Input), Decision: rules.Allow, Reason: v.Reason, By: "rules"}); err != nil {
+			return p.unrecorded(req, v, err)
+		}
 		return allowAnswer(req.Input)
 	case rules.Ask:
 	default:
-		p.queue.Audit(approvals.AuditRecord{Event: approvals.EventAuto, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Input: approvals.DisplayInput(req.Input), Decision: rules.Deny, Reason: v.Reason, By: "rules"})
+		// A denial stands whether or not its record lands.
+		_ = p.record(approvals.AuditRecord{Event: approvals.EventAuto, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Input: approvals.DisplayInput(req.Input), Decision: rules.Deny, Reason: v.Reason, By: "rules"})
 		return denyAnswer("Denied by the bridge's approval rules: " + v.Reason + ". Do not try to work around this denial; report it in your final answer.")
 	}
 	if src := p.approvalOffSource(); src != "" {
 		reason := "HUMAN APPROVAL IS OFF (" + src + "): allowed without asking a human; the OS sandbox still applies. The rules said: " + v.Reason
-		p.queue.Audit(approvals.AuditRecord{Event: approvals.EventApprovalOff, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Verdict: rules.Ask, Decision: rules.Allow, Reason: reason, By: src})
+		if err := p.record(approvals.AuditRecord{Event: approvals.EventApprovalOff, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Verdict: rules.Ask, Decision: rules.Allow, Reason: reason, By: src}); err != nil {
+			return p.unrecorded(req, v, err)
+		}
 		p.log.Warn().Str("job", p.cfg.JobID).Str("tool", req.Tool).Str("summary", v.Summary).Msg(reason)
 		return allowAnswer(req.Input)
 	}
@@ -113,6 +122,18 @@ func (p *Prompter) Answer(ctx context.Context, req rules.Request) Answer {
 		return allowAnswer(req.Input)
 	}
 	return denyAnswer(d.Message())
+}
+
+// record appends one audit record; the error says it is not on record.
+func (p *Prompter) record(r approvals.AuditRecord) error { return approvals.AppendAudit(p.dir, r) }
+
+// unrecorded denies a call whose audit record could not be written, and
+// says so in the log (the approval child's stderr, which Claude Code keeps
+// with the job) and, through the state dir's mark, in `bridgectl status`.
+func (p *Prompter) unrecorded(req rules.Request, v rules.Verdict, err error) Answer {
+	p.log.Error().Err(err).Str("job", p.cfg.JobID).Str("tool", req.Tool).Str("summary", v.Summary).
+		Msg("DENIED: the audit record of this tool call could not be written, and nothing runs unrecorded; free space in the state dir (`bridgectl status` says more)")
+	return denyAnswer("Denied: the bridge could not write this tool call's audit record (its state dir is full or read-only), and nothing runs unrecorded. Do not try to work around this denial; report it in your final answer.")
 }
 
 func (p *Prompter) approvalOffSource() string {

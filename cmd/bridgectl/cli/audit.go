@@ -15,7 +15,13 @@ var auditCmd = &Command{
 	Long: `Reads <state>/audit.log (JSONL; the daemon need not run). One line per event:
 time, event, request id, job, tool, decision, who decided, and the reason or
 summary. Without --all, only the most recent entries are shown; --all shows the
-whole log. --json prints the entries as JSON.`,
+whole log. --json prints the entries as JSON.
+
+A line that is not a whole record (cut short by a crash or a full disk, or
+edited) is shown as "unreadable" with its line number and what is still
+readable in it, and counted at the end. When records could not be written at
+all (a full or read-only state dir), the end says so: the tool calls they
+would have recorded were denied.`,
 	Run: runAudit,
 }
 
@@ -44,16 +50,28 @@ func runAudit(ctx context.Context, e *Env, args []string) error {
 		}
 		return printJSON(e.Stdout, entries)
 	}
+	u, unwritten := approvals.AuditUnwritten(c.dir)
 	if len(entries) == 0 {
-		if note := c.noStateDir(); note != "" {
+		switch note := c.noStateDir(); {
+		case note != "":
 			fmt.Fprintf(e.Stdout, "no audit log: %s\n", note)
-			return nil
+		default:
+			fmt.Fprintf(e.Stdout, "the audit log is empty (%s)\n", c.dir.AuditLog())
 		}
-		fmt.Fprintf(e.Stdout, "the audit log is empty (%s)\n", c.dir.AuditLog())
-		return nil
 	}
+	damaged := 0
 	for _, a := range entries {
 		fmt.Fprintln(e.Stdout, auditLine(a))
+		if a.Event == approvals.EventUnreadable {
+			damaged++
+		}
+	}
+	if damaged > 0 {
+		fmt.Fprintf(e.Stdout, "DAMAGED: %d %s of %s %s not a whole record (cut short by a crash or a full disk, or edited): what each still says is shown above as \"unreadable\"; every other line is a whole record\n",
+			damaged, plural(damaged, "line", "lines"), c.dir.AuditLog(), plural(damaged, "is", "are"))
+	}
+	if unwritten {
+		fmt.Fprintf(e.Stdout, "NOT RECORDED: %s — free space in the state dir; the next record written says so in the log\n", u.Text())
 	}
 	return nil
 }
@@ -62,7 +80,11 @@ func runAudit(ctx context.Context, e *Env, args []string) error {
 // the tool call, the outcome and by whom, and why.
 func auditLine(a approvals.AuditRecord) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s  %-12s", a.Time.Local().Format("2006-01-02 15:04:05"), a.Event)
+	when := "(time lost)        "
+	if !a.Time.IsZero() {
+		when = a.Time.Local().Format("2006-01-02 15:04:05")
+	}
+	fmt.Fprintf(&b, "%s  %-12s", when, a.Event)
 	if a.ID != "" {
 		fmt.Fprintf(&b, " req %s", short(a.ID))
 	}

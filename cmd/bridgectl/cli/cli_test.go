@@ -315,7 +315,7 @@ func TestQuickTunnelLifecycleWithFakes(t *testing.T) {
 	if pidAlive(info.PID) {
 		t.Fatalf("old daemon pid %d still alive", info.PID)
 	}
-	if tp := livePID(filepath.Join(te.state, "tunnel.pid"), "tunnel"); tp != ti.PID {
+	if tp, _ := readPID(filepath.Join(te.state, "tunnel.pid")); tp != ti.PID || !pidAlive(tp) {
 		t.Fatalf("tunnel pid after reload: %d, want %d", tp, ti.PID)
 	}
 
@@ -341,7 +341,7 @@ func TestQuickTunnelLifecycleWithFakes(t *testing.T) {
 			t.Errorf("new secret via %s: %d, want 200", base, c)
 		}
 	}
-	if tp := livePID(filepath.Join(te.state, "tunnel.pid"), "tunnel"); tp != ti.PID {
+	if tp, _ := readPID(filepath.Join(te.state, "tunnel.pid")); tp != ti.PID || !pidAlive(tp) {
 		t.Fatalf("tunnel pid after rotate: %d, want %d", tp, ti.PID)
 	}
 	out = te.must("url", "--show")
@@ -440,7 +440,7 @@ func TestStartRejoinsALiveTunnel(t *testing.T) {
 	te.must("tunnel")
 	var info daemonInfo
 	json.Unmarshal([]byte(te.readFile("daemon.json")), &info)
-	if err := stopPID(t.Context(), info.PID, 0); err != nil { // SIGKILL at once: a crash
+	if err := stopProc(t.Context(), info.proc(), 0); err != nil { // SIGKILL at once: a crash
 		t.Fatal(err)
 	}
 	out := te.must("start")
@@ -477,7 +477,7 @@ func TestFixedPortTunnelNoFalsePortWarning(t *testing.T) {
 	}
 	var info daemonInfo
 	json.Unmarshal([]byte(te.readFile("daemon.json")), &info)
-	if err := stopPID(t.Context(), info.PID, 0); err != nil {
+	if err := stopProc(t.Context(), info.proc(), 0); err != nil {
 		t.Fatal(err)
 	}
 	out, errs, code := te.run("start")

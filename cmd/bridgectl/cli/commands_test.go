@@ -55,11 +55,12 @@ func TestJobsView(t *testing.T) {
 		t.Fatalf("jobs: %d %s", code, errs)
 	}
 	ls := strings.Split(strings.TrimSpace(out), "\n")
-	if len(ls) != 2 || !strings.HasPrefix(ls[0], running.ID+"  running") || !strings.HasPrefix(ls[1], done.ID+"  done") {
+	if len(ls) != 3 || !strings.HasPrefix(ls[0], running.ID+"  running") || !strings.HasPrefix(ls[1], done.ID+"  done") {
 		t.Fatalf("jobs list (newest first):\n%s", out)
 	}
-	if !strings.Contains(errs, "warning") || !strings.Contains(errs, strings.Repeat("c", 32)) {
-		t.Fatalf("corrupt snapshot not reported: %q", errs)
+	// The corrupt one is listed last, plainly, with what it still says.
+	if !strings.HasPrefix(ls[2], strings.Repeat("c", 32)+"  DAMAGED ") || !strings.Contains(ls[2], "nothing in it is still readable") {
+		t.Fatalf("corrupt snapshot not reported: %q", ls[2])
 	}
 	out = te.must("jobs", running.ID, "--trace")
 	for _, w := range []string{"status:     running", "steps:      2 of at most 120, last tool Bash", "tool_use    Read       witness.txt", "./fix.sh  [exit 1]"} {

@@ -31,15 +31,20 @@ type daemonInfo struct {
 	Harness   json.RawMessage `json:"harness,omitempty"`
 	Sandbox   json.RawMessage `json:"sandbox,omitempty"`
 	Approval  json.RawMessage `json:"approval,omitempty"`
+	Exe       string          `json:"exe,omitempty"`
+	ProcStart string          `json:"proc_start,omitempty"`
 }
 
 // daemonStatus is what bridgectl can tell about the daemon without asking it.
 type daemonStatus struct {
-	PID       int         // live daemon pid from the pid file (0: none)
-	StalePID  int         // the pid file names a process that is gone
-	Info      *daemonInfo // daemon.json of the live pid
-	Addr      string      // where to reach it (from daemon.json, else the config)
-	Healthy   bool        // GET /health answered 200
+	PID       int              // the daemon, proved (daemonProc); 0: none runs
+	Proc      statedir.Process // what names it beyond its pid, for the signals
+	StalePID  int              // a pid bridge.pid or daemon.json names that is not the daemon
+	StaleNote string           // what StalePID is, in words
+	Info      *daemonInfo      // daemon.json of the daemon
+	InfoNote  string           // why there is no Info although a daemon runs
+	Addr      string           // where to reach it (from daemon.json, else the config)
+	Healthy   bool             // GET /health answered 200
 	HealthErr error
 }
 
@@ -47,31 +52,6 @@ func (c *ctl) daemon(ctx context.Context) daemonStatus {
 	s := c.daemonProc()
 	s.HealthErr = probeHealth(ctx, c.e.HTTP, s.Addr)
 	s.Healthy = s.HealthErr == nil
-	return s
-}
-
-// daemonProc is daemon without the /health probe: the pid file, the live
-// process and its daemon.json.
-func (c *ctl) daemonProc() daemonStatus {
-	var s daemonStatus
-	pid, _ := readPID(c.dir.PIDFile())
-	s.PID = livePID(c.dir.PIDFile(), "serve")
-	if pid != 0 && s.PID == 0 {
-		s.StalePID = pid
-	}
-	var info daemonInfo
-	if err := statedir.ReadJSON(c.dir.DaemonInfoFile(), &info); err == nil && info.Addr != "" {
-		if s.PID == 0 && info.PID != 0 && pidAlive(info.PID) && procMatches(info.PID, "serve") {
-			s.PID = info.PID // running, but not started by bridgectl (systemd, foreground)
-		}
-		if info.PID == s.PID && s.PID != 0 {
-			s.Info = &info
-			s.Addr = dialAddr(info.Addr)
-		}
-	}
-	if s.Addr == "" {
-		s.Addr = dialAddr(c.cfg.Addr())
-	}
 	return s
 }
 
@@ -221,11 +201,11 @@ func (c *ctl) startDaemon(ctx context.Context, pinPort int, justFreed bool) (dae
 		return daemonStatus{}, err
 	}
 	if err := writePID(c.dir.PIDFile(), ch.pid); err != nil {
-		stopPID(ctx, ch.pid, time.Second)
+		ch.stop(ctx, time.Second)
 		return daemonStatus{}, err
 	}
 	fail := func(why string) (daemonStatus, error) {
-		stopPID(context.WithoutCancel(ctx), ch.pid, 2*time.Second)
+		ch.stop(context.WithoutCancel(ctx), 2*time.Second)
 		os.Remove(c.dir.PIDFile())
 		c.printLogTail(c.dir.LogFile(), "start", 20)
 		return daemonStatus{}, fmt.Errorf("%s; the daemon's log is above (full log: `bridgectl logs`)", why)
@@ -250,36 +230,37 @@ func (c *ctl) startDaemon(ctx context.Context, pinPort int, justFreed bool) (dae
 		}
 		addr := dialAddr(info.Addr)
 		if probeHealth(ctx, c.e.HTTP, addr) == nil {
-			return daemonStatus{PID: ch.pid, Info: &info, Addr: addr, Healthy: true}, nil
+			return daemonStatus{PID: ch.pid, Proc: ch.proc, Info: &info, Addr: addr, Healthy: true}, nil
 		}
 	}
 }
 
 // stopDaemon stops the daemon's process group and removes its pid file and
-// any daemon.json it could not remove itself. It returns the pid it stopped (0: none).
-func (c *ctl) stopDaemon(ctx context.Context) (int, error) {
+// any daemon.json it could not remove itself. It signals only the process
+// proved to be the daemon (daemonProc), never a stale pid. It returns what
+// it found: PID is the pid it stopped (0: none).
+func (c *ctl) stopDaemon(ctx context.Context) (daemonStatus, error) {
 	s := c.daemon(ctx)
-	pid := s.PID
-	if pid != 0 {
-		if err := stopPID(ctx, pid, stopGrace); err != nil {
-			return pid, err
+	if s.PID != 0 {
+		if err := stopProc(ctx, s.Proc, stopGrace); err != nil {
+			return s, err
 		}
 	}
 	os.Remove(c.dir.PIDFile())
-	var info daemonInfo
-	if err := statedir.ReadJSON(c.dir.DaemonInfoFile(), &info); err == nil && !pidAlive(info.PID) {
+	if holder, err := c.dir.LockHolder(); err == nil && holder == 0 {
 		os.Remove(c.dir.DaemonInfoFile())
 	}
-	return pid, nil
+	return s, nil
 }
 
 // printLogTail prints the last n lines after the latest marker of a log, masked.
 func (c *ctl) printLogTail(path, what string, n int) {
-	b, err := os.ReadFile(path)
+	// The start this is about wrote its marker a moment ago, near the end.
+	tail, _, err := tailFile(path, 4*n)
 	if err != nil {
 		return
 	}
-	ls := lines(afterLatestMarker(b, what))
+	ls := lines(afterLatestMarker([]byte(strings.Join(tail, "\n")), what))
 	if len(ls) > n {
 		ls = ls[len(ls)-n:]
 	}

@@ -178,12 +178,9 @@ func (c *ctl) doctorProbeKey(ctx context.Context, r *report) (time.Time, string)
 }
 
 func (c *ctl) doctorPort(ctx context.Context, r *report) {
-	pid := livePID(c.dir.PIDFile(), "serve")
-	if pid != 0 {
-		if d := c.daemon(ctx); d.Healthy {
-			r.ok("port: http://%s is served by the running bridge (pid %d)", d.Addr, pid)
-			return
-		}
+	if d := c.daemon(ctx); d.PID != 0 && d.Healthy {
+		r.ok("port: http://%s is served by the running bridge (pid %d)", d.Addr, d.PID)
+		return
 	}
 	if c.cfg.Port == 0 {
 		r.ok("port: PORT=0, a free port is picked at start")

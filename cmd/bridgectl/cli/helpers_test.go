@@ -271,3 +271,8 @@ func (te *testEnv) jobStatus(id string) jobs.Status {
 	}
 	return s.Status
 }
+
+// proc is the daemon daemon.json describes, to crash it in a test.
+func (i daemonInfo) proc() statedir.Process {
+	return statedir.Process{PID: i.PID, Exe: i.Exe, Start: i.ProcStart}
+}

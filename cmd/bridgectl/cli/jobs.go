@@ -6,13 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
 var jobsCmd = &Command{
@@ -27,21 +25,16 @@ approval it waits on, its result or partial work; --trace adds its trace, which
 the daemon writes while the job runs, so a live job shows its progress. --json
 prints the snapshot(s) as JSON.
 
+A snapshot that cannot be read as a job is listed plainly: DAMAGED (cut short,
+say by a full disk: what is still readable in it is shown), SET ASIDE (a
+status this build does not know: the daemon moved it, unchanged, to
+jobs/set-aside/), or OTHER VERSION.
+
 Text that comes from the MCP caller (task, workspace) or the model (result,
 notes, commands, paths, tool names) is shown with its control characters
 escaped (ESC prints as \u{1b}, BEL as \u{7}), so it cannot move the cursor,
 repaint the terminal or write the clipboard.`,
 	Run: runJobs,
-}
-
-// loadJobs reads every snapshot, newest first; unreadable ones are reported on stderr.
-func loadJobs(e *Env, dir statedir.Dir) []jobs.Snapshot {
-	snaps, errs := jobs.LoadAll(dir)
-	for _, err := range errs {
-		fmt.Fprintf(e.Stderr, "warning: %v\n", err)
-	}
-	sort.SliceStable(snaps, func(i, j int) bool { return snaps[i].CreatedAt.After(snaps[j].CreatedAt) })
-	return snaps
 }
 
 func runJobs(ctx context.Context, e *Env, args []string) error {
@@ -67,6 +60,9 @@ func runJobs(ctx context.Context, e *Env, args []string) error {
 			return err
 		}
 		s, err := jobs.Load(c.dir, id)
+		if err != nil && !*asJSON && printDamagedJob(w, c.dir, id, err) {
+			return fmt.Errorf("job %s cannot be shown as a job: what is still known is above", id)
+		}
 		if err != nil {
 			return err
 		}
@@ -82,12 +78,19 @@ func runJobs(ctx context.Context, e *Env, args []string) error {
 	if *trace {
 		return usageError{"--trace needs a job ID: bridgectl jobs ID --trace"}
 	}
-	snaps := loadJobs(e, c.dir)
+	snaps, trouble := loadJobs(c.dir)
 	if *asJSON {
 		if snaps == nil {
 			snaps = []jobs.Snapshot{}
 		}
+		for _, tr := range trouble {
+			fmt.Fprintf(e.Stderr, "warning: job %s: %s: %s\n", tr.ID, tr.Kind, tr.What)
+		}
 		return printJSON(w, snaps)
+	}
+	defer printTrouble(w, trouble)
+	if len(snaps) == 0 && len(trouble) > 0 {
+		return nil
 	}
 	if len(snaps) == 0 {
 		if note := c.noStateDir(); note != "" {

@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -44,7 +47,7 @@ func runLogs(ctx context.Context, e *Env, args []string) error {
 	if *tunnel {
 		path, startsWith = c.dir.TunnelLogFile(), "`bridgectl tunnel`"
 	}
-	b, err := os.ReadFile(path)
+	ls, size, err := tailFile(path, *n)
 	if errors.Is(err, os.ErrNotExist) && !*follow {
 		if note := c.noStateDir(); note != "" && filepath.Dir(path) == c.dir.Root {
 			fmt.Fprintf(e.Stdout, "not running; %s\n", note)
@@ -56,17 +59,66 @@ func runLogs(ctx context.Context, e *Env, args []string) error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("read log: %w", err)
 	}
-	ls := lines(b)
-	if len(ls) > *n {
-		ls = ls[len(ls)-*n:]
-	}
 	for _, l := range ls {
 		printLogLine(e.Stdout, l)
 	}
 	if !*follow {
 		return nil
 	}
-	return followLog(ctx, e.Stdout, path, int64(len(b)))
+	return followLog(ctx, e.Stdout, path, size)
+}
+
+// tailFile returns the last n lines of the file at path and its size,
+// reading it from the end (a log may be hundreds of MB).
+func tailFile(path string, n int) ([]string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	ls, err := tailLines(f, fi.Size(), n)
+	return ls, fi.Size(), err
+}
+
+// tailBlock is how much tailLines reads per step, from the end back.
+const tailBlock = 64 << 10
+
+// tailLines returns the last n lines of the first size bytes of r. It reads
+// back from the end in blocks until it has them, and never more than n
+// lines of maxLogLine (and a block): the start of a longer line is shown
+// as "…".
+func tailLines(r io.ReaderAt, size int64, n int) ([]string, error) {
+	if n <= 0 || size <= 0 {
+		return nil, nil
+	}
+	limit := int64(n)*(maxLogLine+1) + tailBlock
+	var chunks [][]byte
+	newlines, off := 0, size
+	for off > 0 && size-off < limit && newlines <= n {
+		step := min(int64(tailBlock), off)
+		off -= step
+		chunk := make([]byte, step)
+		if _, err := r.ReadAt(chunk, off); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		newlines += bytes.Count(chunk, []byte{'\n'})
+		chunks = append(chunks, chunk)
+	}
+	slices.Reverse(chunks)
+	data := bytes.TrimSuffix(bytes.Join(chunks, nil), []byte{'\n'})
+	segs := strings.Split(string(data), "\n")
+	partial := off > 0 // the first segment may be the end of a longer line
+	if len(segs) > n {
+		segs, partial = segs[len(segs)-n:], false
+	}
+	if partial && len(segs) > 0 {
+		segs[0] = "…" + segs[0]
+	}
+	return segs, nil
 }
 
 // logFile is the daemon's log: BRIDGE_LOG_FILE if set, else <state>/bridge.log.

@@ -21,6 +21,7 @@ var stopGrace = 10 * time.Second
 // exits (bridgectl reaps it while it runs; after bridgectl exits, init does).
 type child struct {
 	pid  int
+	proc statedir.Process // read while it is our unreaped child: surely it
 	done chan struct{}
 	err  error // valid after done
 }
@@ -47,11 +48,26 @@ func spawnDetached(bin string, args, env []string, dir, logPath, marker string) 
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	c := &child{pid: cmd.Process.Pid, done: make(chan struct{})}
+	c.proc, err = statedir.Identify(c.pid)
+	if err != nil {
+		c.proc = statedir.Process{PID: c.pid}
+	}
+	c.proc.Exe = "" // a script it runs may still exec another program; the start time stays
 	go func() {
 		c.err = cmd.Wait()
 		close(c.done)
 	}()
 	return c, nil
+}
+
+// stop stops the child's process group, unless it has exited already.
+func (c *child) stop(ctx context.Context, grace time.Duration) {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	_ = stopProc(ctx, c.proc, grace)
 }
 
 // startMarker is the line written into a log before each start; scrapers read
@@ -95,39 +111,42 @@ func writePID(path string, pid int) error {
 	return statedir.WriteFileAtomic(path, []byte(strconv.Itoa(pid)+"\n"))
 }
 
-// livePID returns the pid in path if that process is alive and looks like
-// what we started (its command line contains want); else 0.
-func livePID(path, want string) int {
-	pid, err := readPID(path)
-	if err != nil || pid == 0 {
-		return 0
+// alive reports whether p still runs and is still p: a pid that was freed
+// and reused by another process is not (where the OS tells a start time; on
+// others the proof made before the first signal stands).
+func alive(p statedir.Process) bool {
+	if !pidAlive(p.PID) {
+		return false
 	}
-	if !pidAlive(pid) || !procMatches(pid, want) {
-		return 0
-	}
-	return pid
+	return p.Start == "" || p.Check() == nil
 }
 
-// stopPID stops the process (and its process group, if it leads one): SIGTERM,
-// up to grace to exit, then SIGKILL. It returns once the process is gone.
-func stopPID(ctx context.Context, pid int, grace time.Duration) error {
-	if !pidAlive(pid) {
+// stopProc stops p (and its process group, if it leads one): SIGTERM, up to
+// grace to exit, then SIGKILL. Every signal goes only to p as recorded: once
+// its pid names another process, p is gone. The caller has proved p is the
+// daemon or the tunnel bridgectl started. It returns once p is gone.
+func stopProc(ctx context.Context, p statedir.Process, grace time.Duration) error {
+	if !alive(p) {
 		return nil
 	}
+	pid := p.PID
 	group := leadsGroup(pid)
 	if err := terminate(pid, group); err != nil {
 		return fmt.Errorf("stop pid %d: %w", pid, err)
 	}
-	if waitGone(ctx, pid, grace) {
+	if waitGone(ctx, p, grace) {
 		if group {
 			killGroupLeftovers(pid)
 		}
 		return nil
 	}
+	if !alive(p) {
+		return nil
+	}
 	if err := kill(pid, group); err != nil {
 		return fmt.Errorf("kill pid %d: %w", pid, err)
 	}
-	if !waitGone(ctx, pid, 5*time.Second) {
+	if !waitGone(ctx, p, 5*time.Second) {
 		return fmt.Errorf("pid %d is still alive after SIGKILL", pid)
 	}
 	if group {
@@ -136,13 +155,13 @@ func stopPID(ctx context.Context, pid int, grace time.Duration) error {
 	return nil
 }
 
-// waitGone polls until pid is gone or d passes.
-func waitGone(ctx context.Context, pid int, d time.Duration) bool {
+// waitGone polls until p is gone or d passes.
+func waitGone(ctx context.Context, p statedir.Process, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if !pidAlive(pid) {
+		if !alive(p) {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -150,7 +169,7 @@ func waitGone(ctx context.Context, pid int, d time.Duration) bool {
 		}
 		select {
 		case <-ctx.Done():
-			return !pidAlive(pid)
+			return !alive(p)
 		case <-t.C:
 		}
 	}

@@ -20,8 +20,6 @@ func pidAlive(pid int) bool {
 	return true
 }
 
-func procMatches(pid int, want string) bool { return true }
-
 func leadsGroup(pid int) bool { return false }
 
 func terminate(pid int, group bool) error { return kill(pid, group) }

@@ -31,16 +31,6 @@ func pidAlive(pid int) bool {
 	return true
 }
 
-// procMatches guards against a recycled pid: where /proc exists, the command
-// line must contain want.
-func procMatches(pid int, want string) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil {
-		return true // no /proc (macOS): trust the pid file
-	}
-	return strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), want)
-}
-
 func leadsGroup(pid int) bool {
 	pgid, err := syscall.Getpgid(pid)
 	return err == nil && pgid == pid

@@ -47,9 +47,10 @@ func runStart(ctx context.Context, e *Env, args []string) error {
 	case s.PID != 0 && s.Healthy:
 		return fmt.Errorf("the daemon is already running (pid %d, http://%s): use `bridgectl restart` or `bridgectl reload`", s.PID, s.Addr)
 	case s.PID != 0:
-		return fmt.Errorf("daemon pid %d is alive but /health on %s does not answer (%v): see `bridgectl logs`, then `bridgectl stop` and start again", s.PID, s.Addr, s.HealthErr)
+		return fmt.Errorf("daemon pid %d is alive but /health on %s does not answer (%v)%s: see `bridgectl logs`, then `bridgectl stop` and start again", s.PID, s.Addr, s.HealthErr, ifNotEmpty("; ", s.InfoNote))
 	case s.StalePID != 0:
-		fmt.Fprintf(e.Stderr, "note: removing a stale pid file (pid %d is gone)\n", s.StalePID)
+		// No daemon holds the state dir: what the files name is not ours.
+		fmt.Fprintf(e.Stderr, "note: removing a stale pid file (%s)\n", s.StaleNote)
 		os.Remove(c.dir.PIDFile())
 	}
 	// Roots written by hand are not checked by `bridgectl allow`: say what

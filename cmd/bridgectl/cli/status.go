@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 )
@@ -21,7 +22,11 @@ var statusCmd = &Command{
 local and public MCP endpoints (masked unless --show), approval mode, sandbox
 mode, whether the harness binary was found, the allowed roots and the agent jobs
 that are not finished (how many wait for your approval: ` + "`bridgectl pending`" + `).
---json prints the same as one JSON object.`,
+The daemon is the process holding the state dir's lock; a pid file naming any
+other process is reported as stale (and never signalled). It also says when the
+state dir is full or read-only, when audit records could not be written (the
+tool calls they would have recorded were denied), and how many job snapshots
+are damaged. --json prints the same as one JSON object.`,
 	Run: runStatus,
 }
 
@@ -35,7 +40,14 @@ type statusReport struct {
 	StateDirMissing bool   `json:"state_dir_missing,omitempty"`
 	Daemon          string `json:"daemon"` // running | stopped | unhealthy
 	PID             int    `json:"pid,omitempty"`
-	StartedAt       string `json:"started_at,omitempty"`
+	// DaemonNote: why daemon.json was not used although the daemon runs
+	// (damaged, not written yet, left from an earlier daemon).
+	DaemonNote string `json:"daemon_note,omitempty"`
+	// StalePID: bridge.pid or daemon.json names a process that is not this
+	// state dir's daemon; Stale says what it is. It is never signalled.
+	StalePID  int    `json:"stale_pid,omitempty"`
+	Stale     string `json:"stale,omitempty"`
+	StartedAt string `json:"started_at,omitempty"`
 	// EnvChanged: .env was written after the daemon started, so what it
 	// serves (secret, roots, ...) may differ from what this report shows.
 	EnvChanged     bool   `json:"env_changed_since_start,omitempty"`
@@ -43,6 +55,7 @@ type statusReport struct {
 	LocalEndpoint  string `json:"local_endpoint"`
 	Tunnel         string `json:"tunnel"` // none | quick | named | dead
 	TunnelPID      int    `json:"tunnel_pid,omitempty"`
+	TunnelStale    string `json:"tunnel_stale,omitempty"` // a recorded pid that is not the tunnel
 	PublicEndpoint string `json:"public_endpoint,omitempty"`
 	Approval       string `json:"approval"`
 	// ApprovalNote: the config on disk would give another approval mode
@@ -53,6 +66,13 @@ type statusReport struct {
 	DaemonReports json.RawMessage `json:"daemon_reports,omitempty"`
 	AllowedRoots  []string        `json:"allowed_roots"`
 	Jobs          []jobLine       `json:"jobs"`
+	// AuditUnwritten: audit records could not be written (a full or
+	// read-only state dir); the tool calls they would have recorded were denied.
+	AuditUnwritten string `json:"audit_unwritten,omitempty"`
+	// DamagedJobs: job snapshots that cannot be read as jobs (`bridgectl jobs`).
+	DamagedJobs int `json:"damaged_jobs,omitempty"`
+	// StateDirTrouble: the state dir's disk is full or read-only now.
+	StateDirTrouble string `json:"state_dir_trouble,omitempty"`
 }
 
 type jobLine struct {
@@ -94,6 +114,18 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 			fmt.Fprintln(w, "daemon:    stopped — `bridgectl enable`, then `bridgectl start`")
 		}
 	}
+	if r.DaemonNote != "" {
+		fmt.Fprintf(w, "           note: %s\n", r.DaemonNote)
+	}
+	if r.Stale != "" {
+		fmt.Fprintf(w, "           stale: %s\n", r.Stale)
+	}
+	if r.StateDirTrouble != "" {
+		fmt.Fprintf(w, "STATE DIR: %s\n", r.StateDirTrouble)
+	}
+	if r.AuditUnwritten != "" {
+		fmt.Fprintf(w, "AUDIT:     %s — free space in the state dir; `bridgectl audit` shows the gap once records are written again\n", r.AuditUnwritten)
+	}
 	if r.EnvChanged {
 		fmt.Fprintf(w, "note:      %s\n", envChangedNote(r.EnvFile))
 	}
@@ -102,7 +134,7 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 	case "none":
 		fmt.Fprintln(w, "tunnel:    none — `bridgectl tunnel` for a public URL")
 	case "dead":
-		fmt.Fprintln(w, "tunnel:    recorded but cloudflared is gone — `bridgectl untunnel && bridgectl tunnel`")
+		fmt.Fprintf(w, "tunnel:    recorded but cloudflared is gone%s — `bridgectl untunnel && bridgectl tunnel`\n", ifNotEmpty(" (", r.TunnelStale)+ifNotEmpty("", closeParen(r.TunnelStale)))
 	default:
 		fmt.Fprintf(w, "tunnel:    %s, pid %d\npublic:    %s\n", r.Tunnel, r.TunnelPID, r.PublicEndpoint)
 	}
@@ -124,6 +156,9 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 		for _, j := range r.Jobs {
 			fmt.Fprintf(w, "  %s  %-16s %3d steps  %s\n", j.ID, j.Status, j.Steps, visible(j.Task, 60))
 		}
+	}
+	if r.DamagedJobs > 0 {
+		fmt.Fprintf(w, "           %d job %s cannot be read as jobs (damaged or set aside): `bridgectl jobs` says what is still known\n", r.DamagedJobs, plural(r.DamagedJobs, "snapshot", "snapshots"))
 	}
 	fmt.Fprintf(w, "env file:  %s%s\n", r.EnvFile, ifNotEmpty("", missingNote(r.EnvFile)))
 	if r.StateDirMissing {
@@ -178,6 +213,35 @@ func envChangedSince(path, startedAt string) bool {
 	return fi.ModTime().Truncate(time.Second).After(start)
 }
 
+func closeParen(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ")"
+}
+
+// stateDirTrouble says when the state dir can record nothing now: a full or
+// read-only filesystem ("" when it has room, or the OS does not tell).
+func (c *ctl) stateDirTrouble() string {
+	if !c.dir.Exists() {
+		return ""
+	}
+	free, ro, err := c.dir.Space()
+	switch {
+	case err != nil:
+		return ""
+	case ro:
+		return "READ-ONLY: nothing can be recorded — tool calls of agent jobs are denied, and job snapshots on disk stop changing (the daemon keeps the truth and retries)"
+	case free < minStateDirFree:
+		return fmt.Sprintf("FULL (%d bytes free): audit records and job snapshots may not be written — such tool calls are denied, and snapshots on disk may lag (the daemon keeps the truth and retries); free space", free)
+	}
+	return ""
+}
+
+// minStateDirFree is the free space below which status warns: a few audit
+// records and one job snapshot.
+const minStateDirFree = 256 << 10
+
 func ifNotEmpty(prefix, s string) string {
 	if s == "" {
 		return ""
@@ -200,6 +264,11 @@ func (c *ctl) status(ctx context.Context) statusReport {
 	r.Enabled = !c.disabled()
 	d := c.daemon(ctx)
 	r.Addr = d.Addr
+	r.DaemonNote, r.StalePID, r.Stale = d.InfoNote, d.StalePID, d.StaleNote
+	if u, ok := approvals.AuditUnwritten(c.dir); ok {
+		r.AuditUnwritten = u.Text()
+	}
+	r.StateDirTrouble = c.stateDirTrouble()
 	switch {
 	case d.PID != 0 && d.Healthy:
 		r.Daemon, r.PID = "running", d.PID
@@ -228,7 +297,7 @@ func (c *ctl) status(ctx context.Context) statusReport {
 			r.PublicEndpoint = "none: no MCP_PATH_SECRET — run `bridgectl secret`"
 		}
 	case t.Info != nil || t.StalePID != 0:
-		r.Tunnel = "dead"
+		r.Tunnel, r.TunnelStale = "dead", t.StaleNote
 	default:
 		r.Tunnel = "none"
 	}
@@ -236,11 +305,13 @@ func (c *ctl) status(ctx context.Context) statusReport {
 	r.ApprovalNote = c.approvalState(d).configNote(c)
 	r.Sandbox = c.sandboxMode(d)
 	r.Harness = c.harnessLine(d)
-	for _, s := range loadJobs(c.e, c.dir) {
+	snaps, trouble := loadJobs(c.dir)
+	for _, s := range snaps {
 		if !s.Status.Final() {
 			r.Jobs = append(r.Jobs, jobLine{ID: s.ID, Status: string(s.Status), Steps: s.Steps, Task: truncate(s.Task, 60)})
 		}
 	}
+	r.DamagedJobs = len(trouble)
 	return r
 }
 

@@ -49,12 +49,18 @@ type tunnelInfo struct {
 	PID       int    `json:"pid"`
 	Origin    string `json:"origin"` // http://127.0.0.1:PORT
 	StartedAt string `json:"started_at"`
+	// Exe and ProcStart name the cloudflared process beyond its pid
+	// (statedir.Process), read when bridgectl started it.
+	Exe       string `json:"exe,omitempty"`
+	ProcStart string `json:"proc_start,omitempty"`
 }
 
 type tunnelStatus struct {
-	PID      int // live cloudflared pid (0: none)
-	StalePID int
-	Info     *tunnelInfo
+	PID       int              // the cloudflared bridgectl started, proved (tunnel); 0: none
+	Proc      statedir.Process // what names it beyond its pid, for the signals
+	StalePID  int              // a recorded pid that is not it
+	StaleNote string           // what StalePID is, in words
+	Info      *tunnelInfo
 }
 
 func runTunnel(ctx context.Context, e *Env, args []string) error {
@@ -113,20 +119,6 @@ func (c *ctl) printTunnel(ti *tunnelInfo) {
 	if !c.e.mask.shown() {
 		fmt.Fprintln(w, "(masked; `bridgectl url --show` prints it in full)")
 	}
-}
-
-func (c *ctl) tunnel() tunnelStatus {
-	var t tunnelStatus
-	pid, _ := readPID(c.dir.TunnelPIDFile())
-	t.PID = livePID(c.dir.TunnelPIDFile(), "tunnel")
-	if pid != 0 && t.PID == 0 {
-		t.StalePID = pid
-	}
-	var info tunnelInfo
-	if err := statedir.ReadJSON(c.dir.TunnelInfoFile(), &info); err == nil {
-		t.Info = &info
-	}
-	return t
 }
 
 // findCloudflared locates cloudflared or says how to install it on this OS.
@@ -191,11 +183,11 @@ func (c *ctl) runTunnelProcess(ctx context.Context, args []string, ti *tunnelInf
 		return nil, err
 	}
 	if err := writePID(c.dir.TunnelPIDFile(), ch.pid); err != nil {
-		stopPID(ctx, ch.pid, time.Second)
+		ch.stop(ctx, time.Second)
 		return nil, err
 	}
 	fail := func(why string, tl tunnelLog) (*tunnelInfo, error) {
-		stopPID(context.WithoutCancel(ctx), ch.pid, 2*time.Second)
+		ch.stop(context.WithoutCancel(ctx), 2*time.Second)
 		os.Remove(c.dir.TunnelPIDFile())
 		msg := why
 		if len(tl.Errors) > 0 {
@@ -217,6 +209,10 @@ func (c *ctl) runTunnelProcess(ctx context.Context, args []string, ti *tunnelInf
 				ti.URL = tl.URL
 			}
 			ti.Version, ti.PID, ti.StartedAt = 1, ch.pid, now.UTC().Format(time.RFC3339)
+			ti.ProcStart = ch.proc.Start
+			if now, err := statedir.Identify(ch.pid); err == nil && now.Start == ch.proc.Start {
+				ti.Exe = now.Exe // cloudflared, by now
+			}
 			if err := statedir.WriteJSON(c.dir.TunnelInfoFile(), ti); err != nil {
 				return fail(err.Error(), tl)
 			}
@@ -241,18 +237,19 @@ func (c *ctl) runTunnelProcess(ctx context.Context, args []string, ti *tunnelInf
 	}
 }
 
-// stopTunnel stops cloudflared and removes its pid file and tunnel.json.
-func (c *ctl) stopTunnel(ctx context.Context) (int, error) {
+// stopTunnel stops cloudflared — only the one bridgectl started, proved
+// (tunnel), never a stale pid — and removes its pid file and tunnel.json.
+func (c *ctl) stopTunnel(ctx context.Context) (tunnelStatus, error) {
 	t := c.tunnel()
 	if t.PID != 0 {
-		if err := stopPID(ctx, t.PID, stopGrace); err != nil {
-			return t.PID, err
+		if err := stopProc(ctx, t.Proc, stopGrace); err != nil {
+			return t, err
 		}
 	}
 	for _, p := range []string{c.dir.TunnelPIDFile(), c.dir.TunnelInfoFile()} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return t.PID, err
+			return t, err
 		}
 	}
-	return t.PID, nil
+	return t, nil
 }

@@ -20,7 +20,7 @@ func runTunnelCheck(ctx context.Context, e *Env, args []string) error {
 	case t.PID != 0:
 		r.ok("tunnel process: cloudflared pid %d", t.PID)
 	case t.StalePID != 0:
-		r.fail("tunnel process: pid %d is gone — see %s, then `bridgectl untunnel && bridgectl tunnel`", t.StalePID, c.dir.TunnelLogFile())
+		r.fail("tunnel process: %s — see %s, then `bridgectl untunnel && bridgectl tunnel`", t.StaleNote, c.dir.TunnelLogFile())
 	default:
 		r.fail("tunnel process: no tunnel is running — `bridgectl tunnel` (quick) or `bridgectl tunnel named HOSTNAME`")
 		return r.result()

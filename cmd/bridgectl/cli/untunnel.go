@@ -18,14 +18,17 @@ func runUntunnel(ctx context.Context, e *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	pid, err := c.stopTunnel(ctx)
+	t, err := c.stopTunnel(ctx)
 	if err != nil {
 		return err
 	}
-	if pid == 0 {
+	if t.StaleNote != "" {
+		fmt.Fprintf(e.Stdout, "note: %s; its record is removed\n", t.StaleNote)
+	}
+	if t.PID == 0 {
 		fmt.Fprintln(e.Stdout, "no tunnel was running")
 		return nil
 	}
-	fmt.Fprintf(e.Stdout, "tunnel stopped (pid %d)\n", pid)
+	fmt.Fprintf(e.Stdout, "tunnel stopped (pid %d)\n", t.PID)
 	return nil
 }

@@ -1,7 +1,8 @@
 // Command fakebridge stands in for `bridge serve` in bridgectl's fast tests. It
 // keeps the daemon's contract with bridgectl and nothing more: it reads the
 // config like the daemon (config.Load, --env FILE), refuses a bad secret,
-// listens on HOST:PORT (PORT=0 picks one), writes <state>/daemon.json once
+// holds the state dir's lock, listens on HOST:PORT (PORT=0 picks one),
+// writes <state>/daemon.json (with its pid, exe and start time) once
 // listening and removes it on SIGTERM, answers GET /health with 200 and serves
 // MCP on POST /mcp/<secret> to MCP clients (any other POST there gets 200
 // and "{}"; any other path 404) with one tool,
@@ -63,6 +64,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Like the daemon: the state dir's lock proves to bridgectl who the
+	// daemon is; it is released when the process exits.
+	if _, err := dir.Lock(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	ln, err := net.Listen("tcp", cfg.Addr())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -96,9 +103,11 @@ func main() {
 	if !cfg.CCApproval {
 		approval = "off"
 	}
+	self, _ := statedir.Identify(os.Getpid())
 	if err := statedir.WriteJSON(dir.DaemonInfoFile(), map[string]any{
 		"version": 1, "pid": os.Getpid(), "addr": ln.Addr().String(),
 		"started_at": time.Now().UTC().Format(time.RFC3339), "harness": "fake", "sandbox": "off", "approval": approval,
+		"exe": self.Exe, "proc_start": self.Start,
 	}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
