@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -413,7 +414,15 @@ func (c *ctl) locateHarness() (string, error) {
 	}
 	wd, _ := os.Getwd()
 	pinned := harness.PinnedPaths(exe, wd)
-	p, err := harness.Locate(c.cfg.ClaudeBin, pinned, func(n string) (string, error) { return lookPath(c.e, n) })
+	// On PATH, only where the daemon would look: among the dirs no job
+	// can write (harness.TrustedPath), so doctor never runs a planted one.
+	path, _ := c.e.Getenv("PATH")
+	untrusted := append([]string{c.cfg.StateDir, "/tmp", os.TempDir()}, c.cfg.AllowedRoots...)
+	kept, dropped := harness.TrustedPath(path, untrusted)
+	if len(dropped) == len(filepath.SplitList(path)) {
+		kept = ""
+	}
+	p, err := harness.Locate(c.cfg.ClaudeBin, pinned, func(n string) (string, error) { return harness.LookTrusted(n, kept) })
 	if err == nil || c.cfg.ClaudeBin != "" {
 		return p, err
 	}
