@@ -248,6 +248,12 @@ func TestStdio(t *testing.T) {
 	if !strings.Contains(string(b), `"isError":true`) || !strings.Contains(string(b), "DEEPSEEK_API_KEY") {
 		t.Fatalf("flash without a key: %s", b)
 	}
+	// A big id comes back with every digit (mcp-go alone rounds it to a
+	// float64: ...992).
+	send(`{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/list"}`)
+	if !sc.Scan() || !strings.Contains(sc.Text(), `"id":9007199254740993,`) {
+		t.Fatalf("big id answered as %q", sc.Text())
+	}
 	inW.Close()
 	select {
 	case code := <-done:

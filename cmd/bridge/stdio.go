@@ -29,7 +29,8 @@ func runStdio(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	stdio := mcpserver.NewStdioServer(srv.MCP())
 	stdio.SetErrorLogger(log.New(logWriter{env.Log}, "", 0))
 	env.Log.Info().Msg("serving MCP over stdio")
-	if err := stdio.Listen(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+	in, out := server.ExactIDsStdio(stdin, stdout) // mcp-go would round big ids
+	if err := stdio.Listen(ctx, in, out); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		env.Log.Error().Err(err).Msg("stdio")
 		return exitFail
 	}
