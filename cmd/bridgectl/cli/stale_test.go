@@ -59,11 +59,16 @@ func bystander(t *testing.T, kind string) (statedir.Process, string) {
 		}
 		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	}
+	// Until the child has exec'd, its command line is empty or still ours.
+	var b []byte
+	poll.Until(5*time.Second, func() bool {
+		b, _ = os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/cmdline")
+		return strings.Contains(string(b), "serve")
+	})
 	p, err := statedir.Identify(cmd.Process.Pid)
 	if err != nil {
 		t.Skip(err)
 	}
-	b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/cmdline")
 	if !strings.Contains(string(b), "serve") {
 		t.Fatalf("the bystander's command line %q does not contain serve", b)
 	}
