@@ -701,4 +701,12 @@ func boundaryLegitimateWork(t *testing.T) {
 	if hasEvent(lines, "pending", "") || hasEvent(lines, "timeout", "") {
 		t.Errorf("a call waited for a human: %v", lines)
 	}
+	// Ordinary work plants nothing: building, testing and committing leave
+	// nothing for the end-of-job audit to move aside.
+	if qs := quarantinedOf(t, finalPayload(t, g.URL(), c.P.JobID)); len(qs) != 0 {
+		t.Errorf("ordinary work was quarantined: %+v", qs)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".git", "HEAD")); err != nil {
+		t.Errorf("the repository is not in place after the job: %v", err)
+	}
 }
