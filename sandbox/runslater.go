@@ -98,59 +98,47 @@ func ScanRunsLater(workspace string, limit int) (RunsLaterScan, error) {
 	}
 	ws := filepath.Clean(workspace)
 	s := &runsLaterWalk{ws: ws, scan: &scan}
-	level := []string{ws}
-	for len(level) > 0 && !scan.Truncated {
-		var next []string
-		for _, r := range listLevel(level, ws, limit, &scan.Visited) {
-			switch {
-			case r.skipped:
-				scan.Truncated = true
-				scan.Unlisted++
-				continue
-			case r.err != nil && r.dir == ws:
-				return scan, fmt.Errorf("list workspace %s: %w", ws, r.err)
-			case r.err != nil:
-				continue
+	w, err := walkLevels(ws, limit, &scan.Visited, nil, func(dir string, entries []fs.DirEntry) (next []string) {
+		if isGitDirShape(dir, entries) {
+			if dir != ws {
+				s.gitDir(dir)
+				return nil
 			}
-			if isGitDirShape(r.dir, r.entries) {
-				if r.dir != ws {
-					s.gitDir(r.dir)
+			// The workspace itself shaped as a git dir (Write can make
+			// one): its members count, the workspace is not moved.
+			s.gitMembers(ws)
+		}
+		for _, e := range entries {
+			p := filepath.Join(dir, e.Name())
+			name := e.Name()
+			t := e.Type()
+			switch {
+			case name == ".git" && t.IsDir():
+				s.gitDir(p)
+			case name == ".git":
+				s.add(p, "gitfile")
+				s.gitfileTarget(p)
+			case slices.Contains(RunsLaterDirs, strings.ToLower(name)) && (t.IsDir() || t&fs.ModeSymlink != 0):
+				if t&fs.ModeSymlink != 0 {
+					s.add(p, "hook file")
+					if target, ok := s.inside(p); ok {
+						s.tree(target, "hook file", limit)
+					}
 					continue
 				}
-				// The workspace itself shaped as a git dir (Write can make
-				// one): its members count, the workspace is not moved.
-				s.gitMembers(ws)
-			}
-			for _, e := range r.entries {
-				p := filepath.Join(r.dir, e.Name())
-				name := e.Name()
-				t := e.Type()
-				switch {
-				case name == ".git" && t.IsDir():
-					s.gitDir(p)
-				case name == ".git":
-					s.add(p, "gitfile")
-					s.gitfileTarget(p)
-				case slices.Contains(RunsLaterDirs, strings.ToLower(name)) && (t.IsDir() || t&fs.ModeSymlink != 0):
-					if t&fs.ModeSymlink != 0 {
-						s.add(p, "hook file")
-						if target, ok := s.inside(p); ok {
-							s.tree(target, "hook file", limit)
-						}
-						continue
-					}
-					s.tree(p, "hook file", limit)
-				case t.IsDir():
-					next = append(next, p)
-				case slices.Contains(RunsLaterFiles, strings.ToLower(name)):
-					s.add(p, "runs-later file")
-				}
+				s.tree(p, "hook file", limit)
+			case t.IsDir():
+				next = append(next, p)
+			case slices.Contains(RunsLaterFiles, strings.ToLower(name)):
+				s.add(p, "runs-later file")
 			}
 		}
-		if scan.Truncated {
-			scan.Unlisted += len(next)
-		}
-		level = next
+		return next
+	})
+	scan.Truncated = scan.Truncated || w.truncated
+	scan.Unlisted += w.unlisted
+	if err != nil {
+		return scan, err
 	}
 	for _, hp := range s.hooksPaths {
 		s.tree(hp, "hook file", limit)

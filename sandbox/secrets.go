@@ -169,50 +169,79 @@ func WorkspaceSecrets(workspace string, limit int) (SecretScan, error) {
 		}
 	}
 
-	level := []string{ws}
-	for len(level) > 0 && !scan.Truncated {
-		var next []string
-		for _, r := range listLevel(level, ws, limit, &scan.Visited) {
-			switch {
-			case r.skipped:
-				scan.Truncated = true
-				scan.Unlisted++
-				continue
-			case r.err != nil && r.dir == ws:
-				return scan, fmt.Errorf("list workspace %s: %w", ws, r.err)
-			case r.err != nil:
-				scan.Unreadable = append(scan.Unreadable, fmt.Sprintf("%s: %v", r.dir, r.err))
-				continue
-			}
-			prefix := r.dir
-			if !strings.HasSuffix(prefix, string(filepath.Separator)) {
-				prefix += string(filepath.Separator)
-			}
-			for _, e := range r.entries {
-				name := e.Name()
-				switch t := e.Type(); {
-				case t.IsDir():
-					if !skippedDirs[name] {
-						next = append(next, prefix+name)
-					}
-				case t&fs.ModeSymlink != 0:
-					secretLink(filepath.Join(r.dir, name), name, wsResolved, add)
-				case IsSecretName(name):
-					p := filepath.Join(r.dir, name)
-					add(p)
-					if n, ok := hardLinks(p); ok && n > 1 {
-						scan.HardLinked = append(scan.HardLinked, p)
-					}
+	w, err := walkLevels(ws, limit, &scan.Visited, func(dir string, err error) {
+		scan.Unreadable = append(scan.Unreadable, fmt.Sprintf("%s: %v", dir, err))
+	}, func(dir string, entries []fs.DirEntry) (next []string) {
+		prefix := dir
+		if !strings.HasSuffix(prefix, string(filepath.Separator)) {
+			prefix += string(filepath.Separator)
+		}
+		for _, e := range entries {
+			name := e.Name()
+			switch t := e.Type(); {
+			case t.IsDir():
+				if !skippedDirs[name] {
+					next = append(next, prefix+name)
+				}
+			case t&fs.ModeSymlink != 0:
+				secretLink(filepath.Join(dir, name), name, wsResolved, add)
+			case IsSecretName(name):
+				p := filepath.Join(dir, name)
+				add(p)
+				if n, ok := hardLinks(p); ok && n > 1 {
+					scan.HardLinked = append(scan.HardLinked, p)
 				}
 			}
 		}
-		if scan.Truncated {
-			scan.Unlisted += len(next)
-		}
-		level = next
+		return next
+	})
+	scan.Truncated, scan.Unlisted = w.truncated, w.unlisted
+	if err != nil {
+		return scan, err
 	}
 	slices.Sort(scan.Paths)
 	return scan, nil
+}
+
+// walked says whether walkLevels stopped at its limit.
+type walked struct {
+	truncated bool // the limit was reached
+	unlisted  int  // directories left unlisted because of it
+}
+
+// walkLevels is the bounded breadth-first walk of a workspace that
+// WorkspaceSecrets and ScanRunsLater share: visit gets each listed
+// directory's entries and returns the directories to list next; once
+// *visited (which visit may add to as well) reaches limit no further
+// directory is listed (the top always is), and those left are counted. A directory that cannot be
+// listed goes to unreadable, and fails the walk when it is ws itself.
+func walkLevels(ws string, limit int, visited *int, unreadable func(dir string, err error), visit func(dir string, entries []fs.DirEntry) []string) (walked, error) {
+	var w walked
+	level := []string{ws}
+	for len(level) > 0 && !w.truncated {
+		var next []string
+		for _, r := range listLevel(level, ws, limit, visited) {
+			switch {
+			case r.skipped:
+				w.truncated = true
+				w.unlisted++
+				continue
+			case r.err != nil && r.dir == ws:
+				return w, fmt.Errorf("list workspace %s: %w", ws, r.err)
+			case r.err != nil:
+				if unreadable != nil {
+					unreadable(r.dir, r.err)
+				}
+				continue
+			}
+			next = append(next, visit(r.dir, r.entries)...)
+		}
+		if w.truncated {
+			w.unlisted += len(next)
+		}
+		level = next
+	}
+	return w, nil
 }
 
 // scanWorkers is how many directories WorkspaceSecrets lists at once: the
