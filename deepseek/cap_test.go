@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/heapwatch"
 )
 
 // endlessMax bounds what one request of endlessServer sends, so a client that
@@ -72,30 +72,13 @@ func TestFlashEndlessStreamHitsTheOutputCap(t *testing.T) {
 			// The answer, one line and one event, each at most a little over
 			// the cap, plus decoding garbage the collector has not taken yet.
 			bound := uint64(8 * limit)
-			runtime.GC()
-			base, peak := heapInuse(), uint64(0)
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			sampled := make(chan struct{})
-			go func() { // owner: this subtest; joined through sampled
-				defer close(sampled)
-				tick := time.NewTicker(5 * time.Millisecond)
-				defer tick.Stop()
-				for {
-					peak = max(peak, heapInuse())
-					if peak > base+bound {
-						cancel() // a regression: stop the call before it takes the machine
-					}
-					select {
-					case <-ctx.Done():
-						return
-					case <-tick.C:
-					}
-				}
-			}()
+			// A regression: stop the call before it takes the machine.
+			hw := heapwatch.Start(bound, cancel)
 			res, err := c.Flash(ctx, deepseek.FlashRequest{Task: "never stop"})
 			cancel()
-			<-sampled
+			base, peak := hw.Stop()
 			t.Logf("heap in use %d KiB before, peak %d KiB (+%d KiB); cap %d KiB", base>>10, peak>>10, (peak-min(peak, base))>>10, limit>>10)
 			if peak > base+bound {
 				t.Fatalf("heap in use grew from %d KiB to %d KiB, more than %d KiB (8 × the cap)", base>>10, peak>>10, bound>>10)
@@ -117,10 +100,4 @@ func TestFlashEndlessStreamHitsTheOutputCap(t *testing.T) {
 			}
 		})
 	}
-}
-
-func heapInuse() uint64 {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapInuse
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/heapwatch"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 )
 
@@ -223,17 +224,13 @@ func TestClaudeCodeStderrIsBounded(t *testing.T) {
 func TestClaudeCodeEndlessLineStopsTheRun(t *testing.T) {
 	c := &ClaudeCode{Bin: fakeClaude(t, "echo '"+initLine+"'\nexec cat /dev/zero"), Environ: []string{"PATH=" + os.Getenv("PATH")}, StopGrace: time.Second}
 	spec := testSpec(t, "job-endless-line")
-	runtime.GC()
-	base := heapInuse()
+	hw := heapwatch.Start(4*maxLine, nil)
 	r, err := c.Start(t.Context(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	peak := base
 	var evs []Event
 	timeout := time.After(20 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
 	for open := true; open; {
 		select {
 		case ev, ok := <-r.Events():
@@ -241,14 +238,13 @@ func TestClaudeCodeEndlessLineStopsTheRun(t *testing.T) {
 				evs = append(evs, ev)
 			}
 			open = ok
-		case <-tick.C:
-			peak = max(peak, heapInuse())
 		case <-timeout:
 			r.Stop()
 			t.Fatalf("run did not end within 20 s (events so far: %d)", len(evs))
 		}
 	}
 	exit := r.Wait()
+	base, peak := hw.Stop()
 	t.Logf("heap in use %d KiB before, peak %d KiB", base>>10, peak>>10)
 	if len(evs) != 1 || evs[0].Kind != KindInit {
 		t.Errorf("events %+v, want the init line's", evs)
@@ -262,12 +258,6 @@ func TestClaudeCodeEndlessLineStopsTheRun(t *testing.T) {
 		t.Errorf("heap in use grew from %d KiB to %d KiB, more than %d KiB", base>>10, peak>>10, bound>>10)
 	}
 	assertTreeGone(t, spec.JobID)
-}
-
-func heapInuse() uint64 {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapInuse
 }
 
 func TestEnvIsAllowListed(t *testing.T) {

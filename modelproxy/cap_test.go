@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/heapwatch"
 )
 
 func TestRequestFields(t *testing.T) {
@@ -142,27 +142,10 @@ func TestEndlessAnswerIsCutOff(t *testing.T) {
 			// One event of at most maxRelayEvent (twice that while it grows),
 			// the read buffers, and garbage the collector has not taken yet.
 			const bound = 5 * maxRelayEvent
-			runtime.GC()
-			base, peak := heapInuse(), uint64(0)
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			sampled := make(chan struct{})
-			go func() { // owner: this subtest; joined through sampled
-				defer close(sampled)
-				tick := time.NewTicker(5 * time.Millisecond)
-				defer tick.Stop()
-				for {
-					peak = max(peak, heapInuse())
-					if peak > base+bound {
-						cancel() // a regression: stop before it takes the machine
-					}
-					select {
-					case <-ctx.Done():
-						return
-					case <-tick.C:
-					}
-				}
-			}()
+			// A regression: stop before it takes the machine.
+			hw := heapwatch.Start(bound, cancel)
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.URL()+"/v1/messages", strings.NewReader(body))
 			req.Header.Set("Authorization", "Bearer "+token)
 			resp, err := http.DefaultClient.Do(req)
@@ -173,7 +156,7 @@ func TestEndlessAnswerIsCutOff(t *testing.T) {
 				resp.Body.Close()
 			}
 			cancel()
-			<-sampled
+			base, peak := hw.Stop()
 			t.Logf("heap in use %d KiB before, peak %d KiB (+%d KiB); %d bytes passed, cap %d", base>>10, peak>>10, (peak-min(peak, base))>>10, n, limit)
 			if peak > base+bound {
 				t.Fatalf("heap in use grew from %d KiB to %d KiB, more than %d KiB", base>>10, peak>>10, bound>>10)
@@ -238,12 +221,6 @@ func mustJSON(v any) string {
 		panic(err)
 	}
 	return string(b)
-}
-
-func heapInuse() uint64 {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapInuse
 }
 
 // tailWriter keeps the last max bytes written to it.
