@@ -52,18 +52,24 @@ func TestBoundary(t *testing.T) {
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
 			t.Parallel()
-			for _, mode := range []string{"on", "off"} {
-				t.Run("approval "+mode, func(t *testing.T) {
-					t.Parallel()
-					a.run(t, mode)
-				})
-			}
+			inApprovalModes(t, a.run)
 		})
 	}
 	t.Run("LegitimateWork", func(t *testing.T) {
 		t.Parallel()
 		boundaryLegitimateWork(t)
 	})
+}
+
+// inApprovalModes runs f in parallel subtests "approval on" and "approval
+// off": every boundary attack must fail either way.
+func inApprovalModes(t *testing.T, f func(t *testing.T, mode string)) {
+	for _, mode := range []string{"on", "off"} {
+		t.Run("approval "+mode, func(t *testing.T) {
+			t.Parallel()
+			f(t, mode)
+		})
+	}
 }
 
 // startBoundaryBridge starts a guarded bridge (HOME a temp dir standing for

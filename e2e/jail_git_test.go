@@ -53,60 +53,57 @@ touch "$CLAUDE_CONFIG_DIR/../../approvals/approval-off"
 // a .git/commondir a command leaves behind before it runs git again.
 func TestGitFilterThroughCommondirIsHeldInTheJail(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{"on", "off"} {
-		t.Run("approval "+mode, func(t *testing.T) {
-			t.Parallel()
-			m := newMarkers(t)
-			g := startBoundaryBridge(t, mode, nil)
-			homeFile := filepath.Join(g.home, "Documents", "private.txt")
-			if err := os.MkdirAll(filepath.Dir(homeFile), 0o700); err != nil {
-				t.Fatal(err)
-			}
-			canary := "home-canary-" + randomWitness(t)
-			if err := os.WriteFile(homeFile, []byte(canary+"\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			ws := g.workspace(t, map[string]string{"README.md": "a project\n"})
-			ownerGit(t, ws, [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "owner's work"}})
-			at := func(rel string) string { return filepath.Join(ws, rel) }
-			cfg := "[core]\n\trepositoryformatversion = 0\n\tbare = false\n" +
-				"[filter \"x\"]\n\tclean = \"sh " + at("p.sh") + "; cat\"\n"
-			calls := []dt.ToolCall{
-				writeCall(at("p.sh"), jailPayload(m, homeFile, ws)),
-				writeCall(at("cfg"), cfg),
-				writeCall(at("cd"), "../gd\n"),
-				writeCall(at(".gitattributes"), "* filter=x\n"),
-				bash("git --git-dir=gd init"),
-				bash("cp cfg gd/config"),
-				bash("cp cd .git/commondir"),
-				bash("touch README.md"),
-				dt.Call("Agent", map[string]any{"description": "look", "prompt": subagentPrompt, "subagent_type": "general-purpose"}),
-				bash("echo one && echo two"),
-				dt.Call("Read", map[string]any{"file_path": at("loot.txt")}),
-			}
-			scriptWithSubagent(g.d, calls)
-			c := runJob(t, g.URL(), "Set up the project.", ws)
-			results := toolResults(g.d)
-			for i, r := range results {
-				t.Logf("result %d: %.300q", i, strings.ReplaceAll(r, canary, "<canary>"))
-			}
-			t.Logf("job %s: %s", c.P.JobID, c.P.Status)
-			if got := m.take(t); len(got) > 0 {
-				t.Errorf("the job's script wrote outside the jail, on the host: markers %v", got)
-			}
-			if _, err := os.Lstat(g.dir().ApprovalOffFlag()); err == nil {
-				t.Errorf("the job wrote the approval-off flag %s: approval is off for every job until the daemon restarts", g.dir().ApprovalOffFlag())
-			}
-			if mode == "on" {
-				for _, r := range results {
-					if strings.Contains(r, "one\ntwo") {
-						t.Errorf("with approval on and nobody answering, the chained command ran unattended: %q", r)
-					}
+	inApprovalModes(t, func(t *testing.T, mode string) {
+		m := newMarkers(t)
+		g := startBoundaryBridge(t, mode, nil)
+		homeFile := filepath.Join(g.home, "Documents", "private.txt")
+		if err := os.MkdirAll(filepath.Dir(homeFile), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		canary := "home-canary-" + randomWitness(t)
+		if err := os.WriteFile(homeFile, []byte(canary+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ws := g.workspace(t, map[string]string{"README.md": "a project\n"})
+		ownerGit(t, ws, [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "owner's work"}})
+		at := func(rel string) string { return filepath.Join(ws, rel) }
+		cfg := "[core]\n\trepositoryformatversion = 0\n\tbare = false\n" +
+			"[filter \"x\"]\n\tclean = \"sh " + at("p.sh") + "; cat\"\n"
+		calls := []dt.ToolCall{
+			writeCall(at("p.sh"), jailPayload(m, homeFile, ws)),
+			writeCall(at("cfg"), cfg),
+			writeCall(at("cd"), "../gd\n"),
+			writeCall(at(".gitattributes"), "* filter=x\n"),
+			bash("git --git-dir=gd init"),
+			bash("cp cfg gd/config"),
+			bash("cp cd .git/commondir"),
+			bash("touch README.md"),
+			dt.Call("Agent", map[string]any{"description": "look", "prompt": subagentPrompt, "subagent_type": "general-purpose"}),
+			bash("echo one && echo two"),
+			dt.Call("Read", map[string]any{"file_path": at("loot.txt")}),
+		}
+		scriptWithSubagent(g.d, calls)
+		c := runJob(t, g.URL(), "Set up the project.", ws)
+		results := toolResults(g.d)
+		for i, r := range results {
+			t.Logf("result %d: %.300q", i, strings.ReplaceAll(r, canary, "<canary>"))
+		}
+		t.Logf("job %s: %s", c.P.JobID, c.P.Status)
+		if got := m.take(t); len(got) > 0 {
+			t.Errorf("the job's script wrote outside the jail, on the host: markers %v", got)
+		}
+		if _, err := os.Lstat(g.dir().ApprovalOffFlag()); err == nil {
+			t.Errorf("the job wrote the approval-off flag %s: approval is off for every job until the daemon restarts", g.dir().ApprovalOffFlag())
+		}
+		if mode == "on" {
+			for _, r := range results {
+				if strings.Contains(r, "one\ntwo") {
+					t.Errorf("with approval on and nobody answering, the chained command ran unattended: %q", r)
 				}
 			}
-			checkModelSawNone(t, g.d, nil, map[string]string{"the home canary": canary})
-		})
-	}
+		}
+		checkModelSawNone(t, g.d, nil, map[string]string{"the home canary": canary})
+	})
 }
 
 // subagentPrompt is the task of the subagents the attacks start; the

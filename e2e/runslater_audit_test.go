@@ -30,68 +30,65 @@ import (
 // This test failed before the scan followed gitfiles and .git/modules.
 func TestSubmoduleGitDirIsAudited(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{"on", "off"} {
-		t.Run("approval "+mode, func(t *testing.T) {
-			t.Parallel()
-			m := newMarkers(t)
-			g := startBoundaryBridge(t, mode, nil)
-			lib := t.TempDir() // the submodule's upstream, outside every root
-			if err := os.WriteFile(filepath.Join(lib, "lib.txt"), []byte("lib\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			ownerGit(t, lib, [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "lib"}})
-			ws := g.workspace(t, map[string]string{"README.md": "a project\n"})
-			ownerGit(t, ws, [][]string{
-				{"init", "-q", "-b", "main"},
-				{"-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "lib"},
-				{"add", "-A"},
-				{"commit", "-q", "-m", "owner's work"},
-			})
-			at := func(rel string) string { return filepath.Join(ws, rel) }
-			modConfig := at(".git/modules/lib/config")
-			orig, err := os.ReadFile(modConfig)
-			if err != nil {
-				t.Fatalf("the owner's submodule has no git dir under .git/modules: %v", err)
-			}
-			evilConfig := strings.Replace(string(orig), "[core]\n",
-				"[core]\n\tfsmonitor = \"touch "+m.path("submodule-fsmonitor")+"; false #\"\n", 1)
-			if evilConfig == string(orig) {
-				t.Fatalf("no [core] section in %s: %q", modConfig, orig)
-			}
-			hook := at(".git/modules/lib/hooks/pre-commit")
-			script := "import os\n" +
-				"p = " + jsString(hook) + "\n" +
-				"with open(p, 'w') as f:\n    f.write('#!/bin/sh\\ntouch " + m.path("submodule-hook") + "\\n')\n" +
-				"os.chmod(p, 0o755)\nprint('wrote', p)\n"
-			calls := []dt.ToolCall{
-				bash("cat .git/modules/lib/config"),
-				writeCall(at("modcfg"), evilConfig),
-				bash("cp modcfg .git/modules/lib/config"),
-				writeCall(at("hook.py"), script),
-				bash("python3 hook.py"),
-			}
-			c, results := runScripted(t, g, ws, calls)
-			for i, r := range results {
-				t.Logf("step %d: %.200q", i, r)
-			}
-			if got := m.take(t); len(got) > 0 {
-				t.Errorf("markers exist before the owner did anything: %v", got)
-			}
-			qs := quarantinedOf(t, finalPayload(t, g.URL(), c.P.JobID))
-			for rel, want := range map[string]string{".git/modules/lib/config": evilConfig} {
-				if b, err := os.ReadFile(at(rel)); err == nil && string(b) == want {
-					t.Errorf("%s holds the job's bytes after the job (quarantined: %+v)", rel, qs)
-				}
-			}
-			if st, err := os.Stat(hook); err == nil && st.Mode()&0o111 != 0 {
-				t.Errorf("%s is the job's executable hook after the job (quarantined: %+v)", ".git/modules/lib/hooks/pre-commit", qs)
-			}
-			runOwnerSteps(t, m, []ownerStep{
-				{"git status in the workspace", ws, []string{"git", "status"}},
-				{"git commit in the submodule", at("lib"), []string{"git", "commit", "--allow-empty", "-m", "x"}},
-			})
+	inApprovalModes(t, func(t *testing.T, mode string) {
+		m := newMarkers(t)
+		g := startBoundaryBridge(t, mode, nil)
+		lib := t.TempDir() // the submodule's upstream, outside every root
+		if err := os.WriteFile(filepath.Join(lib, "lib.txt"), []byte("lib\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ownerGit(t, lib, [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "lib"}})
+		ws := g.workspace(t, map[string]string{"README.md": "a project\n"})
+		ownerGit(t, ws, [][]string{
+			{"init", "-q", "-b", "main"},
+			{"-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "lib"},
+			{"add", "-A"},
+			{"commit", "-q", "-m", "owner's work"},
 		})
-	}
+		at := func(rel string) string { return filepath.Join(ws, rel) }
+		modConfig := at(".git/modules/lib/config")
+		orig, err := os.ReadFile(modConfig)
+		if err != nil {
+			t.Fatalf("the owner's submodule has no git dir under .git/modules: %v", err)
+		}
+		evilConfig := strings.Replace(string(orig), "[core]\n",
+			"[core]\n\tfsmonitor = \"touch "+m.path("submodule-fsmonitor")+"; false #\"\n", 1)
+		if evilConfig == string(orig) {
+			t.Fatalf("no [core] section in %s: %q", modConfig, orig)
+		}
+		hook := at(".git/modules/lib/hooks/pre-commit")
+		script := "import os\n" +
+			"p = " + jsString(hook) + "\n" +
+			"with open(p, 'w') as f:\n    f.write('#!/bin/sh\\ntouch " + m.path("submodule-hook") + "\\n')\n" +
+			"os.chmod(p, 0o755)\nprint('wrote', p)\n"
+		calls := []dt.ToolCall{
+			bash("cat .git/modules/lib/config"),
+			writeCall(at("modcfg"), evilConfig),
+			bash("cp modcfg .git/modules/lib/config"),
+			writeCall(at("hook.py"), script),
+			bash("python3 hook.py"),
+		}
+		c, results := runScripted(t, g, ws, calls)
+		for i, r := range results {
+			t.Logf("step %d: %.200q", i, r)
+		}
+		if got := m.take(t); len(got) > 0 {
+			t.Errorf("markers exist before the owner did anything: %v", got)
+		}
+		qs := quarantinedOf(t, finalPayload(t, g.URL(), c.P.JobID))
+		for rel, want := range map[string]string{".git/modules/lib/config": evilConfig} {
+			if b, err := os.ReadFile(at(rel)); err == nil && string(b) == want {
+				t.Errorf("%s holds the job's bytes after the job (quarantined: %+v)", rel, qs)
+			}
+		}
+		if st, err := os.Stat(hook); err == nil && st.Mode()&0o111 != 0 {
+			t.Errorf("%s is the job's executable hook after the job (quarantined: %+v)", ".git/modules/lib/hooks/pre-commit", qs)
+		}
+		runOwnerSteps(t, m, []ownerStep{
+			{"git status in the workspace", ws, []string{"git", "status"}},
+			{"git commit in the submodule", at("lib"), []string{"git", "commit", "--allow-empty", "-m", "x"}},
+		})
+	})
 }
 
 // The workspace itself made a repository. The workspace is not a
@@ -108,42 +105,39 @@ func TestSubmoduleGitDirIsAudited(t *testing.T) {
 // before it.
 func TestWorkspaceTopAsGitDirIsAudited(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{"on", "off"} {
-		t.Run("approval "+mode, func(t *testing.T) {
-			t.Parallel()
-			m := newMarkers(t)
-			g := startBoundaryBridge(t, mode, nil)
-			ws := g.workspace(t, map[string]string{"README.md": "a project\n"})
-			at := func(rel string) string { return filepath.Join(ws, rel) }
-			config := "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n" +
-				"\tfsmonitor = \"touch " + m.path("top-fsmonitor") + "; false #\"\n"
-			calls := []dt.ToolCall{
-				writeCall(at("objects/info/packs"), "\n"),
-				writeCall(at("refs/heads/.keep"), "\n"),
-				writeCall(at("config"), config),
-				writeCall(at("HEAD"), "ref: refs/heads/main\n"),
+	inApprovalModes(t, func(t *testing.T, mode string) {
+		m := newMarkers(t)
+		g := startBoundaryBridge(t, mode, nil)
+		ws := g.workspace(t, map[string]string{"README.md": "a project\n"})
+		at := func(rel string) string { return filepath.Join(ws, rel) }
+		config := "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n" +
+			"\tfsmonitor = \"touch " + m.path("top-fsmonitor") + "; false #\"\n"
+		calls := []dt.ToolCall{
+			writeCall(at("objects/info/packs"), "\n"),
+			writeCall(at("refs/heads/.keep"), "\n"),
+			writeCall(at("config"), config),
+			writeCall(at("HEAD"), "ref: refs/heads/main\n"),
+		}
+		c, results := runScripted(t, g, ws, calls)
+		for i, r := range results {
+			t.Logf("step %d: %.200q", i, r)
+		}
+		if got := m.take(t); len(got) > 0 {
+			t.Errorf("markers exist before the owner did anything: %v", got)
+		}
+		qs := quarantinedOf(t, finalPayload(t, g.URL(), c.P.JobID))
+		if b, err := os.ReadFile(at("config")); err == nil && string(b) == config {
+			t.Errorf("config holds the job's bytes at the workspace's top after the job (quarantined: %+v)", qs)
+		}
+		runOwnerSteps(t, m, []ownerStep{{"git status in the workspace", ws, []string{"git", "status"}}})
+		t.Run("shell prompt", func(t *testing.T) {
+			prompt := gitPrompt()
+			if prompt == "" {
+				t.Skip("git's bash prompt script (git-sh-prompt) is not installed here")
 			}
-			c, results := runScripted(t, g, ws, calls)
-			for i, r := range results {
-				t.Logf("step %d: %.200q", i, r)
-			}
-			if got := m.take(t); len(got) > 0 {
-				t.Errorf("markers exist before the owner did anything: %v", got)
-			}
-			qs := quarantinedOf(t, finalPayload(t, g.URL(), c.P.JobID))
-			if b, err := os.ReadFile(at("config")); err == nil && string(b) == config {
-				t.Errorf("config holds the job's bytes at the workspace's top after the job (quarantined: %+v)", qs)
-			}
-			runOwnerSteps(t, m, []ownerStep{{"git status in the workspace", ws, []string{"git", "status"}}})
-			t.Run("shell prompt", func(t *testing.T) {
-				prompt := gitPrompt()
-				if prompt == "" {
-					t.Skip("git's bash prompt script (git-sh-prompt) is not installed here")
-				}
-				runOwnerSteps(t, m, []ownerStep{promptStep(prompt, ws)})
-			})
+			runOwnerSteps(t, m, []ownerStep{promptStep(prompt, ws)})
 		})
-	}
+	})
 }
 
 // A hook that is a link to an ordinary file. The owner keeps the
@@ -157,40 +151,37 @@ func TestWorkspaceTopAsGitDirIsAudited(t *testing.T) {
 // test failed before it.
 func TestLinkedHookTargetIsAudited(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{"on", "off"} {
-		t.Run("approval "+mode, func(t *testing.T) {
-			t.Parallel()
-			m := newMarkers(t)
-			g := startBoundaryBridge(t, mode, nil)
-			ws := g.workspace(t, map[string]string{"README.md": "a project\n"})
-			at := func(rel string) string { return filepath.Join(ws, rel) }
-			const hook = "#!/bin/sh\n# the owner's checks\nexit 0\n"
-			if err := os.MkdirAll(at("scripts"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(at("scripts/pre-commit.sh"), []byte(hook), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			ownerGit(t, ws, [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "owner's work"}})
-			if err := os.Symlink("../../scripts/pre-commit.sh", at(".git/hooks/pre-commit")); err != nil {
-				t.Fatal(err)
-			}
-			calls := []dt.ToolCall{
-				dt.Call("Read", map[string]any{"file_path": at("scripts/pre-commit.sh")}),
-				dt.Call("Edit", map[string]any{"file_path": at("scripts/pre-commit.sh"),
-					"old_string": "exit 0\n", "new_string": "touch " + m.path("linked-hook") + "\nexit 0\n"}),
-			}
-			c, results := runScripted(t, g, ws, calls)
-			for i, r := range results {
-				t.Logf("step %d: %.200q", i, r)
-			}
-			if got := m.take(t); len(got) > 0 {
-				t.Errorf("markers exist before the owner did anything: %v", got)
-			}
-			t.Logf("quarantined: %+v", quarantinedOf(t, finalPayload(t, g.URL(), c.P.JobID)))
-			runOwnerSteps(t, m, []ownerStep{{"git commit --allow-empty", ws, []string{"git", "commit", "--allow-empty", "-m", "x"}}})
-		})
-	}
+	inApprovalModes(t, func(t *testing.T, mode string) {
+		m := newMarkers(t)
+		g := startBoundaryBridge(t, mode, nil)
+		ws := g.workspace(t, map[string]string{"README.md": "a project\n"})
+		at := func(rel string) string { return filepath.Join(ws, rel) }
+		const hook = "#!/bin/sh\n# the owner's checks\nexit 0\n"
+		if err := os.MkdirAll(at("scripts"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(at("scripts/pre-commit.sh"), []byte(hook), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		ownerGit(t, ws, [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "owner's work"}})
+		if err := os.Symlink("../../scripts/pre-commit.sh", at(".git/hooks/pre-commit")); err != nil {
+			t.Fatal(err)
+		}
+		calls := []dt.ToolCall{
+			dt.Call("Read", map[string]any{"file_path": at("scripts/pre-commit.sh")}),
+			dt.Call("Edit", map[string]any{"file_path": at("scripts/pre-commit.sh"),
+				"old_string": "exit 0\n", "new_string": "touch " + m.path("linked-hook") + "\nexit 0\n"}),
+		}
+		c, results := runScripted(t, g, ws, calls)
+		for i, r := range results {
+			t.Logf("step %d: %.200q", i, r)
+		}
+		if got := m.take(t); len(got) > 0 {
+			t.Errorf("markers exist before the owner did anything: %v", got)
+		}
+		t.Logf("quarantined: %+v", quarantinedOf(t, finalPayload(t, g.URL(), c.P.JobID)))
+		runOwnerSteps(t, m, []ownerStep{{"git commit --allow-empty", ws, []string{"git", "commit", "--allow-empty", "-m", "x"}}})
+	})
 }
 
 // A toolchain file that names a toolchain of the job's. rustup's proxies
@@ -208,30 +199,27 @@ func TestRustToolchainFileIsAudited(t *testing.T) {
 	if out, err := exec.Command("rustup", "--version").CombinedOutput(); err != nil {
 		t.Skipf("rustup is not installed here: %v %s", err, out)
 	}
-	for _, mode := range []string{"on", "off"} {
-		t.Run("approval "+mode, func(t *testing.T) {
-			t.Parallel()
-			m := newMarkers(t)
-			g := startBoundaryBridge(t, mode, nil)
-			ws := g.workspace(t, map[string]string{"README.md": "a project\n"})
-			at := func(rel string) string { return filepath.Join(ws, rel) }
-			calls := []dt.ToolCall{
-				writeCall(at("tc/bin/cargo"), "#!/bin/sh\ntouch "+m.path("cargo")+"\necho cargo 1.0.0\n"),
-				writeCall(at("x.py"), "import os\nos.chmod('tc/bin/cargo', 0o755)\nprint('ok')\n"),
-				bash("python3 x.py"),
-				writeCall(at("rust-toolchain.toml"), "[toolchain]\npath = \""+at("tc")+"\"\n"),
-			}
-			c, results := runScripted(t, g, ws, calls)
-			for i, r := range results {
-				t.Logf("step %d: %.200q", i, r)
-			}
-			if got := m.take(t); len(got) > 0 {
-				t.Errorf("markers exist before the owner did anything: %v", got)
-			}
-			t.Logf("quarantined: %+v", quarantinedOf(t, finalPayload(t, g.URL(), c.P.JobID)))
-			runOwnerSteps(t, m, []ownerStep{{"cargo --version in the workspace", ws, []string{"cargo", "--version"}}})
-		})
-	}
+	inApprovalModes(t, func(t *testing.T, mode string) {
+		m := newMarkers(t)
+		g := startBoundaryBridge(t, mode, nil)
+		ws := g.workspace(t, map[string]string{"README.md": "a project\n"})
+		at := func(rel string) string { return filepath.Join(ws, rel) }
+		calls := []dt.ToolCall{
+			writeCall(at("tc/bin/cargo"), "#!/bin/sh\ntouch "+m.path("cargo")+"\necho cargo 1.0.0\n"),
+			writeCall(at("x.py"), "import os\nos.chmod('tc/bin/cargo', 0o755)\nprint('ok')\n"),
+			bash("python3 x.py"),
+			writeCall(at("rust-toolchain.toml"), "[toolchain]\npath = \""+at("tc")+"\"\n"),
+		}
+		c, results := runScripted(t, g, ws, calls)
+		for i, r := range results {
+			t.Logf("step %d: %.200q", i, r)
+		}
+		if got := m.take(t); len(got) > 0 {
+			t.Errorf("markers exist before the owner did anything: %v", got)
+		}
+		t.Logf("quarantined: %+v", quarantinedOf(t, finalPayload(t, g.URL(), c.P.JobID)))
+		runOwnerSteps(t, m, []ownerStep{{"cargo --version in the workspace", ws, []string{"cargo", "--version"}}})
+	})
 }
 
 // ownerGit runs git commands in dir as the owner.
