@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -153,46 +152,14 @@ func TestFaultIDsExact(t *testing.T) {
 // stream closes; the daemon then exits 0.
 func TestFaultSIGTERMAnswersFlash(t *testing.T) {
 	t.Parallel()
-	d := startDouble(t)
-	b := startBridge(t, doubleEnv(d))
-	cs := goSDKClient(t, b.URL())
-	arrived := make(chan struct{})
-	d.Script(deepseektest.Func(func(deepseektest.Request) deepseektest.Turn {
-		close(arrived)
-		return deepseektest.Text("too late").WithDelay(time.Hour) // abandoned when the double closes
-	}))
-	type outcome struct {
-		res *mcp.CallToolResult
-		err error
-		at  time.Time
-	}
-	done := make(chan outcome, 1)
-	go func() { // joined through done
-		res, err := cs.CallTool(context.Background(), toolCall("deepseek_flash", map[string]any{"task": "slow"}))
-		done <- outcome{res, err, time.Now()}
-	}()
-	select {
-	case <-arrived:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the call never reached the double")
-	}
-	stopped := time.Now()
-	if code := b.Stop(); code != 0 {
-		t.Errorf("exit status %d after SIGTERM, want 0; output:\n%s", code, b.LogBytes())
-	}
-	var o outcome
-	select {
-	case o = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the in-flight call never returned after the bridge stopped")
-	}
+	_, o := flashAtSIGTERM(t, time.Hour, "too late")
 	// 8s: the 10 s shutdown deadline less the part kept for writing answers.
 	want := "the bridge is shutting down: this call was still running 8s after the bridge was asked to stop, " +
 		"so it was stopped before it finished. Call the tool again once the bridge is running again."
 	if o.err != nil || !o.res.IsError || textOf(o.res) != want {
 		t.Fatalf("in-flight call: err %v, result %+v; want the error result %q", o.err, o.res, want)
 	}
-	if took := o.at.Sub(stopped); took > server.DefaultShutdownTimeout {
+	if took := o.at.Sub(o.stopped); took > server.DefaultShutdownTimeout {
 		t.Errorf("answered %v after SIGTERM, past the %v shutdown deadline (bridgectl stop's SIGKILL)", took, server.DefaultShutdownTimeout)
 	}
 }

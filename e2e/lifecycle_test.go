@@ -85,41 +85,57 @@ func TestNoAPIKey(t *testing.T) {
 // the call finish with its answer, then the daemon exits 0 and removes daemon.json.
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
+	b, o := flashAtSIGTERM(t, 1500*time.Millisecond, "answered during shutdown")
+	if o.err != nil || o.res.IsError || !strings.Contains(textOf(o.res), "answered during shutdown") {
+		t.Errorf("in-flight call: err %v, result %+v: want its answer", o.err, o.res)
+	}
+	if _, err := os.Stat(filepath.Join(b.StateDir(), "daemon.json")); err == nil {
+		t.Errorf("daemon.json left behind after a clean stop")
+	}
+}
+
+// sigtermOutcome is how a flash call in flight at SIGTERM ended, and when.
+type sigtermOutcome struct {
+	res     *mcp.CallToolResult
+	err     error
+	at      time.Time // its answer arrived
+	stopped time.Time // SIGTERM was sent
+}
+
+// flashAtSIGTERM starts a bridge, makes a deepseek_flash call whose
+// upstream answers text after delay, sends SIGTERM once the call has
+// reached the double, checks the daemon exits 0, and returns how the call
+// ended.
+func flashAtSIGTERM(t *testing.T, delay time.Duration, text string) (*bridgeProc, sigtermOutcome) {
+	t.Helper()
 	d := startDouble(t)
 	b := startBridge(t, doubleEnv(d))
 	cs := goSDKClient(t, b.URL())
 	arrived := make(chan struct{})
 	d.Script(deepseektest.Func(func(deepseektest.Request) deepseektest.Turn {
 		close(arrived)
-		return deepseektest.Text("answered during shutdown").WithDelay(1500 * time.Millisecond)
+		return deepseektest.Text(text).WithDelay(delay) // a long one is abandoned when the double closes
 	}))
-	type outcome struct {
-		res *mcp.CallToolResult
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
+	done := make(chan sigtermOutcome, 1)
+	go func() { // joined through done
 		res, err := cs.CallTool(context.Background(), toolCall("deepseek_flash", map[string]any{"task": "slow"}))
-		done <- outcome{res, err}
+		done <- sigtermOutcome{res: res, err: err, at: time.Now()}
 	}()
 	select {
 	case <-arrived:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the call never reached the double")
 	}
+	stopped := time.Now()
 	if code := b.Stop(); code != 0 {
 		t.Errorf("exit status %d after SIGTERM, want 0; output:\n%s", code, b.LogBytes())
 	}
-	var o outcome
 	select {
-	case o = <-done:
+	case o := <-done:
+		o.stopped = stopped
+		return b, o
 	case <-time.After(60 * time.Second):
 		t.Fatal("the in-flight call never returned after the bridge stopped")
-	}
-	if o.err != nil || o.res.IsError || !strings.Contains(textOf(o.res), "answered during shutdown") {
-		t.Errorf("in-flight call: err %v, result %+v: want its answer", o.err, o.res)
-	}
-	if _, err := os.Stat(filepath.Join(b.StateDir(), "daemon.json")); err == nil {
-		t.Errorf("daemon.json left behind after a clean stop")
+		return nil, sigtermOutcome{}
 	}
 }
