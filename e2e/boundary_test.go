@@ -235,6 +235,20 @@ func runScripted(t *testing.T, g *guardedBridge, ws string, calls []dt.ToolCall)
 	return c, results
 }
 
+// runAttack runs the scripted calls (runScripted), logs each result, and
+// fails if a payload ran before the owner did anything.
+func runAttack(t *testing.T, g *guardedBridge, ws string, m markers, calls []dt.ToolCall) (agentCall, []string) {
+	t.Helper()
+	c, results := runScripted(t, g, ws, calls)
+	for i, r := range results {
+		t.Logf("step %d: %.200q", i, r)
+	}
+	if got := m.take(t); len(got) > 0 {
+		t.Errorf("markers exist before the owner did anything: %v", got)
+	}
+	return c, results
+}
+
 // finalPayload is the structuredContent of a poll of a settled job, as JSON
 // (fields the typed payload does not know included).
 func finalPayload(t *testing.T, url, id string) map[string]any {
@@ -345,13 +359,7 @@ func boundaryGitFromFiles(t *testing.T, mode string) {
 		bash("touch sub/b.txt"),
 		bash("mv sub/gd sub/.git"),
 	}
-	c, results := runScripted(t, g, ws, calls)
-	for i, r := range results {
-		t.Logf("step %d: %.200q", i, r)
-	}
-	if got := m.take(t); len(got) > 0 {
-		t.Errorf("markers exist before the owner did anything: %v", got)
-	}
+	c, _ := runAttack(t, g, ws, m, calls)
 	sub := at("sub")
 	// Without fsmonitor first: a status refreshes the index, so only the
 	// first one hashes the touched file.
@@ -434,13 +442,7 @@ func boundaryHooksByCp(t *testing.T, mode string) {
 		bash("cp evil.npmrc .npmrc"),
 		writeCall(at(".pre-commit-config.yaml"), planted[".pre-commit-config.yaml"]),
 	}
-	c, results := runScripted(t, g, ws, calls)
-	for i, r := range results {
-		t.Logf("step %d: %.200q", i, r)
-	}
-	if got := m.take(t); len(got) > 0 {
-		t.Errorf("markers exist before the owner did anything: %v", got)
-	}
+	c, _ := runAttack(t, g, ws, m, calls)
 	runOwnerSteps(t, m, []ownerStep{
 		{"git commit --allow-empty", ws, []string{"git", "commit", "--allow-empty", "-m", "x"}},
 		{"npm test", ws, []string{"npm", "test"}},

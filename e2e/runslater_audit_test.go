@@ -68,13 +68,7 @@ func TestSubmoduleGitDirIsAudited(t *testing.T) {
 			writeCall(at("hook.py"), script),
 			bash("python3 hook.py"),
 		}
-		c, results := runScripted(t, g, ws, calls)
-		for i, r := range results {
-			t.Logf("step %d: %.200q", i, r)
-		}
-		if got := m.take(t); len(got) > 0 {
-			t.Errorf("markers exist before the owner did anything: %v", got)
-		}
+		c, _ := runAttack(t, g, ws, m, calls)
 		qs := quarantinedOf(t, finalPayload(t, g.URL(), c.P.JobID))
 		for rel, want := range map[string]string{".git/modules/lib/config": evilConfig} {
 			if b, err := os.ReadFile(at(rel)); err == nil && string(b) == want {
@@ -118,13 +112,7 @@ func TestWorkspaceTopAsGitDirIsAudited(t *testing.T) {
 			writeCall(at("config"), config),
 			writeCall(at("HEAD"), "ref: refs/heads/main\n"),
 		}
-		c, results := runScripted(t, g, ws, calls)
-		for i, r := range results {
-			t.Logf("step %d: %.200q", i, r)
-		}
-		if got := m.take(t); len(got) > 0 {
-			t.Errorf("markers exist before the owner did anything: %v", got)
-		}
+		c, _ := runAttack(t, g, ws, m, calls)
 		qs := quarantinedOf(t, finalPayload(t, g.URL(), c.P.JobID))
 		if b, err := os.ReadFile(at("config")); err == nil && string(b) == config {
 			t.Errorf("config holds the job's bytes at the workspace's top after the job (quarantined: %+v)", qs)
@@ -172,13 +160,7 @@ func TestLinkedHookTargetIsAudited(t *testing.T) {
 			dt.Call("Edit", map[string]any{"file_path": at("scripts/pre-commit.sh"),
 				"old_string": "exit 0\n", "new_string": "touch " + m.path("linked-hook") + "\nexit 0\n"}),
 		}
-		c, results := runScripted(t, g, ws, calls)
-		for i, r := range results {
-			t.Logf("step %d: %.200q", i, r)
-		}
-		if got := m.take(t); len(got) > 0 {
-			t.Errorf("markers exist before the owner did anything: %v", got)
-		}
+		c, _ := runAttack(t, g, ws, m, calls)
 		t.Logf("quarantined: %+v", quarantinedOf(t, finalPayload(t, g.URL(), c.P.JobID)))
 		runOwnerSteps(t, m, []ownerStep{{"git commit --allow-empty", ws, []string{"git", "commit", "--allow-empty", "-m", "x"}}})
 	})
@@ -210,13 +192,7 @@ func TestRustToolchainFileIsAudited(t *testing.T) {
 			bash("python3 x.py"),
 			writeCall(at("rust-toolchain.toml"), "[toolchain]\npath = \""+at("tc")+"\"\n"),
 		}
-		c, results := runScripted(t, g, ws, calls)
-		for i, r := range results {
-			t.Logf("step %d: %.200q", i, r)
-		}
-		if got := m.take(t); len(got) > 0 {
-			t.Errorf("markers exist before the owner did anything: %v", got)
-		}
+		c, _ := runAttack(t, g, ws, m, calls)
 		t.Logf("quarantined: %+v", quarantinedOf(t, finalPayload(t, g.URL(), c.P.JobID)))
 		runOwnerSteps(t, m, []ownerStep{{"cargo --version in the workspace", ws, []string{"cargo", "--version"}}})
 	})
