@@ -87,7 +87,7 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
 	wd, _ := os.Getwd()
 	// Claude Code runs outside the jail's view of itself: from PATH it is
 	// looked up like bubblewrap, never in a dir a job can write.
-	look := trustedLook(a.path, untrusted)
+	look := harness.TrustedLook(a.path, untrusted.dirs())
 	bin, lerr := harness.Locate(cfg.ClaudeBin, harness.PinnedPaths(exe, wd), look)
 	if lerr == nil {
 		// The real file: jobs' harnesses see only it (and its dir), not the
@@ -157,18 +157,6 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
 // sandbox among them) outside the sandbox.
 func claudeCode(bin string, lerr error, untrusted untrustedList) *harness.ClaudeCode {
 	return &harness.ClaudeCode{Bin: bin, LookupErr: lerr, Environ: os.Environ(), UntrustedDirs: untrusted.dirs(), NoRetries: true}
-}
-
-// trustedLook finds the programs the bridge itself runs outside every
-// sandbox (bubblewrap, socat) on the daemon's PATH without the entries a
-// job could write (harness.TrustedPath) — never the usual fallback dirs when
-// every entry was dropped: then they are not found, and the log says why.
-func trustedLook(path string, untrusted untrustedList) func(string) (string, error) {
-	kept, dropped := harness.TrustedPath(path, untrusted.dirs())
-	if len(dropped) == len(filepath.SplitList(path)) {
-		kept = ""
-	}
-	return func(name string) (string, error) { return harness.LookTrusted(name, kept) }
 }
 
 // untrustedDir is a directory a job may write, and what it is.

@@ -109,6 +109,19 @@ func LookTrusted(name, path string) (string, error) {
 	return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
 }
 
+// TrustedLook returns a LookTrusted over path without the entries a job
+// could write (TrustedPath against untrusted) — and, unlike the harness's
+// PATH, never DefaultPath when every entry was dropped: then nothing is
+// found, and the caller says so. The daemon finds bwrap, socat and claude
+// with it, and bridgectl the claude the daemon would find.
+func TrustedLook(path string, untrusted []string) func(name string) (string, error) {
+	kept, dropped := TrustedPath(path, untrusted)
+	if len(dropped) == len(filepath.SplitList(path)) {
+		kept = ""
+	}
+	return func(name string) (string, error) { return LookTrusted(name, kept) }
+}
+
 // resolveTrail resolves the absolute path p one component at a time, like
 // filepath.EvalSymlinks, and returns every spelling of it on the way: p
 // cleaned first, then each link it passes through (the link itself: whoever

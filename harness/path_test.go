@@ -219,3 +219,26 @@ func TestLookTrusted(t *testing.T) {
 		t.Errorf("a relative name with a separator: %q, %v; want ErrDot", got, err)
 	}
 }
+
+// TrustedLook finds nothing when every entry of PATH is one a job could
+// write: it never falls back to DefaultPath, so a planted program is not
+// found and neither is a system one the owner did not put on PATH.
+func TestTrustedLookHasNoFallback(t *testing.T) {
+	root := t.TempDir()
+	bin := filepath.Join(root, "venv", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "sh"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := TrustedLook(bin, []string{root})("sh"); err == nil {
+		t.Fatalf("found %s on a PATH whose only entry lies in an allowed root", p)
+	}
+	if _, err := os.Stat("/bin/sh"); err == nil {
+		p, err := TrustedLook(bin+string(filepath.ListSeparator)+"/bin", []string{root})("sh")
+		if err != nil || p != "/bin/sh" {
+			t.Fatalf("TrustedLook = %q, %v; want /bin/sh past the dropped entry", p, err)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -418,11 +417,7 @@ func (c *ctl) locateHarness() (string, error) {
 	// can write (harness.TrustedPath), so doctor never runs a planted one.
 	path, _ := c.e.Getenv("PATH")
 	untrusted := append([]string{c.cfg.StateDir, "/tmp", os.TempDir()}, c.cfg.AllowedRoots...)
-	kept, dropped := harness.TrustedPath(path, untrusted)
-	if len(dropped) == len(filepath.SplitList(path)) {
-		kept = ""
-	}
-	p, err := harness.Locate(c.cfg.ClaudeBin, pinned, func(n string) (string, error) { return harness.LookTrusted(n, kept) })
+	p, err := harness.Locate(c.cfg.ClaudeBin, pinned, harness.TrustedLook(path, untrusted))
 	if err == nil || c.cfg.ClaudeBin != "" {
 		return p, err
 	}
