@@ -23,6 +23,7 @@ const (
 	EventCancel      = "cancel"       // the job was cancelled while it waited: denied
 	EventCorrupt     = "corrupt"      // the decision file was corrupt or malformed: denied
 	EventApprovalOff = "approval_off" // human approval is off: an "ask" was allowed without asking
+	EventApplied     = "applied"      // the approval child let an approved request run
 	EventUnwritten   = "unwritten"    // records before this one could not be written; their requests were denied
 )
 

@@ -186,6 +186,15 @@ func (q *Queue) Submit(ctx context.Context, jobID string, req rules.Request, v r
 		if err != nil {
 			return q.corrupt(pr, err), nil
 		}
+		if found && d.Approved {
+			// The child records what it lets run itself: a decision file
+			// Decide did not write (another process of the user) would
+			// otherwise run a call whose allow is nowhere in the log.
+			if err := q.Audit(AuditRecord{Event: EventApplied, ID: id, JobID: jobID, Tool: req.Tool, Summary: v.Summary, Decision: rules.Allow, By: d.By,
+				Reason: "the approval child applies the decision by " + d.By}); err != nil {
+				return Decision{ID: id, Kind: KindCorrupt, Reason: "the bridge could not write the audit record of the approval, and nothing runs unrecorded", Decided: time.Now().UTC()}, fmt.Errorf("apply approval: %w", err)
+			}
+		}
 		if found {
 			return d, nil
 		}

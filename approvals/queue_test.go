@@ -105,7 +105,7 @@ func TestQueueApprove(t *testing.T) {
 		if err := q.Decide(pr.ID, false, "", "bob"); !errors.Is(err, ErrAlreadyDecided) || !strings.Contains(err.Error(), "approved by alice") {
 			t.Fatalf("second Decide = %v, want ErrAlreadyDecided", err)
 		}
-		want := []string{"pending:", "human:allow"}
+		want := []string{"pending:", "human:allow", "applied:allow"} // the child records what it lets run
 		if got := auditEvents(t, dir); strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Fatalf("audit = %v, want %v", got, want)
 		}

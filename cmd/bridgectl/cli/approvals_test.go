@@ -299,8 +299,8 @@ func TestAudit(t *testing.T) {
 
 	out := w.must("audit")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("audit: want 4 lines (2 pending, 2 human):\n%s", out)
+	if len(lines) != 5 {
+		t.Fatalf("audit: want 5 lines (2 pending, 2 human, the approval child's applied):\n%s", out)
 	}
 	for _, want := range []string{
 		"pending      req " + short(r1.ID) + " job " + short(jobA) + " rules: ask — Bash: git push origin main",
@@ -308,13 +308,14 @@ func TestAudit(t *testing.T) {
 		"(release day)",
 		"human        req " + short(r2.ID) + " job " + short(jobB) + " DENY by bridgectl deny",
 		"— Bash: npm install left-pad (no new dependencies)",
+		"applied      req " + short(r1.ID) + " job " + short(jobA) + " ALLOW by bridgectl approve",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("audit lacks %q:\n%s", want, out)
 		}
 	}
 	var recs []approvals.AuditRecord
-	if err := json.Unmarshal([]byte(w.must("audit", "--json")), &recs); err != nil || len(recs) != 4 {
+	if err := json.Unmarshal([]byte(w.must("audit", "--json")), &recs); err != nil || len(recs) != 5 {
 		t.Fatalf("audit --json: %v %d", err, len(recs))
 	}
 	if recs[2].Event != approvals.EventHuman || recs[2].Decision != rules.Allow || recs[2].ID != r1.ID || recs[3].Reason != "no new dependencies" {
@@ -331,8 +332,8 @@ func TestAudit(t *testing.T) {
 		t.Fatalf("audit shows %d lines, want the last %d", n, approvals.AuditTail)
 	}
 	all := w.must("audit", "--all")
-	if n := len(strings.Split(strings.TrimSpace(all), "\n")); n != 4+2*approvals.AuditTail {
-		t.Fatalf("audit --all shows %d lines, want %d", n, 4+2*approvals.AuditTail)
+	if n := len(strings.Split(strings.TrimSpace(all), "\n")); n != 5+2*approvals.AuditTail {
+		t.Fatalf("audit --all shows %d lines, want %d", n, 5+2*approvals.AuditTail)
 	}
 	if !strings.Contains(all, "git push origin main") || !strings.Contains(all, "Read: f099") {
 		t.Fatalf("audit --all lacks the first or the last record")
