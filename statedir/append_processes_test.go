@@ -17,7 +17,7 @@ const review2WriterEnv = "REVIEW2_APPEND_WRITER"
 // process (in its own jail, through a bind of the same file). Lines far
 // longer than one write the kernel keeps whole (PIPE_BUF) still land whole
 // and unmixed: the lock on the file, not O_APPEND, keeps them apart.
-func TestReview2AppendLineAcrossProcessesStaysWhole(t *testing.T) {
+func TestAppendLineAcrossProcessesStaysWhole(t *testing.T) {
 	if spec := os.Getenv(review2WriterEnv); spec != "" {
 		review2Writer(t, spec)
 		return
@@ -26,7 +26,7 @@ func TestReview2AppendLineAcrossProcessesStaysWhole(t *testing.T) {
 	const procs, lines = 4, 40
 	var cmds []*exec.Cmd
 	for i := range procs {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestReview2AppendLineAcrossProcessesStaysWhole$", "-test.count=1")
+		cmd := exec.Command(os.Args[0], "-test.run=^TestAppendLineAcrossProcessesStaysWhole$", "-test.count=1")
 		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s:%d:%d", review2WriterEnv, path, i, lines))
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out

@@ -19,7 +19,7 @@ import (
 // takes any well-formed file of kind "human" and allows the call, writing
 // nothing: the audit log then holds the request's pending record and no
 // allow at all, though the call ran.
-func TestReview2ApprovalWithoutItsRecordIsNotApplied(t *testing.T) {
+func TestApprovalWithoutItsRecordIsRecordedByTheChild(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q, dir := newQueue(t)
 		pr, res := submitAsync(t, q, t.Context(), "job1", 5*time.Minute)
