@@ -11,15 +11,15 @@ import (
 	"testing"
 )
 
-const review2WriterEnv = "REVIEW2_APPEND_WRITER"
+const appendWriterEnv = "STATEDIR_TEST_APPEND_WRITER"
 
 // Several approval children append to one audit log at once, each its own
 // process (in its own jail, through a bind of the same file). Lines far
 // longer than one write the kernel keeps whole (PIPE_BUF) still land whole
 // and unmixed: the lock on the file, not O_APPEND, keeps them apart.
 func TestAppendLineAcrossProcessesStaysWhole(t *testing.T) {
-	if spec := os.Getenv(review2WriterEnv); spec != "" {
-		review2Writer(t, spec)
+	if spec := os.Getenv(appendWriterEnv); spec != "" {
+		appendWriter(t, spec)
 		return
 	}
 	path := filepath.Join(t.TempDir(), "audit.log")
@@ -27,7 +27,7 @@ func TestAppendLineAcrossProcessesStaysWhole(t *testing.T) {
 	var cmds []*exec.Cmd
 	for i := range procs {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestAppendLineAcrossProcessesStaysWhole$", "-test.count=1")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s:%d:%d", review2WriterEnv, path, i, lines))
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s:%d:%d", appendWriterEnv, path, i, lines))
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
@@ -55,7 +55,7 @@ func TestAppendLineAcrossProcessesStaysWhole(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for n, l := range got {
-		w, ok := review2Parse(l)
+		w, ok := parseAppendLine(l)
 		if !ok {
 			t.Fatalf("line %d is torn or mixed: %d bytes, starts %.40q", n+1, len(l), l)
 		}
@@ -72,8 +72,8 @@ func review2Line(i, j int) string {
 	return fmt.Sprintf("%d.%d:", i, j) + strings.Repeat(string(rune('a'+i)), (40+j*4)<<10)
 }
 
-// review2Parse checks that l is a whole review2Line and returns its header.
-func review2Parse(l string) (string, bool) {
+// parseAppendLine checks that l is a whole review2Line and returns its header.
+func parseAppendLine(l string) (string, bool) {
 	head, body, ok := strings.Cut(l, ":")
 	if !ok {
 		return "", false
@@ -87,7 +87,7 @@ func review2Parse(l string) (string, bool) {
 	return head, l == review2Line(i, j) && body != ""
 }
 
-func review2Writer(t *testing.T, spec string) {
+func appendWriter(t *testing.T, spec string) {
 	parts := strings.Split(spec, ":")
 	i, _ := strconv.Atoi(parts[1])
 	n, _ := strconv.Atoi(parts[2])
