@@ -678,3 +678,41 @@ func TestSandboxSwitch(t *testing.T) {
 		}
 	})
 }
+
+// A decision file that bridgectl did not write — another process of the
+// owner's user, or a file-tool write a job redirected into the queue —
+// still leaves the call it lets run on record: the approval child itself
+// writes an "applied" allow before the command runs, so the audit log never
+// lacks the allow of a call that ran (before, it held only "pending").
+func TestApprovalAppliedIsRecordedByTheChild(t *testing.T) {
+	t.Parallel()
+	g := startGuardedBridge(t, nil)
+	ws := g.workspace(t, nil)
+	g.d.ScriptAnthropic(
+		dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "echo alpha && touch ran", "description": "echo"})),
+		dt.Func(func(r dt.Request) dt.Turn { return dt.Text("output: " + strings.Join(r.ToolResultTexts(), " | ")) }),
+	)
+	cs := goSDKClient(t, g.URL())
+	c := startJob(t, cs, "Echo.", ws)
+	id := c.P.JobID
+	if c.P.Status != string(jobs.StatusWaitingApproval) {
+		c = waitWaiting(t, cs, id)
+	}
+	req := c.P.Approval
+	body := fmt.Sprintf(`{"version":1,"id":%q,"approved":true,"reason":"written by hand","by":"someone","kind":"human","decided":%q}`,
+		req.ID, time.Now().UTC().Format(time.RFC3339Nano))
+	if err := os.WriteFile(filepath.Join(g.dir().Approvals(), req.ID+".decision.json"), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c = waitSettled(t, cs, id, jobLimit)
+	if _, err := os.Stat(filepath.Join(ws, "ran")); err != nil {
+		t.Fatalf("the approved command did not run (%v): %s: %s", err, c.P.Status, c.Text)
+	}
+	lines := g.auditOf(t, req.ID)
+	if !hasEvent(lines, "applied", "allow") {
+		t.Errorf("a call ran with no allow of it on record: %v", lines)
+	}
+	if hasEvent(lines, "human", "") {
+		t.Errorf("a human record appeared though no human decided through bridgectl: %v", lines)
+	}
+}
