@@ -170,6 +170,18 @@ func startJob(t *testing.T, cs *mcp.ClientSession, task, ws string) agentCall {
 	return c
 }
 
+// startWaitingJob starts a job whose first call waits for a human and
+// returns once it does.
+func startWaitingJob(t *testing.T, g *guardedBridge, task, ws string) (*mcp.ClientSession, agentCall) {
+	t.Helper()
+	cs := goSDKClient(t, g.URL())
+	c := startJob(t, cs, task, ws)
+	if c.P.Status != string(jobs.StatusWaitingApproval) {
+		c = waitWaiting(t, cs, c.P.JobID)
+	}
+	return cs, c
+}
+
 // waitWaiting polls until the job waits for a human and returns that answer.
 func waitWaiting(t *testing.T, cs *mcp.ClientSession, id string) agentCall {
 	t.Helper()
@@ -200,13 +212,8 @@ func TestApprovalChainedCommandWaitsThenRuns(t *testing.T) {
 		dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "echo alpha && echo beta", "description": "two echoes"})),
 		dt.Func(func(r dt.Request) dt.Turn { return dt.Text("output: " + strings.Join(r.ToolResultTexts(), " | ")) }),
 	)
-	cs := goSDKClient(t, g.URL())
-	c := startJob(t, cs, "Print alpha and beta.", ws)
-	id := c.P.JobID
-	if c.P.Status != string(jobs.StatusWaitingApproval) {
-		c = waitWaiting(t, cs, id)
-	}
-	req := c.P.Approval
+	cs, c := startWaitingJob(t, g, "Print alpha and beta.", ws)
+	id, req := c.P.JobID, c.P.Approval
 	if !strings.Contains(req.Summary, "echo alpha && echo beta") || !strings.Contains(c.Text, "bridgectl pending") || !strings.Contains(c.Text, req.ID) {
 		t.Errorf("approval %+v, text %s", req, c.Text)
 	}
@@ -692,13 +699,8 @@ func TestApprovalAppliedIsRecordedByTheChild(t *testing.T) {
 		dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "echo alpha && touch ran", "description": "echo"})),
 		dt.Func(func(r dt.Request) dt.Turn { return dt.Text("output: " + strings.Join(r.ToolResultTexts(), " | ")) }),
 	)
-	cs := goSDKClient(t, g.URL())
-	c := startJob(t, cs, "Echo.", ws)
-	id := c.P.JobID
-	if c.P.Status != string(jobs.StatusWaitingApproval) {
-		c = waitWaiting(t, cs, id)
-	}
-	req := c.P.Approval
+	cs, c := startWaitingJob(t, g, "Echo.", ws)
+	id, req := c.P.JobID, c.P.Approval
 	body := fmt.Sprintf(`{"version":1,"id":%q,"approved":true,"reason":"written by hand","by":"someone","kind":"human","decided":%q}`,
 		req.ID, time.Now().UTC().Format(time.RFC3339Nano))
 	if err := os.WriteFile(filepath.Join(g.dir().Approvals(), req.ID+".decision.json"), []byte(body), 0o600); err != nil {

@@ -460,12 +460,7 @@ func TestStartRejoinsALiveTunnel(t *testing.T) {
 // With a fixed PORT the tunnel's origin (a URL) matches the daemon's port, so
 // reload, rotate and start must not warn that the tunnel forwards elsewhere.
 func TestFixedPortTunnelNoFalsePortWarning(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := freePort(t)
 	te := newTestEnv(t, "PORT="+strconv.Itoa(port))
 	te.must("start")
 	te.must("tunnel")

@@ -276,3 +276,14 @@ func (te *testEnv) jobStatus(id string) jobs.Status {
 func (i daemonInfo) proc() statedir.Process {
 	return statedir.Process{PID: i.PID, Exe: i.Exe, Start: i.ProcStart}
 }
+
+// freePort is a loopback port that was free a moment ago (for a fixed PORT).
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

@@ -170,13 +170,7 @@ func TestAnotherStateDirsDaemonIsLeftAlone(t *testing.T) {
 // A truncated daemon.json does not hide a running daemon: the lock names
 // it, status says running and that the file is damaged, and stop stops it.
 func TestTruncatedDaemonJSONStillShowsTheDaemon(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	te := newTestEnv(t, "PORT="+strconv.Itoa(port))
+	te := newTestEnv(t, "PORT="+strconv.Itoa(freePort(t)))
 	te.must("start")
 	pid := te.daemonPID()
 	full := te.readFile("daemon.json")
