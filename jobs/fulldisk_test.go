@@ -102,7 +102,13 @@ func TestCloseGivesUpOnWritesThatNeverLand(t *testing.T) {
 	e, fs := newFullEnv(t, &log)
 	s := e.start("quick")
 	run := e.nextRun()
-	fs.Fill()
+	// The running snapshot first, then a disk that stays full: a page freed
+	// meanwhile is taken again, so the final write never lands.
+	poll.Until(5*time.Second, func() bool {
+		d, err := Load(e.dir, s.ID)
+		return err == nil && d.Status == StatusRunning && d.HarnessPID != 0
+	})
+	fs.KeepFull()
 	got := e.succeed(run, s.ID)
 	if got.Status != StatusDone {
 		t.Fatalf("in memory %s", got.Status)

@@ -88,10 +88,14 @@ func (r *Registry) retryWrites(j *job, stop <-chan struct{}) {
 		case <-stop:
 			r.mu.Lock()
 			s := j.snap
-			r.doneRetryingLocked(j)
 			r.mu.Unlock()
+			// Logged before Close is told: once it returns, every lost state
+			// is in the log.
 			r.log.Error().Str("job", j.id).Str("status", string(s.Status)).Int("steps", s.Steps).Str("reason", s.Error).
 				Msg("snapshot never written before shutdown: jobs/" + j.id + ".json keeps an older state")
+			r.mu.Lock()
+			r.doneRetryingLocked(j)
+			r.mu.Unlock()
 			return
 		case <-t.C:
 		}
