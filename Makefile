@@ -72,8 +72,12 @@ test: deps vet
 test-unit:
 	$(GO) test -race -count=1 -timeout $(UNIT_TIMEOUT) $(UNIT_PKGS)
 
+# One line per test as it finishes, with its time (gotestsum, installed by
+# scripts/install.sh); plain `go test` when it is not there.
+GOTESTSUM := $(wildcard .cache/bin/gotestsum)
 test-e2e:
-	E2E_RACE=$${E2E_RACE:-1} $(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./e2e/...
+	@echo "e2e: building the binaries under test, then one line per test as it finishes"
+	E2E_RACE=$${E2E_RACE:-1} $(if $(GOTESTSUM),$(GOTESTSUM) --format testname --hide-summary=skipped --,$(GO) test) -count=1 -timeout $(E2E_TIMEOUT) ./e2e/...
 
 fuzz-short:
 	scripts/fuzz.sh $(SHORT_FUZZTIME)

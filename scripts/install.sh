@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests, the demo and agent jobs need, into the git-ignored
 # .cache/ folder of the project (and, for system packages, through apt-get).
-# Idempotent: a second run only checks. Usage: scripts/install.sh [claude|node22|npm|apt|all]...
+# Idempotent: a second run only checks. Usage: scripts/install.sh [claude|node22|npm|apt|gotestsum|all]...
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache="$root/.cache"
@@ -11,6 +11,7 @@ CLAUDE_VERSION=2.1.328
 NODE22_VERSION=22
 TS_SDK_VERSION=1.32.2
 CONFORMANCE_VERSION=0.1.16
+GOTESTSUM_VERSION=v1.13.0
 
 log() { printf 'install: %s\n' "$*" >&2; }
 
@@ -54,6 +55,17 @@ install_npm() {
   fi
 }
 
+# gotestsum prints a line as each end-to-end test finishes (with its time), so
+# `make test` shows progress during the long e2e stage, and repeats the output
+# of the tests that failed at the end.
+install_gotestsum() {
+  local bin="$cache/bin/gotestsum"
+  if [ ! -x "$bin" ] || ! "$bin" --version 2>/dev/null | grep -q "${GOTESTSUM_VERSION#v}"; then
+    log "gotestsum $GOTESTSUM_VERSION (Go module proxy)"
+    GOBIN="$cache/bin" GOFLAGS=-mod=mod go install "gotest.tools/gotestsum@$GOTESTSUM_VERSION"
+  fi
+}
+
 install_apt() {
   local missing=()
   command -v bwrap >/dev/null || missing+=(bubblewrap)
@@ -77,7 +89,8 @@ for what in "$@"; do
     node22) install_node22 ;;
     npm) install_npm ;;
     apt) install_apt ;;
-    all) install_apt; install_node22; install_npm; install_claude ;;
-    *) echo "usage: scripts/install.sh [claude|node22|npm|apt|all]..." >&2; exit 2 ;;
+    gotestsum) install_gotestsum ;;
+    all) install_apt; install_node22; install_npm; install_claude; install_gotestsum ;;
+    *) echo "usage: scripts/install.sh [claude|node22|npm|apt|gotestsum|all]..." >&2; exit 2 ;;
   esac
 done
