@@ -155,6 +155,30 @@ func (t *turn) readStream(r io.Reader, p *progress) error {
 	return nil
 }
 
+// readWhole reads an answer sent as one chat.completion object instead of a
+// stream (Content-Type application/json), bounded like one event of a
+// stream. Leading blank lines (DeepSeek's keep-alives of an unstreamed
+// answer) are whitespace to the decoder.
+func (t *turn) readWhole(r io.Reader, p *progress) error {
+	maxBody := eventCap(t.maxTokens)
+	b, err := io.ReadAll(io.LimitReader(r, int64(maxBody)+1))
+	if err != nil {
+		return fmt.Errorf("%w: the answer broke off: %v", ErrUpstream, err)
+	}
+	if len(b) > maxBody {
+		return t.overCap("the answer (one application/json body)", maxBody, eventSlack)
+	}
+	var ch wireChunk
+	if err := json.Unmarshal(b, &ch); err != nil {
+		return fmt.Errorf("%w: the answer (one application/json body) is not a chat completion: %v", ErrUpstream, err)
+	}
+	if err := t.apply(&ch, p); err != nil {
+		return err
+	}
+	t.done = true
+	return nil
+}
+
 var (
 	dataField  = []byte("data:")
 	doneMarker = []byte("[DONE]")
