@@ -305,11 +305,11 @@ func (s *Server) toolMiddleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHa
 
 // startCallLoop starts the one goroutine a tools/call owns. It writes the
 // call's notifications to the response as they come (when pump is set:
-// HTTP) and makes sure no more than KeepaliveInterval passes without bytes on
-// the wire: a progress notification when the client gave a token (it also
-// resets the client's own request timeout), else an SSE comment. The
-// returned func writes what the handler sent before returning, all of it,
-// and joins the goroutine.
+// HTTP) and speaks up once the call has been silent for three quarters of
+// KeepaliveInterval (quietLimit): a progress notification when the client
+// gave a token (it also resets the client's own request timeout), else an
+// SSE comment. The returned func writes what the handler sent before
+// returning, all of it, and joins the goroutine.
 func (s *Server) startCallLoop(ctx context.Context, cs *callStream, pump *notifyPump) func() {
 	keepalive := cs.token != nil || cs.sse != nil
 	if pump == nil && !keepalive {
@@ -323,14 +323,17 @@ func (s *Server) startCallLoop(ctx context.Context, cs *callStream, pump *notify
 		if pump != nil {
 			notes = pump.ch
 		}
-		// Check four times per interval and speak up after three quarters of
-		// silence: the longest gap stays under the interval, and a tool that
-		// sends its own progress more often than that is never interleaved with.
+		// The timer is set for the moment the silence reaches quietLimit,
+		// counted from the last write, so the longest gap on the wire is
+		// quietLimit plus the time to write — under the interval by a
+		// quarter of it. A tool that sends its own progress more often than
+		// that is never interleaved with.
 		var tick <-chan time.Time
+		var timer *time.Timer
 		if keepalive {
-			t := time.NewTicker(s.o.KeepaliveInterval / 4)
-			defer t.Stop()
-			tick = t.C
+			timer = time.NewTimer(s.quietLimit() - cs.idle())
+			defer timer.Stop()
+			tick = timer.C
 		}
 		gone := ctx.Done()
 		for {
@@ -339,7 +342,7 @@ func (s *Server) startCallLoop(ctx context.Context, cs *callStream, pump *notify
 				pump.write(n)
 			case <-tick:
 				pump.drain() // what is queued goes first: it may end the silence
-				s.keepalive(ctx, cs)
+				timer.Reset(s.keepalive(ctx, cs))
 			case <-gone: // the client went away: no more keepalives, but the
 				tick, gone = nil, nil // handler's notifications are still written
 			case <-stop:
@@ -354,12 +357,18 @@ func (s *Server) startCallLoop(ctx context.Context, cs *callStream, pump *notify
 	}
 }
 
-// keepalive speaks up when the call has been silent for three quarters of
-// the interval.
-func (s *Server) keepalive(ctx context.Context, cs *callStream) {
-	every := s.o.KeepaliveInterval
-	if cs.idle() < every-every/4 {
-		return
+// quietLimit is the silence after which a call speaks up: three quarters of
+// KeepaliveInterval (11.25 s of the default 15 s).
+func (s *Server) quietLimit() time.Duration {
+	return s.o.KeepaliveInterval - s.o.KeepaliveInterval/4
+}
+
+// keepalive speaks up when the call has been silent for quietLimit, and
+// says how long until the silence could reach it again.
+func (s *Server) keepalive(ctx context.Context, cs *callStream) time.Duration {
+	quiet := s.quietLimit()
+	if idle := cs.idle(); idle < quiet {
+		return quiet - idle
 	}
 	if cs.token != nil {
 		// Through the session like any progress, so it is ordered with the
@@ -369,11 +378,12 @@ func (s *Server) keepalive(ctx context.Context, cs *callStream) {
 		next := cs.last + 1
 		cs.mu.Unlock()
 		newProgressReporter(ctx, mcp.CallToolRequest{}).Report(next, 0, "still working")
-		return
+		return quiet
 	}
 	if err := cs.sse.comment("keepalive"); err != nil {
 		s.log.Debug().Err(err).Msg("keepalive comment")
 	}
+	return quiet
 }
 
 // notifyPump is the session a tool handler sees during an HTTP tools/call:
