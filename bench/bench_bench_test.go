@@ -2,6 +2,7 @@ package bench
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
@@ -35,6 +36,26 @@ func BenchmarkFlashFloor(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := f.Do(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkFlashThroughMinimalProxy(b *testing.B) {
+	_, d := bridgeUnderTestB(b)
+	mp, err := NewMinimalProxy(d.URL(), d.Key(), deepseek.DefaultModel, deepseek.DefaultMaxOutputTokens, &http.Client{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := httptest.NewServer(mp)
+	b.Cleanup(hs.Close)
+	c := NewClient(hs.URL, &http.Client{Transport: newTransport(1)})
+	if err := c.Initialize(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := flashCall(b.Context(), c); err != nil {
 			b.Fatal(err)
 		}
 	}

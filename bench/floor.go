@@ -32,29 +32,7 @@ func NewFloorClient(baseURL, key, model string, maxTokens int, task string, hc *
 	if err != nil {
 		return nil, err
 	}
-	// Field for field, in order, the chat request of deepseek.Client.Flash:
-	// the double gets the same bytes from both sides.
-	type message struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}
-	type streamOptions struct {
-		IncludeUsage bool `json:"include_usage"`
-	}
-	body, err := json.Marshal(struct {
-		Model         string        `json:"model"`
-		Messages      []message     `json:"messages"`
-		MaxTokens     int           `json:"max_tokens"`
-		Stream        bool          `json:"stream"`
-		StreamOptions streamOptions `json:"stream_options"`
-	}{
-		Model: model,
-		Messages: []message{
-			{Role: "system", Content: system},
-			{Role: "user", Content: deepseek.UserMessage(task, "")},
-		},
-		MaxTokens: maxTokens, Stream: true, StreamOptions: streamOptions{IncludeUsage: true},
-	})
+	body, err := chatBody(model, system, maxTokens, task)
 	if err != nil {
 		return nil, err
 	}

@@ -138,11 +138,11 @@ func waitFor[T any](ctx context.Context, p *proc, got <-chan T) (T, error) {
 	}
 }
 
-// startDouble runs the deepseek-double binary on a fresh loopback port and
-// returns it with its base URL.
-func startDouble(ctx context.Context, bin, key, dir string) (*proc, string, error) {
+// startListener runs bin (the deepseek-double or the minimal proxy), which
+// says "listening http://127.0.0.1:PORT" first, and returns it with that URL.
+func startListener(ctx context.Context, name, bin string, args []string, dir string) (*proc, string, error) {
 	urlc := make(chan string, 1)
-	p, err := startProc("deepseek-double", bin, []string{"--addr", "127.0.0.1:0", "--key", key}, minimalEnv(), dir, func(line string) {
+	p, err := startProc(name, bin, args, minimalEnv(), dir, func(line string) {
 		if u, ok := strings.CutPrefix(line, "listening "); ok && strings.HasPrefix(u, "http://127.0.0.1:") {
 			select {
 			case urlc <- strings.TrimSpace(u):

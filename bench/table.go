@@ -8,8 +8,10 @@ import (
 	"time"
 )
 
-// Targets of issue 6. They are reported, not asserted.
+// Targets of issues 6 and 17. They are reported, not asserted.
 const (
+	TargetCPURatio    = 2.0                    // the bridge's CPU per call ÷ the minimal proxy's, at every concurrency
+	TargetVsTS        = 5.0                    // throughput ÷ the TypeScript bridge's (tsCallsPerSec), at every concurrency
 	TargetAddedP99    = time.Millisecond       // added p99 at 64 clients
 	TargetAddedP99At  = 64                     // …the concurrency it applies to
 	TargetIdleRSS     = 20 << 20               // bytes
@@ -20,6 +22,11 @@ const (
 	verdictNoTarget   = ""
 	notApplicableCell = "—"
 )
+
+// tsCallsPerSec is the TypeScript bridge's deepseek_flash throughput at 1, 8
+// and 64 closed-loop clients, from the side-by-side run of issue 17 (Node 24,
+// this machine, the same zero-delay upstream).
+var tsCallsPerSec = map[int]float64{1: 172, 8: 251, 64: 567}
 
 // Row is one line of the table.
 type Row struct {
@@ -72,6 +79,10 @@ func (r *Report) Rows() []Row {
 			add(row)
 		}
 		add(cpuRow(c))
+		if c.MinProxy.Done > 0 {
+			add(ratioRow(c))
+		}
+		add(throughputRow(c))
 	}
 	if s := r.Saturation; len(s.Bridge.Lat) > 0 {
 		bt, ft := s.Bridge.Throughput(), s.Floor.Throughput()
@@ -149,6 +160,36 @@ func cpuRow(c FlashCell) Row {
 		Floor:  fmtDur(per(c.FloorCPU.Double, c.Floor.Done)),
 		Added:  fmtDur(per(c.BridgeCPU.Total(), c.Bridge.Done) - per(c.FloorCPU.Total(), c.Floor.Done)),
 	}
+}
+
+// ratioRow: the CPU per call of the bridge process beside the minimal
+// proxy's, each from its own user+system time over its own calls.
+func ratioRow(c FlashCell) Row {
+	per := func(d time.Duration, n int) time.Duration { return d / time.Duration(max(n, 1)) }
+	b, m := per(c.BridgeCPU.Bridge, c.Bridge.Done), per(c.MinProxyCPU.MinProxy, c.MinProxy.Done)
+	ratio := float64(b) / float64(max(m, 1))
+	return Row{
+		Metric: fmt.Sprintf("  CPU per call of the proxy process, %d client(s) (bridge; minimal proxy; ratio)", c.Clients),
+		Bridge: fmtDur(b), Floor: fmtDur(m), Added: fmt.Sprintf("%.2f×", ratio),
+		Target: fmt.Sprintf("ratio ≤ %.0f×", TargetCPURatio), Verdict: verdict(m > 0 && ratio <= TargetCPURatio),
+	}
+}
+
+// throughputRow: calls a second through the bridge (and the minimal proxy)
+// during the cell, against the TypeScript bridge's figure when there is one.
+func throughputRow(c FlashCell) Row {
+	bt := c.Bridge.Throughput()
+	row := Row{Metric: fmt.Sprintf("  calls/s, %d client(s) (bridge; minimal proxy)", c.Clients), Bridge: fmt.Sprintf("%.0f", bt)}
+	if c.MinProxy.Done > 0 {
+		row.Floor = fmt.Sprintf("%.0f", c.MinProxy.Throughput())
+	}
+	if ts, ok := tsCallsPerSec[c.Clients]; ok {
+		row.Metric = fmt.Sprintf("  calls/s, %d client(s) (bridge; minimal proxy; bridge ÷ TS bridge at %.0f/s)", c.Clients, ts)
+		row.Added = fmt.Sprintf("%.1f× TS", bt/ts)
+		row.Target = fmt.Sprintf("≥ %.0f× TS (%.0f/s)", TargetVsTS, TargetVsTS*ts)
+		row.Verdict = verdict(bt >= TargetVsTS*ts)
+	}
+	return row
 }
 
 var header = Row{"metric", "bridge", "floor", "bridge − floor", "target", "result"}
