@@ -164,8 +164,9 @@ func startListener(ctx context.Context, name, bin string, args []string, dir str
 // bridgeProc is a running `bridge serve`.
 type bridgeProc struct {
 	*proc
-	addr      string // main listener
-	debugAddr string // BRIDGE_DEBUG_ADDR listener
+	addr      string    // main listener
+	debugAddr string    // BRIDGE_DEBUG_ADDR listener
+	stages    *stageLog // the spawn stages its log reports, by job
 }
 
 // startBridge runs `bridge serve` with env (plus BRIDGE_DEBUG_ADDR) and waits
@@ -175,7 +176,9 @@ func startBridge(ctx context.Context, bin string, env []string, dir string) (*br
 	var mu sync.Mutex
 	var got addrs
 	ready := make(chan addrs, 1)
+	stages := newStageLog()
 	onLine := func(line string) {
+		stages.take([]byte(line))
 		var rec struct {
 			Addr      string `json:"addr"`
 			DebugAddr string `json:"debug_addr"`
@@ -209,7 +212,7 @@ func startBridge(ctx context.Context, bin string, env []string, dir string) (*br
 		p.stop()
 		return nil, fmt.Errorf("%w (a bridge without the debug endpoint predates server/debug.go: rebuild it)", err)
 	}
-	return &bridgeProc{proc: p, addr: a.main, debugAddr: a.debug}, nil
+	return &bridgeProc{proc: p, addr: a.main, debugAddr: a.debug, stages: stages}, nil
 }
 
 // runtimeStats asks the bridge's debug endpoint.

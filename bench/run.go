@@ -105,11 +105,15 @@ type Report struct {
 	GoroutinesPeak  int        // highest sample during the throughput run
 	GoroutinesAfter Goroutines // after the load, connections closed
 
-	Poll        Latencies // poll of a finished job
-	Spawn       Latencies // deepseek_agent_start sent → stand-in running
-	SpawnFloor  Latencies // exec of the stand-in → stand-in running
-	Spawn5000   Latencies // the same as Spawn, in a workspace of 5,000 files
-	JobsStarted int
+	Poll       Latencies // poll of a finished job
+	Spawn      Latencies // deepseek_agent_start sent → stand-in running
+	SpawnFloor Latencies // exec of the stand-in → stand-in running
+	Spawn5000  Latencies // the same as Spawn, in a workspace of 5,000 files
+	SpawnDone  Latencies // deepseek_agent_start sent → its answer, the job done (the stand-in ends at once)
+	// Stages and Stages5000 are where each job's start went, from the
+	// bridge's log, in the empty workspace and in the one of 5,000 files.
+	Stages, Stages5000 []SpawnStages
+	JobsStarted        int
 
 	Held Held
 

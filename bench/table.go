@@ -17,6 +17,7 @@ const (
 	TargetIdleRSS     = 20 << 20               // bytes
 	TargetPoll        = 500 * time.Microsecond // p50 of a poll of a finished job
 	TargetSpawnAdded  = 10 * time.Millisecond  // p50 start→spawn minus a bare exec
+	TargetSpawned     = 10 * time.Millisecond  // p50 from Registry.Start to the harness spawned
 	verdictPass       = "pass"
 	verdictMiss       = "MISS"
 	verdictNoTarget   = ""
@@ -133,6 +134,7 @@ func (r *Report) Rows() []Row {
 		add(Row{Metric: fmt.Sprintf("  in a workspace of 5,000 files, p50 (n=%d; floor: empty workspace): the start-of-job walks", len(r.Spawn5000)),
 			Bridge: fmtDur(b), Floor: fmtDur(e), Added: fmtDur(b - e)})
 	}
+	r.spawnRows(add)
 	if h := r.Held; h.Polls > 0 {
 		add(Row{Metric: "held long-polls: held at once / answered cancelled", Bridge: fmt.Sprintf("%d / %d of %d", h.Held, h.Cancelled, h.Polls),
 			Target: "all", Verdict: verdict(h.Held == h.Polls && h.Cancelled == h.Polls)})
@@ -160,6 +162,57 @@ func cpuRow(c FlashCell) Row {
 		Floor:  fmtDur(per(c.FloorCPU.Double, c.Floor.Done)),
 		Added:  fmtDur(per(c.BridgeCPU.Total(), c.Bridge.Done) - per(c.FloorCPU.Total(), c.Floor.Done)),
 	}
+}
+
+// spawnRows: start → done, and the bridge's own account of each job's
+// start, stage by stage (median of each stage on its own, so they need not
+// add up), in the empty workspace and in the one of 5,000 files.
+func (r *Report) spawnRows(add func(Row)) {
+	if len(r.SpawnDone) > 0 {
+		add(Row{Metric: fmt.Sprintf("agent start → done (the start call answers done; the stand-in ends at once), p50 / p99 (n=%d)", len(r.SpawnDone)),
+			Bridge: fmtDur(r.SpawnDone.Quantile(0.5)) + " / " + fmtDur(r.SpawnDone.Quantile(0.99))})
+	}
+	if len(r.Stages) == 0 {
+		return
+	}
+	p50 := func(st []SpawnStages, f func(SpawnStages) time.Duration) string {
+		if len(st) == 0 {
+			return ""
+		}
+		return fmtDur(stageP50(st, f))
+	}
+	total := func(s SpawnStages) time.Duration { return s.AcceptedToSpawned }
+	spawned := stageP50(r.Stages, total)
+	add(Row{Metric: fmt.Sprintf("spawn inside the bridge, p50 (n=%d; 5,000 files: n=%d): accepted → harness spawned", len(r.Stages), len(r.Stages5000)),
+		Bridge: fmtDur(spawned), Floor: p50(r.Stages5000, total), Added: "floor column: 5,000 files",
+		Target: "≤ " + fmtDur(TargetSpawned), Verdict: verdict(spawned <= TargetSpawned)})
+	for _, st := range []struct {
+		name string
+		f    func(SpawnStages) time.Duration
+	}{
+		{"  request → accepted (HTTP, MCP, the tool's argument checks)", func(s SpawnStages) time.Duration { return s.Spawned.Add(-s.AcceptedToSpawned).Sub(s.Sent) }},
+		{"  admission (request, workspace checks)", func(s SpawnStages) time.Duration { return s.Admission }},
+		{"  job record on disk (fsync; beside token and harness files)", func(s SpawnStages) time.Duration { return s.Record }},
+		{"  model token", func(s SpawnStages) time.Duration { return s.Token }},
+		{"  harness files (the three below side by side, then the settings)", func(s SpawnStages) time.Duration { return s.Prepare }},
+		{"    secret-file walk", func(s SpawnStages) time.Duration { return s.SecretWalk }},
+		{"    runs-later snapshot for the boundary audit (walk)", func(s SpawnStages) time.Duration { return s.RunsLater }},
+		{"    approval and MCP configs", func(s SpawnStages) time.Duration { return s.ApprovalConfig }},
+		{"  wait for the job record after the harness files", func(s SpawnStages) time.Duration { return s.RecordWait }},
+		{"  spawn (fork and exec)", func(s SpawnStages) time.Duration { return s.Spawn }},
+		{"  spawned → harness running (bubblewrap's jail, exec, Go start-up)", func(s SpawnStages) time.Duration { return s.Running.Sub(s.Spawned) }},
+	} {
+		add(Row{Metric: st.name, Bridge: p50(r.Stages, st.f), Floor: p50(r.Stages5000, st.f)})
+	}
+}
+
+// stageP50 is the median of one stage over jobs.
+func stageP50(jobs []SpawnStages, f func(SpawnStages) time.Duration) time.Duration {
+	l := make([]time.Duration, len(jobs))
+	for i, s := range jobs {
+		l[i] = f(s)
+	}
+	return sorted(l).Quantile(0.5)
 }
 
 // ratioRow: the CPU per call of the bridge process beside the minimal
