@@ -256,17 +256,17 @@ func (t *turn) apply(ch *wireChunk, p *progress) error {
 		if choice.Message != nil {
 			m = *choice.Message
 		}
-		if m.ReasoningContent != nil && *m.ReasoningContent != "" {
-			if err := t.count(len(*m.ReasoningContent)); err != nil {
+		if m.ReasoningContent != "" {
+			if err := t.count(len(m.ReasoningContent)); err != nil {
 				return err
 			}
 			p.chunk(PhaseReasoning)
 		}
-		if m.Content != nil && *m.Content != "" {
-			if err := t.count(len(*m.Content)); err != nil {
+		if m.Content != "" {
+			if err := t.count(len(m.Content)); err != nil {
 				return err
 			}
-			t.content.WriteString(*m.Content)
+			t.content.WriteString(m.Content)
 			p.chunk(PhaseAnswering)
 		}
 		for _, tc := range m.ToolCalls {
@@ -289,8 +289,8 @@ func (t *turn) apply(ch *wireChunk, p *progress) error {
 			}
 			t.args[tc.Index].WriteString(tc.Function.Arguments)
 		}
-		if choice.FinishReason != nil && *choice.FinishReason != "" {
-			t.finish = *choice.FinishReason
+		if choice.FinishReason != "" {
+			t.finish = choice.FinishReason
 		}
 	}
 	return nil
