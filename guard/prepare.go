@@ -73,11 +73,11 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 
 	// What the spawn waits for runs side by side: the walk for the
 	// workspace's own secret files, the record of what runs later (for the
-	// audit at the job's end; its paths are also denied to writes), and the
-	// approval and MCP configs (written here meanwhile). No file here is fsynced: each is written anew
-	// for its job and useless after a power loss, which ends the job. Only
-	// the settings need the walks' answers; they come last. Each stage's time
-	// goes into one log line.
+	// audit at the job's end; its paths are also denied to writes), and,
+	// here meanwhile, the approval and MCP configs and the jail. No file
+	// here is fsynced: each is written anew for its job and useless after a
+	// power loss, which ends the job. Only the settings need the walks'
+	// answers; they come last. Each stage's time goes into one log line.
 	var (
 		wg                              sync.WaitGroup
 		secretPaths                     []string
@@ -99,9 +99,17 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 	if approvalErr = prompt.WriteConfig(approvalPath, pc); approvalErr == nil {
 		mcpErr = writeJSON(mcpPath, mcp)
 	}
+	// The jail's directories and arguments need no walk either.
+	settingsPath := filepath.Join(hd, settingsFile)
+	var jailErr error
+	if approvalErr == nil && mcpErr == nil && g.bwrap != "" {
+		spec.Wrap, jailErr = g.jail(spec, []string{approvalPath, mcpPath, settingsPath, filepath.Join(hd, baselineFile)})
+	}
 	cfgFiles = time.Since(t)
 	wg.Wait()
 	switch {
+	case jailErr != nil:
+		return jailErr
 	case approvalErr != nil:
 		return fmt.Errorf("approval config: %w", approvalErr)
 	case mcpErr != nil:
@@ -126,18 +134,10 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 	if !g.sandbox {
 		delete(settings, "sandbox")
 	}
-	settingsPath := filepath.Join(hd, settingsFile)
 	if err := writeJSON(settingsPath, settings); err != nil {
 		return fmt.Errorf("settings: %w", err)
 	}
 
-	if g.bwrap != "" {
-		wrap, err := g.jail(spec, []string{approvalPath, mcpPath, settingsPath, filepath.Join(hd, baselineFile)})
-		if err != nil {
-			return err
-		}
-		spec.Wrap = wrap
-	}
 	spec.SettingsFile = settingsPath
 	spec.MCPConfigFile = mcpPath
 	spec.PermissionPromptTool = prompt.ToolFlag
@@ -145,7 +145,7 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 	spec.AllowedTools = []string{}
 	g.log.Info().Str("job", spec.JobID).Dur("secret_walk", secretWalk).Dur("runs_later_scan", runsLater).
 		Dur("config_files", cfgFiles).Dur("prepare", time.Since(start)).
-		Msg("harness files written (the walks and the config files side by side)")
+		Msg("harness files written (the walks beside the config files and the jail)")
 	return nil
 }
 
