@@ -169,7 +169,7 @@ func cpuRow(c FlashCell) Row {
 // add up), in the empty workspace and in the one of 5,000 files.
 func (r *Report) spawnRows(add func(Row)) {
 	if len(r.SpawnDone) > 0 {
-		add(Row{Metric: fmt.Sprintf("agent start → done (the start call answers done; the stand-in ends at once), p50 / p99 (n=%d)", len(r.SpawnDone)),
+		add(Row{Metric: fmt.Sprintf("agent start → done seen (the stand-in ends at once), p50 / p99 (n=%d)", len(r.SpawnDone)),
 			Bridge: fmtDur(r.SpawnDone.Quantile(0.5)) + " / " + fmtDur(r.SpawnDone.Quantile(0.99))})
 	}
 	if len(r.Stages) == 0 {
