@@ -2,7 +2,6 @@ package bench
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
@@ -15,7 +14,13 @@ import (
 
 func BenchmarkFlashThroughBridge(b *testing.B) {
 	mcpURL, _ := bridgeUnderTestB(b)
-	c := NewClient(mcpURL, &http.Client{Transport: newTransport(1)})
+	benchFlashCalls(b, mcpURL)
+}
+
+// benchFlashCalls initializes one MCP client of url and times its
+// deepseek_flash calls.
+func benchFlashCalls(b *testing.B, url string) {
+	c := NewClient(url, &http.Client{Transport: newTransport(1)})
 	if err := c.Initialize(b.Context()); err != nil {
 		b.Fatal(err)
 	}
@@ -43,20 +48,5 @@ func BenchmarkFlashFloor(b *testing.B) {
 
 func BenchmarkFlashThroughMinimalProxy(b *testing.B) {
 	_, d := bridgeUnderTestB(b)
-	mp, err := NewMinimalProxy(d.URL(), d.Key(), deepseek.DefaultModel, deepseek.DefaultMaxOutputTokens, &http.Client{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	hs := httptest.NewServer(mp)
-	b.Cleanup(hs.Close)
-	c := NewClient(hs.URL, &http.Client{Transport: newTransport(1)})
-	if err := c.Initialize(b.Context()); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := flashCall(b.Context(), c); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchFlashCalls(b, minimalProxyUnderTest(b, d))
 }

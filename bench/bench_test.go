@@ -129,6 +129,18 @@ func bridgeUnderTestB(t testing.TB) (mcpURL string, d *deepseektest.Server) {
 	return hs.URL + "/mcp/" + benchSecret, d
 }
 
+// minimalProxyUnderTest serves a MinimalProxy of d in process and returns its URL.
+func minimalProxyUnderTest(t testing.TB, d *deepseektest.Server) string {
+	t.Helper()
+	mp, err := NewMinimalProxy(d.URL(), d.Key(), deepseek.DefaultModel, deepseek.DefaultMaxOutputTokens, &http.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(mp)
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
 func TestClientAndFloorAgainstTheBridge(t *testing.T) {
 	mcpURL, d := bridgeUnderTest(t)
 	hc := &http.Client{Transport: newTransport(2)}
@@ -189,14 +201,9 @@ func TestClientAndFloorAgainstTheBridge(t *testing.T) {
 // the bridge's request byte for byte.
 func TestMinimalProxy(t *testing.T) {
 	mcpURL, d := bridgeUnderTest(t)
-	mp, err := NewMinimalProxy(d.URL(), d.Key(), deepseek.DefaultModel, deepseek.DefaultMaxOutputTokens, &http.Client{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(mp)
-	t.Cleanup(hs.Close)
+	minURL := minimalProxyUnderTest(t, d)
 	hc := &http.Client{Transport: newTransport(2)}
-	for _, url := range []string{mcpURL, hs.URL} {
+	for _, url := range []string{mcpURL, minURL} {
 		c := NewClient(url, hc)
 		if err := c.Initialize(t.Context()); err != nil {
 			t.Fatalf("%s: %v", url, err)
@@ -212,7 +219,7 @@ func TestMinimalProxy(t *testing.T) {
 	}
 	// An upstream error is an error result, not a dropped connection.
 	d.Script(deepseektest.Error(402))
-	c := NewClient(hs.URL, hc)
+	c := NewClient(minURL, hc)
 	res, err := c.CallTool(t.Context(), "deepseek_flash", map[string]any{"task": flashTask})
 	if err != nil || !res.IsError || !strings.Contains(res.Text, "402") {
 		t.Fatalf("upstream 402: result %+v, %v; want an error result naming 402", res, err)

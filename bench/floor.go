@@ -41,14 +41,7 @@ func NewFloorClient(baseURL, key, model string, maxTokens int, task string, hc *
 
 // Do sends the request once and returns the answer's text.
 func (f *FloorClient) Do(ctx context.Context) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url, bytes.NewReader(f.body))
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Authorization", "Bearer "+f.key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := f.hc.Do(req)
+	resp, err := postChat(ctx, f.hc, f.url, f.key, f.body)
 	if err != nil {
 		return "", err
 	}
@@ -58,6 +51,19 @@ func (f *FloorClient) Do(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("double: HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(b))
 	}
 	return readChatStream(resp.Body)
+}
+
+// postChat sends a streamed chat request as the bridge does: the key as a
+// bearer token, a JSON body, SSE accepted.
+func postChat(ctx context.Context, hc *http.Client, url, key string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	return hc.Do(req)
 }
 
 // readChatStream folds chat.completion.chunk events into the answer text,

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -90,14 +89,7 @@ func (p *MinimalProxy) flash(r *http.Request, task string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	up, err := http.NewRequestWithContext(r.Context(), http.MethodPost, p.url, bytes.NewReader(body))
-	if err != nil {
-		return "", err
-	}
-	up.Header.Set("Authorization", "Bearer "+p.key)
-	up.Header.Set("Content-Type", "application/json")
-	up.Header.Set("Accept", "text/event-stream")
-	resp, err := p.hc.Do(up)
+	resp, err := postChat(r.Context(), p.hc, p.url, p.key, body)
 	if err != nil {
 		return "", err
 	}

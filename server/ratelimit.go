@@ -5,10 +5,11 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 )
 
 // callLimiter is the one global bucket for tools/call: perMinute tokens a
@@ -59,20 +60,8 @@ func clientHints(ev *zerolog.Event, h http.Header) *zerolog.Event {
 		{"X-Forwarded-For", "unverified_x_forwarded_for"},
 	} {
 		if v := strings.Join(h.Values(hint.header), ", "); v != "" {
-			ev = ev.Str(hint.field, clipHint(v))
+			ev = ev.Str(hint.field, harness.Clip(v, maxHintBytes))
 		}
 	}
 	return ev
-}
-
-// clipHint keeps at most maxHintBytes of v, cut on a rune boundary.
-func clipHint(v string) string {
-	if len(v) <= maxHintBytes {
-		return v
-	}
-	cut := maxHintBytes
-	for cut > 0 && !utf8.RuneStart(v[cut]) {
-		cut--
-	}
-	return v[:cut] + "…"
 }
