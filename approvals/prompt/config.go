@@ -47,9 +47,9 @@ func ConfigPath(dir statedir.Dir, jobID string) string {
 
 // WriteConfig validates cfg and writes it atomically with mode 0600, without
 // an fsync: the file is written anew for every job, read by that job's
-// approval child through the page cache, and useless after a power loss
-// (which ends the job: a restart marks it interrupted and removes its
-// harness dir). A job's spawn waited for this fsync (docs/PERFORMANCE.md).
+// approval child through the page cache, and useless after a power loss,
+// which ends the job (a restart marks it interrupted; no approval child of
+// it runs again). A job's spawn waited for this fsync (docs/PERFORMANCE.md).
 func WriteConfig(path string, cfg Config) error {
 	if err := cfg.validate(); err != nil {
 		return err
