@@ -90,9 +90,10 @@ bench:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/bridge ./cmd/bridge
 	$(GO) build -o $(BIN)/deepseek-double ./cmd/deepseek-double
 	$(GO) build -o $(BIN)/bench-standin ./bench/standin
+	$(GO) build -o $(BIN)/bench-minproxy ./bench/minproxy
 	$(GO) build -o $(BIN)/bridge-bench ./cmd/bridge-bench
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=2000x ./bench/
-	$(BIN)/bridge-bench --bridge $(BIN)/bridge --double $(BIN)/deepseek-double --harness $(BIN)/bench-standin $(BENCH_FLAGS)
+	$(BIN)/bridge-bench --bridge $(BIN)/bridge --double $(BIN)/deepseek-double --harness $(BIN)/bench-standin --minproxy $(BIN)/bench-minproxy $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(BIN)

@@ -36,6 +36,7 @@ var layers = map[string]int{
 	"server":                60,
 	"daemon":                70,
 	"bench":                 80,
+	"bench/minproxy":        85, // the bench's minimal proxy, a thin main over bench
 	"cmd":                   90,
 	"cmd/bridgectl/cli":     85, // bridgectl's commands, under its thin main
 	"cmd/bridge-demo/demo":  85,

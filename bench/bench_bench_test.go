@@ -14,7 +14,13 @@ import (
 
 func BenchmarkFlashThroughBridge(b *testing.B) {
 	mcpURL, _ := bridgeUnderTestB(b)
-	c := NewClient(mcpURL, &http.Client{Transport: newTransport(1)})
+	benchFlashCalls(b, mcpURL)
+}
+
+// benchFlashCalls initializes one MCP client of url and times its
+// deepseek_flash calls.
+func benchFlashCalls(b *testing.B, url string) {
+	c := NewClient(url, &http.Client{Transport: newTransport(1)})
 	if err := c.Initialize(b.Context()); err != nil {
 		b.Fatal(err)
 	}
@@ -38,4 +44,9 @@ func BenchmarkFlashFloor(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func BenchmarkFlashThroughMinimalProxy(b *testing.B) {
+	_, d := bridgeUnderTestB(b)
+	benchFlashCalls(b, minimalProxyUnderTest(b, d))
 }

@@ -129,6 +129,18 @@ func bridgeUnderTestB(t testing.TB) (mcpURL string, d *deepseektest.Server) {
 	return hs.URL + "/mcp/" + benchSecret, d
 }
 
+// minimalProxyUnderTest serves a MinimalProxy of d in process and returns its URL.
+func minimalProxyUnderTest(t testing.TB, d *deepseektest.Server) string {
+	t.Helper()
+	mp, err := NewMinimalProxy(d.URL(), d.Key(), deepseek.DefaultModel, deepseek.DefaultMaxOutputTokens, &http.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(mp)
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
 func TestClientAndFloorAgainstTheBridge(t *testing.T) {
 	mcpURL, d := bridgeUnderTest(t)
 	hc := &http.Client{Transport: newTransport(2)}
@@ -181,6 +193,36 @@ func TestClientAndFloorAgainstTheBridge(t *testing.T) {
 	reqs = d.Requests()
 	if got, want := reqs[2].Body, reqs[0].Body; !bytes.Equal(got, want) {
 		t.Fatalf("floor body differs from the bridge's:\nfloor  %s\nbridge %s", got, want)
+	}
+}
+
+// TestMinimalProxy: the bench's second floor answers the load driver as the
+// bridge does (initialize, then tools/call over SSE) and sends the double
+// the bridge's request byte for byte.
+func TestMinimalProxy(t *testing.T) {
+	mcpURL, d := bridgeUnderTest(t)
+	minURL := minimalProxyUnderTest(t, d)
+	hc := &http.Client{Transport: newTransport(2)}
+	for _, url := range []string{mcpURL, minURL} {
+		c := NewClient(url, hc)
+		if err := c.Initialize(t.Context()); err != nil {
+			t.Fatalf("%s: %v", url, err)
+		}
+		res, err := c.CallTool(t.Context(), "deepseek_flash", map[string]any{"task": flashTask})
+		if err != nil || res.IsError || !strings.Contains(res.Text, deepseektest.DefaultText) {
+			t.Fatalf("%s: result %+v, %v", url, res, err)
+		}
+	}
+	reqs := d.Requests()
+	if len(reqs) != 2 || !bytes.Equal(reqs[1].Body, reqs[0].Body) {
+		t.Fatalf("the minimal proxy's upstream request differs from the bridge's (%d requests)", len(reqs))
+	}
+	// An upstream error is an error result, not a dropped connection.
+	d.Script(deepseektest.Error(402))
+	c := NewClient(minURL, hc)
+	res, err := c.CallTool(t.Context(), "deepseek_flash", map[string]any{"task": flashTask})
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "402") {
+		t.Fatalf("upstream 402: result %+v, %v; want an error result naming 402", res, err)
 	}
 }
 
@@ -325,8 +367,11 @@ func TestRowsVerdicts(t *testing.T) {
 	}
 	good := &Report{
 		Flash: []FlashCell{{Clients: 64,
-			Bridge: LoadResult{Lat: lat(2*time.Millisecond, 100), Done: 100},
-			Floor:  LoadResult{Lat: lat(1500*time.Microsecond, 100), Done: 100}}},
+			Bridge:   LoadResult{Lat: lat(2*time.Millisecond, 100), Done: 100, Elapsed: 10 * time.Millisecond},
+			Floor:    LoadResult{Lat: lat(1500*time.Microsecond, 100), Done: 100},
+			MinProxy: LoadResult{Lat: lat(1500*time.Microsecond, 100), Done: 100, Elapsed: 10 * time.Millisecond},
+			// 1 ms of CPU per call against 0.8 ms: ratio 1.25.
+			BridgeCPU: SideCPU{Bridge: 100 * time.Millisecond}, MinProxyCPU: SideCPU{MinProxy: 80 * time.Millisecond}}},
 		RSSIdle: 12 << 20, GoroutinesBase: Goroutines{Total: 16, Pool: 2}, GoroutinesAfter: Goroutines{Total: 138, Pool: 124},
 		Poll:  lat(200*time.Microsecond, 10),
 		Spawn: lat(5*time.Millisecond, 10), SpawnFloor: lat(2*time.Millisecond, 10),
@@ -337,21 +382,24 @@ func TestRowsVerdicts(t *testing.T) {
 	}
 	bad := *good
 	bad.Flash = []FlashCell{{Clients: 64,
-		Bridge: LoadResult{Lat: lat(5*time.Millisecond, 100), Done: 100},
-		Floor:  LoadResult{Lat: lat(time.Millisecond, 100), Done: 100}}}
+		Bridge:   LoadResult{Lat: lat(5*time.Millisecond, 100), Done: 100, Elapsed: time.Second}, // 100 calls/s
+		Floor:    LoadResult{Lat: lat(time.Millisecond, 100), Done: 100},
+		MinProxy: LoadResult{Lat: lat(time.Millisecond, 100), Done: 100, Elapsed: time.Second},
+		// 3 ms of CPU per call against 1 ms: ratio 3.
+		BridgeCPU: SideCPU{Bridge: 300 * time.Millisecond}, MinProxyCPU: SideCPU{MinProxy: 100 * time.Millisecond}}}
 	bad.RSSIdle = 25 << 20
 	bad.GoroutinesAfter = Goroutines{Total: 140, Pool: 124}
 	bad.Poll = lat(600*time.Microsecond, 10)
 	bad.Spawn = lat(20*time.Millisecond, 10)
 	bad.Held.Cancelled = 999
 	bad.Held.GoroutinesAfter = Goroutines{Total: 20}
-	if got := len(bad.Misses()); got != 7 {
-		t.Fatalf("%d misses, want 7: %v", got, bad.Misses())
+	if got := len(bad.Misses()); got != 9 {
+		t.Fatalf("%d misses, want 9: %v", got, bad.Misses())
 	}
 	var text, md bytes.Buffer
 	bad.Text(&text)
 	bad.Markdown(&md)
-	for _, want := range []string{"MISS", "4.00 ms", "25.0 MiB", "600 µs", "missed targets:"} {
+	for _, want := range []string{"MISS", "4.00 ms", "25.0 MiB", "600 µs", "missed targets:", "3.00×", "ratio ≤ 2×", "0.2× TS", "≥ 5× TS (2835/s)"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text table lacks %q:\n%s", want, text.String())
 		}

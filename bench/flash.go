@@ -100,19 +100,21 @@ func (r *runner) settleGoroutines(ctx context.Context, target Goroutines) (Gorou
 	}
 }
 
-// cellSlices is how many alternating floor/bridge slices a cell's measured
-// time is cut into, so that other load on the machine (which comes and goes)
-// weighs on both sides alike.
+// cellSlices is how many alternating floor/minimal proxy/bridge slices a
+// cell's measured time is cut into, so that other load on the machine
+// (which comes and goes) weighs on every side alike.
 const cellSlices = 4
 
-// cell measures deepseek_flash through the bridge and the same request
-// straight to the double, n clients each, in alternating slices, with the
-// CPU time the bridge and the double spent on each side.
-func (r *runner) cell(ctx context.Context, n int, warmup, measure time.Duration, maxReq int) (FlashCell, error) {
+// cell measures deepseek_flash through the bridge, through the minimal
+// proxy (withMin) and as the same request straight to the double, n clients
+// each, in alternating slices, with the CPU time each process spent on each
+// side.
+func (r *runner) cell(ctx context.Context, n int, warmup, measure time.Duration, maxReq int, withMin bool) (FlashCell, error) {
 	cell := FlashCell{Clients: n}
-	ftr, btr := newTransport(n), newTransport(n)
+	ftr, btr, mtr := newTransport(n), newTransport(n), newTransport(n)
 	defer ftr.CloseIdleConnections()
 	defer btr.CloseIdleConnections()
+	defer mtr.CloseIdleConnections()
 	floor, err := NewFloorClient(r.doubleURL, benchKey, deepseek.DefaultModel, deepseek.DefaultMaxOutputTokens, flashTask, &http.Client{Transport: ftr, Timeout: time.Minute})
 	if err != nil {
 		return cell, err
@@ -121,69 +123,81 @@ func (r *runner) cell(ctx context.Context, n int, warmup, measure time.Duration,
 	if err != nil {
 		return cell, err
 	}
-	floorDo := func(ctx context.Context, _ int) error {
-		_, err := floor.Do(ctx)
-		return err
+	type side struct {
+		do  func(context.Context, int) error
+		res *LoadResult
+		cpu *SideCPU
 	}
-	bridgeDo := func(ctx context.Context, w int) error { return flashCall(ctx, cs[w]) }
+	sides := []side{
+		{func(ctx context.Context, _ int) error { _, err := floor.Do(ctx); return err }, &cell.Floor, &cell.FloorCPU},
+		{func(ctx context.Context, w int) error { return flashCall(ctx, cs[w]) }, &cell.Bridge, &cell.BridgeCPU},
+	}
+	if withMin {
+		ms, err := clientsOf(ctx, r.minURL, n, mtr)
+		if err != nil {
+			return cell, fmt.Errorf("minimal proxy: %w", err)
+		}
+		sides = append(sides, side{func(ctx context.Context, w int) error { return flashCall(ctx, ms[w]) }, &cell.MinProxy, &cell.MinProxyCPU})
+	}
 	slice := measure / cellSlices
 	for i := range cellSlices {
 		w := time.Duration(0)
 		if i == 0 {
 			w = warmup
 		}
-		for _, side := range []struct {
-			do  func(context.Context, int) error
-			res *LoadResult
-			cpu *SideCPU
-		}{{floorDo, &cell.Floor, &cell.FloorCPU}, {bridgeDo, &cell.Bridge, &cell.BridgeCPU}} {
+		for _, sd := range sides {
 			before, err := r.cpu()
 			if err != nil {
 				return cell, err
 			}
-			lr := ClosedLoop(ctx, n, w, slice, maxReq/cellSlices, side.do)
+			lr := ClosedLoop(ctx, n, w, slice, maxReq/cellSlices, sd.do)
 			after, err := r.cpu()
 			if err != nil {
 				return cell, err
 			}
-			side.cpu.add(after.sub(before))
-			side.res.merge(lr)
+			sd.cpu.add(after.sub(before))
+			sd.res.merge(lr)
 		}
 	}
-	for _, lr := range []LoadResult{cell.Floor, cell.Bridge} {
-		if lr.Errors > 0 {
+	for _, sd := range sides {
+		if lr := sd.res; lr.Errors > 0 {
 			return cell, fmt.Errorf("%d clients: %d failed requests, first: %v", n, lr.Errors, lr.FirstErr)
 		}
-		if len(lr.Lat) == 0 {
+		if len(sd.res.Lat) == 0 {
 			return cell, fmt.Errorf("%d clients: no request finished", n)
 		}
 	}
 	return cell, ctx.Err()
 }
 
-// SideCPU is the CPU time the bridge, the double and the load driver spent
-// during one side's slices of a cell (their warm-up included).
-type SideCPU struct{ Bridge, Double, Driver time.Duration }
+// SideCPU is the CPU time the bridge, the minimal proxy, the double and the
+// load driver spent during one side's slices of a cell (their warm-up
+// included).
+type SideCPU struct{ Bridge, MinProxy, Double, Driver time.Duration }
 
 func (c *SideCPU) add(o SideCPU) {
 	c.Bridge += o.Bridge
+	c.MinProxy += o.MinProxy
 	c.Double += o.Double
 	c.Driver += o.Driver
 }
 
 func (c SideCPU) sub(o SideCPU) SideCPU {
-	return SideCPU{Bridge: c.Bridge - o.Bridge, Double: c.Double - o.Double, Driver: c.Driver - o.Driver}
+	return SideCPU{Bridge: c.Bridge - o.Bridge, MinProxy: c.MinProxy - o.MinProxy, Double: c.Double - o.Double, Driver: c.Driver - o.Driver}
 }
 
-// Total is the CPU of all three processes.
-func (c SideCPU) Total() time.Duration { return c.Bridge + c.Double + c.Driver }
+// Total is the CPU of all the processes.
+func (c SideCPU) Total() time.Duration { return c.Bridge + c.MinProxy + c.Double + c.Driver }
 
-// cpu reads the CPU time the bridge, the double and this load driver have
-// used so far.
+// cpu reads the CPU time the bridge, the minimal proxy, the double and this
+// load driver have used so far.
 func (r *runner) cpu() (SideCPU, error) {
 	var c SideCPU
 	var err error
 	if c.Bridge, err = CPUTime(r.b.pid()); err != nil {
+		return c, err
+	}
+	if c.MinProxy, err = CPUTime(r.minProxy.pid()); err != nil {
 		return c, err
 	}
 	if c.Double, err = CPUTime(r.double.pid()); err != nil {
@@ -207,8 +221,8 @@ func (r *runner) bridgeLoop(ctx context.Context, n int, warmup, measure time.Dur
 
 func (r *runner) flash(ctx context.Context) error {
 	for _, n := range r.o.Concurrency {
-		step(r.o, "deepseek_flash latency, %d clients: floor and bridge alternating, %s each", n, r.o.CellDuration)
-		c, err := r.cell(ctx, n, r.o.Warmup, r.o.CellDuration, r.o.CellMaxRequests)
+		step(r.o, "deepseek_flash latency, %d clients: floor, bridge and minimal proxy alternating, %s each", n, r.o.CellDuration)
+		c, err := r.cell(ctx, n, r.o.Warmup, r.o.CellDuration, r.o.CellMaxRequests, true)
 		if err != nil {
 			return err
 		}
@@ -251,7 +265,7 @@ func (r *runner) saturation(ctx context.Context) error {
 			}
 		}
 	}()
-	c, err := r.cell(ctx, r.o.SaturationClients, r.o.Warmup, r.o.SaturationDuration, 1<<30)
+	c, err := r.cell(ctx, r.o.SaturationClients, r.o.Warmup, r.o.SaturationDuration, 1<<30, false)
 	stopSampling()
 	wg.Wait()
 	if err != nil {

@@ -32,29 +32,7 @@ func NewFloorClient(baseURL, key, model string, maxTokens int, task string, hc *
 	if err != nil {
 		return nil, err
 	}
-	// Field for field, in order, the chat request of deepseek.Client.Flash:
-	// the double gets the same bytes from both sides.
-	type message struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}
-	type streamOptions struct {
-		IncludeUsage bool `json:"include_usage"`
-	}
-	body, err := json.Marshal(struct {
-		Model         string        `json:"model"`
-		Messages      []message     `json:"messages"`
-		MaxTokens     int           `json:"max_tokens"`
-		Stream        bool          `json:"stream"`
-		StreamOptions streamOptions `json:"stream_options"`
-	}{
-		Model: model,
-		Messages: []message{
-			{Role: "system", Content: system},
-			{Role: "user", Content: deepseek.UserMessage(task, "")},
-		},
-		MaxTokens: maxTokens, Stream: true, StreamOptions: streamOptions{IncludeUsage: true},
-	})
+	body, err := chatBody(model, system, maxTokens, task)
 	if err != nil {
 		return nil, err
 	}
@@ -63,14 +41,7 @@ func NewFloorClient(baseURL, key, model string, maxTokens int, task string, hc *
 
 // Do sends the request once and returns the answer's text.
 func (f *FloorClient) Do(ctx context.Context) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url, bytes.NewReader(f.body))
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Authorization", "Bearer "+f.key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := f.hc.Do(req)
+	resp, err := postChat(ctx, f.hc, f.url, f.key, f.body)
 	if err != nil {
 		return "", err
 	}
@@ -80,6 +51,19 @@ func (f *FloorClient) Do(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("double: HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(b))
 	}
 	return readChatStream(resp.Body)
+}
+
+// postChat sends a streamed chat request as the bridge does: the key as a
+// bearer token, a JSON body, SSE accepted.
+func postChat(ctx context.Context, hc *http.Client, url, key string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	return hc.Do(req)
 }
 
 // readChatStream folds chat.completion.chunk events into the answer text,

@@ -138,11 +138,11 @@ func waitFor[T any](ctx context.Context, p *proc, got <-chan T) (T, error) {
 	}
 }
 
-// startDouble runs the deepseek-double binary on a fresh loopback port and
-// returns it with its base URL.
-func startDouble(ctx context.Context, bin, key, dir string) (*proc, string, error) {
+// startListener runs bin (the deepseek-double or the minimal proxy), which
+// says "listening http://127.0.0.1:PORT" first, and returns it with that URL.
+func startListener(ctx context.Context, name, bin string, args []string, dir string) (*proc, string, error) {
 	urlc := make(chan string, 1)
-	p, err := startProc("deepseek-double", bin, []string{"--addr", "127.0.0.1:0", "--key", key}, minimalEnv(), dir, func(line string) {
+	p, err := startProc(name, bin, args, minimalEnv(), dir, func(line string) {
 		if u, ok := strings.CutPrefix(line, "listening "); ok && strings.HasPrefix(u, "http://127.0.0.1:") {
 			select {
 			case urlc <- strings.TrimSpace(u):
@@ -164,8 +164,9 @@ func startDouble(ctx context.Context, bin, key, dir string) (*proc, string, erro
 // bridgeProc is a running `bridge serve`.
 type bridgeProc struct {
 	*proc
-	addr      string // main listener
-	debugAddr string // BRIDGE_DEBUG_ADDR listener
+	addr      string    // main listener
+	debugAddr string    // BRIDGE_DEBUG_ADDR listener
+	stages    *stageLog // the spawn stages its log reports, by job
 }
 
 // startBridge runs `bridge serve` with env (plus BRIDGE_DEBUG_ADDR) and waits
@@ -175,7 +176,9 @@ func startBridge(ctx context.Context, bin string, env []string, dir string) (*br
 	var mu sync.Mutex
 	var got addrs
 	ready := make(chan addrs, 1)
+	stages := newStageLog()
 	onLine := func(line string) {
+		stages.take([]byte(line))
 		var rec struct {
 			Addr      string `json:"addr"`
 			DebugAddr string `json:"debug_addr"`
@@ -209,7 +212,7 @@ func startBridge(ctx context.Context, bin string, env []string, dir string) (*br
 		p.stop()
 		return nil, fmt.Errorf("%w (a bridge without the debug endpoint predates server/debug.go: rebuild it)", err)
 	}
-	return &bridgeProc{proc: p, addr: a.main, debugAddr: a.debug}, nil
+	return &bridgeProc{proc: p, addr: a.main, debugAddr: a.debug, stages: stages}, nil
 }
 
 // runtimeStats asks the bridge's debug endpoint.

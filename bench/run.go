@@ -25,6 +25,7 @@ const (
 // Options bound a run. DefaultOptions is what `make bench` uses.
 type Options struct {
 	BridgeBin, DoubleBin, HarnessBin string // built binaries: bridge, deepseek-double, the stand-in harness
+	MinProxyBin                      string // the minimal proxy (bench/minproxy), the second floor
 
 	Concurrency     []int         // flash latency cells (clients)
 	Warmup          time.Duration // unmeasured start of each cell
@@ -47,21 +48,23 @@ type Options struct {
 	Progress io.Writer // one line per phase (nil = none)
 }
 
-// DefaultOptions: 1, 16 and 64 clients for 4 s each, 5 s at saturation,
-// 1,000 held polls; the whole run takes about a minute.
+// DefaultOptions: 1, 8 and 64 clients for 4 s each, 5 s at saturation,
+// 1,000 held polls; the whole run takes about a minute and a half.
 func DefaultOptions() Options {
 	return Options{
-		Concurrency: []int{1, 16, 64}, Warmup: 500 * time.Millisecond, CellDuration: 4 * time.Second, CellMaxRequests: 20000,
+		Concurrency: []int{1, 8, 64}, Warmup: 500 * time.Millisecond, CellDuration: 4 * time.Second, CellMaxRequests: 20000,
 		SaturationClients: 128, SaturationDuration: 5 * time.Second,
 		PollSamples: 2000, SpawnSamples: 30, HeldPolls: 1000, HeldWait: server.MaxPollWait,
 	}
 }
 
-// FlashCell is one concurrency level of deepseek_flash against its floor.
+// FlashCell is one concurrency level of deepseek_flash against its floors:
+// the direct client (Floor) and the minimal proxy (MinProxy; empty in the
+// saturation run).
 type FlashCell struct {
-	Clients             int
-	Bridge, Floor       LoadResult
-	BridgeCPU, FloorCPU SideCPU // CPU used during the bridge's and the floor's slices
+	Clients                          int
+	Bridge, Floor, MinProxy          LoadResult
+	BridgeCPU, FloorCPU, MinProxyCPU SideCPU // CPU used during each side's slices
 }
 
 // Held is the held long-poll run.
@@ -102,11 +105,15 @@ type Report struct {
 	GoroutinesPeak  int        // highest sample during the throughput run
 	GoroutinesAfter Goroutines // after the load, connections closed
 
-	Poll        Latencies // poll of a finished job
-	Spawn       Latencies // deepseek_agent_start sent → stand-in running
-	SpawnFloor  Latencies // exec of the stand-in → stand-in running
-	Spawn5000   Latencies // the same as Spawn, in a workspace of 5,000 files
-	JobsStarted int
+	Poll       Latencies // poll of a finished job
+	Spawn      Latencies // deepseek_agent_start sent → stand-in running
+	SpawnFloor Latencies // exec of the stand-in → stand-in running
+	Spawn5000  Latencies // the same as Spawn, in a workspace of 5,000 files
+	SpawnDone  Latencies // deepseek_agent_start sent → its answer, the job done (the stand-in ends at once)
+	// Stages and Stages5000 are where each job's start went, from the
+	// bridge's log, in the empty workspace and in the one of 5,000 files.
+	Stages, Stages5000 []SpawnStages
+	JobsStarted        int
 
 	Held Held
 
@@ -127,7 +134,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	for _, b := range []struct {
 		name string
 		path *string
-	}{{"bridge", &o.BridgeBin}, {"deepseek-double", &o.DoubleBin}, {"stand-in harness", &o.HarnessBin}} {
+	}{{"bridge", &o.BridgeBin}, {"deepseek-double", &o.DoubleBin}, {"stand-in harness", &o.HarnessBin}, {"minimal proxy", &o.MinProxyBin}} {
 		if st, err := os.Stat(*b.path); err != nil || st.IsDir() {
 			return nil, fmt.Errorf("%s binary %q: not found (make bench builds it)", b.name, *b.path)
 		}
@@ -151,12 +158,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep := &Report{Machine: ReadMachine(), Options: o}
 
-	step(o, "starting deepseek-double and bridge serve")
-	double, doubleURL, err := startDouble(ctx, o.DoubleBin, benchKey, tmp)
+	step(o, "starting deepseek-double, the minimal proxy and bridge serve")
+	double, doubleURL, err := startListener(ctx, "deepseek-double", o.DoubleBin, []string{"--addr", "127.0.0.1:0", "--key", benchKey}, tmp)
 	if err != nil {
 		return nil, err
 	}
 	defer double.stop()
+	minProxy, minURL, err := startListener(ctx, "minimal proxy", o.MinProxyBin, []string{"--addr", "127.0.0.1:0", "--upstream", doubleURL, "--key", benchKey}, tmp)
+	if err != nil {
+		return nil, err
+	}
+	defer minProxy.stop()
 	emptyEnv := filepath.Join(tmp, "empty.env") // a named .env must exist; this one sets nothing
 	if err := os.WriteFile(emptyEnv, nil, 0o600); err != nil {
 		return nil, err
@@ -186,7 +198,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer b.stop()
-	r := &runner{o: o, rep: rep, b: b, double: double, ws: ws, mcpURL: "http://" + b.addr + "/mcp/" + benchSecret, doubleURL: doubleURL}
+	r := &runner{o: o, rep: rep, b: b, double: double, minProxy: minProxy, ws: ws,
+		mcpURL: "http://" + b.addr + "/mcp/" + benchSecret, doubleURL: doubleURL, minURL: minURL}
 	if err := r.all(ctx); err != nil {
 		return rep, err
 	}
@@ -202,9 +215,11 @@ type runner struct {
 	rep       *Report
 	b         *bridgeProc
 	double    *proc
+	minProxy  *proc
 	ws        string
 	mcpURL    string
 	doubleURL string
+	minURL    string // the minimal proxy's endpoint
 
 	finishedJob string // a job that ended done, for the poll phase
 }
@@ -234,12 +249,17 @@ func newTransport(conns int) *http.Transport {
 	}
 }
 
-// clients makes n initialized MCP clients sharing tr.
+// clients makes n initialized MCP clients of the bridge sharing tr.
 func (r *runner) clients(ctx context.Context, n int, tr *http.Transport) ([]*Client, error) {
+	return clientsOf(ctx, r.mcpURL, n, tr)
+}
+
+// clientsOf makes n initialized MCP clients of url sharing tr.
+func clientsOf(ctx context.Context, url string, n int, tr *http.Transport) ([]*Client, error) {
 	hc := &http.Client{Transport: tr, Timeout: 2 * time.Minute}
 	cs := make([]*Client, n)
 	for i := range cs {
-		cs[i] = NewClient(r.mcpURL, hc)
+		cs[i] = NewClient(url, hc)
 		if err := cs[i].Initialize(ctx); err != nil {
 			return nil, err
 		}

@@ -127,9 +127,9 @@ func TestRunSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the bridge and runs it (-short)")
 	}
-	bins := build(t, map[string]string{"bridge": "cmd/bridge", "double": "cmd/deepseek-double", "standin": "bench/standin"})
+	bins := build(t, map[string]string{"bridge": "cmd/bridge", "double": "cmd/deepseek-double", "standin": "bench/standin", "minproxy": "bench/minproxy"})
 	o := Options{
-		BridgeBin: bins["bridge"], DoubleBin: bins["double"], HarnessBin: bins["standin"],
+		BridgeBin: bins["bridge"], DoubleBin: bins["double"], HarnessBin: bins["standin"], MinProxyBin: bins["minproxy"],
 		Concurrency: []int{1, 4}, Warmup: 50 * time.Millisecond, CellDuration: 200 * time.Millisecond, CellMaxRequests: 1000,
 		SaturationClients: 8, SaturationDuration: 200 * time.Millisecond,
 		PollSamples: 50, SpawnSamples: 3, HeldPolls: 20, HeldWait: 20 * time.Second,
@@ -142,6 +142,11 @@ func TestRunSmall(t *testing.T) {
 	if len(rep.Flash) != 2 {
 		t.Fatalf("%d flash cells, want 2", len(rep.Flash))
 	}
+	for _, c := range rep.Flash {
+		if len(c.MinProxy.Lat) == 0 || c.MinProxy.Errors != 0 || c.MinProxyCPU.MinProxy <= 0 && c.MinProxy.Done > 500 {
+			t.Fatalf("cell %d: minimal proxy %d answers, %d errors, CPU %s", c.Clients, len(c.MinProxy.Lat), c.MinProxy.Errors, c.MinProxyCPU.MinProxy)
+		}
+	}
 	for _, c := range append(rep.Flash, rep.Saturation) {
 		if len(c.Bridge.Lat) == 0 || len(c.Floor.Lat) == 0 || c.Bridge.Errors+c.Floor.Errors != 0 {
 			t.Fatalf("cell %d: %d/%d answers, %d/%d errors", c.Clients, len(c.Bridge.Lat), len(c.Floor.Lat), c.Bridge.Errors, c.Floor.Errors)
@@ -153,8 +158,17 @@ func TestRunSmall(t *testing.T) {
 	if rep.RSSIdle <= 0 || rep.RSSLoadPeak < rep.RSSIdle/2 || rep.GoroutinesBase.Total <= 0 || rep.GoroutinesPeak < rep.GoroutinesBase.Total {
 		t.Fatalf("memory/goroutine figures: %+v", rep)
 	}
-	if len(rep.Poll) != 50 || len(rep.Spawn) != 3 || len(rep.SpawnFloor) != 3 || len(rep.Spawn5000) != 3 || rep.JobsStarted != 7 {
-		t.Fatalf("agent figures: %d polls, %d/%d/%d spawns, %d jobs", len(rep.Poll), len(rep.Spawn), len(rep.SpawnFloor), len(rep.Spawn5000), rep.JobsStarted)
+	if len(rep.Poll) != 50 || len(rep.Spawn) != 3 || len(rep.SpawnFloor) != 3 || len(rep.Spawn5000) != 3 || len(rep.SpawnDone) != 3 || rep.JobsStarted != 7 {
+		t.Fatalf("agent figures: %d polls, %d/%d/%d/%d spawns, %d jobs", len(rep.Poll), len(rep.Spawn), len(rep.SpawnFloor), len(rep.Spawn5000), len(rep.SpawnDone), rep.JobsStarted)
+	}
+	// The bridge's own account of every start, read from its log.
+	if len(rep.Stages) != 3 || len(rep.Stages5000) != 3 {
+		t.Fatalf("spawn stages of %d and %d jobs, want 3 and 3", len(rep.Stages), len(rep.Stages5000))
+	}
+	for _, s := range append(rep.Stages, rep.Stages5000...) {
+		if s.AcceptedToSpawned <= 0 || s.Prepare <= 0 || s.Spawn <= 0 || s.AcceptedToSpawned < s.Prepare || s.Spawned.Before(s.Sent) || s.Running.Before(s.Spawned) {
+			t.Errorf("spawn stages out of order: %+v", s)
+		}
 	}
 	h := rep.Held
 	if h.Polls != 20 || h.Held != 20 || h.Cancelled != 20 || h.Failed != 0 || h.GoroutinesHeld <= h.GoroutinesBefore.Total {
@@ -173,7 +187,8 @@ func TestRunSmall(t *testing.T) {
 	}
 	var table bytes.Buffer
 	rep.Text(&table)
-	for _, want := range []string{"deepseek_flash p99, 4 client(s)", "held long-polls", "20 / 20 of 20"} {
+	for _, want := range []string{"deepseek_flash p99, 4 client(s)", "held long-polls", "20 / 20 of 20",
+		"CPU per call of the proxy process, 4 client(s)", "calls/s, 1 client(s)", "spawn inside the bridge", "secret-file walk", "spawned → harness running"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -277,6 +278,11 @@ func (c *Client) attempt(ctx context.Context, body []byte, n int, p *progress) (
 	c.log.Debug().Int("attempt", n).Int("status", resp.StatusCode).Dur("ttfb", time.Since(sent)).Msg("deepseek response")
 	if resp.StatusCode != http.StatusOK {
 		return t, readAPIError(resp)
+	}
+	// An OpenAI-compatible gateway may answer stream: true with one
+	// chat.completion body: its content type says which it sent.
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "application/json" {
+		return t, t.readWhole(resp.Body, p)
 	}
 	return t, t.readStream(resp.Body, p)
 }

@@ -5,6 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -517,4 +521,69 @@ func TestFlashConcurrentCalls(t *testing.T) {
 	if len(srv.Requests()) != n {
 		t.Errorf("%d requests, want %d", len(srv.Requests()), n)
 	}
+}
+
+// TestFlashReadsAJSONBodyToAStreamedRequest: an OpenAI-compatible gateway may
+// answer stream: true with one application/json chat.completion. The client
+// reads it by its content type: one attempt, the answer, the usage — not six
+// attempts that each see "the stream ended before the answer was complete".
+func TestFlashReadsAJSONBodyToAStreamedRequest(t *testing.T) {
+	t.Parallel()
+	u := deepseektest.Usage{InputTokens: 50, OutputTokens: 7}
+	for name, turn := range map[string]deepseektest.Turn{
+		"plain":                   deepseektest.Reasoned("SECRET-REASONING", "the whole answer").WithUsage(u).WithoutStream(),
+		"after blank keep-alives": deepseektest.Text("the whole answer").WithUsage(u).WithKeepAlives(3).WithoutStream(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv, c := newPair(t, nil)
+			srv.Script(turn, deepseektest.Text("a retry must not reach this"))
+			var phases []string
+			res, err := c.Flash(t.Context(), deepseek.FlashRequest{Task: "x", Progress: func(e deepseek.ProgressEvent) { phases = append(phases, e.Phase) }})
+			if err != nil {
+				t.Fatalf("Flash: %v", err)
+			}
+			if res.Answer != "the whole answer" || res.Attempts != 1 || res.FinishReason != "stop" {
+				t.Errorf("Answer %q Attempts %d FinishReason %q; want the whole answer, 1, stop", res.Answer, res.Attempts, res.FinishReason)
+			}
+			if res.Usage.PromptTokens != 50 || res.Usage.CompletionTokens != 7 {
+				t.Errorf("Usage = %+v, want 50 prompt and 7 completion tokens", res.Usage)
+			}
+			if strings.Contains(fmt.Sprintf("%+v", res), "SECRET-REASONING") {
+				t.Errorf("reasoning_content leaked into the result: %+v", res)
+			}
+			reqs := srv.Requests()
+			if len(reqs) != 1 || !reqs[0].Stream() {
+				t.Fatalf("%d requests (stream %v), want 1 streamed request", len(reqs), len(reqs) == 1 && reqs[0].Stream())
+			}
+			if !slices.Contains(phases, deepseek.PhaseAnswering) || slices.Contains(phases, deepseek.PhaseRetrying) {
+				t.Errorf("progress phases %v: want answering and no retrying", phases)
+			}
+		})
+	}
+	t.Run("a body past the output cap is cut off, not retried", func(t *testing.T) {
+		t.Parallel()
+		srv, c := newPair(t, func(o *deepseek.Options) { o.MaxOutputTokens = 1 })
+		srv.Script(deepseektest.Text(strings.Repeat("x", deepseek.OutputCap(1)+64<<10+1)).WithoutStream(), deepseektest.Text("never"))
+		_, err := c.Flash(t.Context(), deepseek.FlashRequest{Task: "x"})
+		if !errors.Is(err, deepseek.ErrOverOutputCap) || !strings.Contains(err.Error(), "application/json") {
+			t.Fatalf("err = %v, want ErrOverOutputCap naming the application/json body", err)
+		}
+		if n := len(srv.Requests()); n != 1 {
+			t.Errorf("%d requests, want 1", n)
+		}
+	})
+	t.Run("a body that is not a completion is an upstream error", func(t *testing.T) {
+		t.Parallel()
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			io.WriteString(w, `{"choices":[{"message":{"content":"cut`)
+		}))
+		t.Cleanup(hs.Close)
+		c := deepseek.NewClient(deepseek.Options{BaseURL: hs.URL, APIKey: "k", MaxAttempts: 1, Timeout: 10 * time.Second})
+		_, err := c.Flash(t.Context(), deepseek.FlashRequest{Task: "x"})
+		if !errors.Is(err, deepseek.ErrUpstream) || !strings.Contains(err.Error(), "not a chat completion") {
+			t.Fatalf("err = %v, want ErrUpstream saying the body is not a chat completion", err)
+		}
+	})
 }

@@ -155,6 +155,30 @@ func (t *turn) readStream(r io.Reader, p *progress) error {
 	return nil
 }
 
+// readWhole reads an answer sent as one chat.completion object instead of a
+// stream (Content-Type application/json), bounded like one event of a
+// stream. Leading blank lines (DeepSeek's keep-alives of an unstreamed
+// answer) are whitespace to the decoder.
+func (t *turn) readWhole(r io.Reader, p *progress) error {
+	maxBody := eventCap(t.maxTokens)
+	b, err := io.ReadAll(io.LimitReader(r, int64(maxBody)+1))
+	if err != nil {
+		return fmt.Errorf("%w: the answer broke off: %v", ErrUpstream, err)
+	}
+	if len(b) > maxBody {
+		return t.overCap("the answer (one application/json body)", maxBody, eventSlack)
+	}
+	var ch wireChunk
+	if err := json.Unmarshal(b, &ch); err != nil {
+		return fmt.Errorf("%w: the answer (one application/json body) is not a chat completion: %v", ErrUpstream, err)
+	}
+	if err := t.apply(&ch, p); err != nil {
+		return err
+	}
+	t.done = true
+	return nil
+}
+
 var (
 	dataField  = []byte("data:")
 	doneMarker = []byte("[DONE]")
@@ -232,17 +256,17 @@ func (t *turn) apply(ch *wireChunk, p *progress) error {
 		if choice.Message != nil {
 			m = *choice.Message
 		}
-		if m.ReasoningContent != nil && *m.ReasoningContent != "" {
-			if err := t.count(len(*m.ReasoningContent)); err != nil {
+		if m.ReasoningContent != "" {
+			if err := t.count(len(m.ReasoningContent)); err != nil {
 				return err
 			}
 			p.chunk(PhaseReasoning)
 		}
-		if m.Content != nil && *m.Content != "" {
-			if err := t.count(len(*m.Content)); err != nil {
+		if m.Content != "" {
+			if err := t.count(len(m.Content)); err != nil {
 				return err
 			}
-			t.content.WriteString(*m.Content)
+			t.content.WriteString(m.Content)
 			p.chunk(PhaseAnswering)
 		}
 		for _, tc := range m.ToolCalls {
@@ -265,8 +289,8 @@ func (t *turn) apply(ch *wireChunk, p *progress) error {
 			}
 			t.args[tc.Index].WriteString(tc.Function.Arguments)
 		}
-		if choice.FinishReason != nil && *choice.FinishReason != "" {
-			t.finish = *choice.FinishReason
+		if choice.FinishReason != "" {
+			t.finish = choice.FinishReason
 		}
 	}
 	return nil

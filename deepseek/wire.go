@@ -18,9 +18,11 @@ type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
+// The fields are read for their text only: null and "" mean the same, so
+// they are plain strings (a pointer cost an allocation per chunk).
 type wireMessage struct {
-	Content          *string        `json:"content"`
-	ReasoningContent *string        `json:"reasoning_content"`
+	Content          string         `json:"content"`
+	ReasoningContent string         `json:"reasoning_content"`
 	ToolCalls        []wireToolCall `json:"tool_calls"`
 }
 
@@ -66,7 +68,7 @@ type wireChunk struct {
 	Choices []struct {
 		Delta        wireMessage  `json:"delta"`
 		Message      *wireMessage `json:"message"`
-		FinishReason *string      `json:"finish_reason"`
+		FinishReason string       `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *wireUsage `json:"usage"`
 	Error *wireError `json:"error"`

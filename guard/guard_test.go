@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -237,6 +238,24 @@ func TestGuardPrepareWritesTheJobsHarnessFiles(t *testing.T) {
 				if !strings.Contains(f.log.String(), w) {
 					t.Errorf("log lacks %q:\n%s", w, f.log.String())
 				}
+			}
+			// One line says where the preparation's time went, for the
+			// spawn breakdown of make bench.
+			stages := 0
+			for line := range strings.SplitSeq(strings.TrimSpace(f.log.String()), "\n") {
+				var m map[string]any
+				if json.Unmarshal([]byte(line), &m) != nil || !strings.HasPrefix(fmt.Sprint(m["message"]), "harness files written") {
+					continue
+				}
+				stages++
+				for _, k := range []string{"secret_walk", "runs_later_scan", "config_files", "prepare"} {
+					if v, ok := m[k].(float64); !ok || v < 0 || m["job"] != spec.JobID {
+						t.Errorf("stage %s = %v (job %v), want a duration of job %s", k, m[k], m["job"], spec.JobID)
+					}
+				}
+			}
+			if stages != 1 {
+				t.Errorf("%d \"harness files written\" lines, want 1:\n%s", stages, f.log.String())
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
@@ -26,6 +27,7 @@ const (
 // live in the job's harness dir inside the state dir, which the job can
 // neither read nor write; the approval child learns its job from them alone.
 func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
+	start := time.Now()
 	if g.exe == "" || !filepath.IsAbs(g.exe) {
 		return fmt.Errorf("cannot locate this bridge's own executable (%q) to run as the approval child", g.exe)
 	}
@@ -49,41 +51,6 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 		g.log.Warn().Str("job", spec.JobID).Msg("OS SANDBOX IS OFF for this job (BRIDGE_SANDBOX=off)")
 	}
 
-	// The walk for the workspace's own secret files runs alongside the
-	// approval config's fsync; only the settings need its answer.
-	secrets := make(chan []string, 1)
-	go func() { secrets <- g.workspaceSecrets(spec.JobID, spec.Workspace) }() // owner: Prepare; joined below
-	secretsJoined := false
-	joinSecrets := func() []string {
-		if secretsJoined {
-			return nil
-		}
-		secretsJoined = true
-		return <-secrets
-	}
-	defer joinSecrets()
-
-	// The record of what runs later, for the audit at the job's end, is
-	// taken before the harness starts; its paths are also denied to writes.
-	type scanned struct {
-		scan sandbox.RunsLaterScan
-		err  error
-	}
-	baseline := make(chan scanned, 1)
-	go func() { // owner: Prepare; joined below
-		s, err := g.baseline(spec.JobID, spec.Workspace)
-		baseline <- scanned{s, err}
-	}()
-	baseJoined := false
-	joinBaseline := func() scanned {
-		if baseJoined {
-			return scanned{}
-		}
-		baseJoined = true
-		return <-baseline
-	}
-	defer joinBaseline()
-
 	approvalPath := filepath.Join(hd, approvalConfigFile)
 	pc := prompt.Config{
 		JobID:        spec.JobID,
@@ -94,24 +61,6 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 		Timeout:      g.timeout,
 		ApprovalMode: mode,
 	}
-	// prompt.WriteConfig fsyncs; it runs alongside the other two
-	// files, which are written without (they are rewritten for every job), so
-	// the spawn waits for one fsync, not three.
-	approvalErr := make(chan error, 1)
-	go func() { approvalErr <- prompt.WriteConfig(approvalPath, pc) }() // owner: Prepare; joined below
-	joined := false
-	join := func() error {
-		if joined {
-			return nil
-		}
-		joined = true
-		if err := <-approvalErr; err != nil {
-			return fmt.Errorf("approval config: %w", err)
-		}
-		return nil
-	}
-	defer join()
-
 	mcp := map[string]any{"mcpServers": map[string]any{
 		"bridge": map[string]any{
 			"type":    "stdio",
@@ -121,22 +70,62 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 		},
 	}}
 	mcpPath := filepath.Join(hd, mcpConfigFile)
-	if err := writeJSON(mcpPath, mcp); err != nil {
-		return fmt.Errorf("MCP config: %w", err)
+
+	// What the spawn waits for runs side by side: the walk for the
+	// workspace's own secret files, the record of what runs later (for the
+	// audit at the job's end; its paths are also denied to writes), and,
+	// here meanwhile, the approval and MCP configs and the jail. No file
+	// here is fsynced: each is written anew for its job and useless after a
+	// power loss, which ends the job. Only the settings need the walks'
+	// answers; they come last. Each stage's time goes into one log line.
+	var (
+		wg                              sync.WaitGroup
+		secretPaths                     []string
+		scan                            sandbox.RunsLaterScan
+		scanErr, approvalErr, mcpErr    error
+		secretWalk, runsLater, cfgFiles time.Duration
+	)
+	wg.Go(func() {
+		t := time.Now()
+		secretPaths = g.workspaceSecrets(spec.JobID, spec.Workspace)
+		secretWalk = time.Since(t)
+	})
+	wg.Go(func() {
+		t := time.Now()
+		scan, scanErr = g.baseline(spec.JobID, spec.Workspace)
+		runsLater = time.Since(t)
+	})
+	t := time.Now()
+	if approvalErr = prompt.WriteConfig(approvalPath, pc); approvalErr == nil {
+		mcpErr = writeJSON(mcpPath, mcp)
+	}
+	// The jail's directories and arguments need no walk either.
+	settingsPath := filepath.Join(hd, settingsFile)
+	var jailErr error
+	if approvalErr == nil && mcpErr == nil && g.bwrap != "" {
+		spec.Wrap, jailErr = g.jail(spec, []string{approvalPath, mcpPath, settingsPath, filepath.Join(hd, baselineFile)})
+	}
+	cfgFiles = time.Since(t)
+	wg.Wait()
+	switch {
+	case jailErr != nil:
+		return jailErr
+	case approvalErr != nil:
+		return fmt.Errorf("approval config: %w", approvalErr)
+	case mcpErr != nil:
+		return fmt.Errorf("MCP config: %w", mcpErr)
+	case scanErr != nil:
+		return fmt.Errorf("record what in the workspace runs later: %w", scanErr)
 	}
 
 	var wsSecrets []string
-	for _, p := range joinSecrets() {
+	for _, p := range secretPaths {
 		wsSecrets = append(wsSecrets, sandbox.LiteralPattern(p))
-	}
-	base := joinBaseline()
-	if base.err != nil {
-		return fmt.Errorf("record what in the workspace runs later: %w", base.err)
 	}
 	settings := sandbox.ClaudeSettings(sandbox.SettingsOptions{
 		Sandbox:           g.sandbox,
 		DenyRead:          append(g.denied(), wsSecrets...),
-		DenyWrite:         append(g.protected(), runsLaterDenies(spec.Workspace, base.scan)...),
+		DenyWrite:         append(g.protected(), runsLaterDenies(spec.Workspace, scan)...),
 		HideFromFileTools: wsSecrets,
 		// The jail shows the host's /proc (its own nested sandbox needs one
 		// nothing is mounted over): the daemon's environment is in it.
@@ -145,26 +134,18 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 	if !g.sandbox {
 		delete(settings, "sandbox")
 	}
-	settingsPath := filepath.Join(hd, settingsFile)
 	if err := writeJSON(settingsPath, settings); err != nil {
 		return fmt.Errorf("settings: %w", err)
 	}
-	if err := join(); err != nil {
-		return err
-	}
 
-	if g.bwrap != "" {
-		wrap, err := g.jail(spec, []string{approvalPath, mcpPath, settingsPath, filepath.Join(hd, baselineFile)})
-		if err != nil {
-			return err
-		}
-		spec.Wrap = wrap
-	}
 	spec.SettingsFile = settingsPath
 	spec.MCPConfigFile = mcpPath
 	spec.PermissionPromptTool = prompt.ToolFlag
 	spec.PermissionMode = "default"
 	spec.AllowedTools = []string{}
+	g.log.Info().Str("job", spec.JobID).Dur("secret_walk", secretWalk).Dur("runs_later_scan", runsLater).
+		Dur("config_files", cfgFiles).Dur("prepare", time.Since(start)).
+		Msg("harness files written (the walks beside the config files and the jail)")
 	return nil
 }
 

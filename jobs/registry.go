@@ -130,6 +130,9 @@ type job struct {
 
 	persistMu sync.Mutex // serialises this job's file writes
 	written   uint64     // last seq written
+
+	spawnTimes spawnTimes    // its record under Registry.mu, the runner's stages by the runner alone
+	recorded   chan struct{} // closed once Start's snapshot write returned: the harness spawns after it
 }
 
 // New loads the jobs the state dir remembers — finished ones stay pollable
@@ -189,6 +192,7 @@ func (r *Registry) newJob(snap Snapshot) *job {
 		progress: newProgress(snap, deepseek.PriceFor(r.opts.Model)),
 		changed:  make(chan struct{}),
 		done:     make(chan struct{}),
+		recorded: make(chan struct{}),
 	}
 }
 
@@ -196,6 +200,7 @@ func (r *Registry) newJob(snap Snapshot) *job {
 // job: ctx only bounds the admission, and a caller hanging up later changes
 // nothing.
 func (r *Registry) Start(ctx context.Context, req StartRequest) (Snapshot, error) {
+	accepted := time.Now()
 	if err := ctx.Err(); err != nil {
 		return Snapshot{}, err
 	}
@@ -233,6 +238,7 @@ func (r *Registry) Start(ctx context.Context, req StartRequest) (Snapshot, error
 		FilesWritten: []string{}, Commands: []Command{},
 	})
 	j.timeout = timeout
+	j.spawnTimes = spawnTimes{accepted: accepted, admission: time.Since(accepted)}
 
 	r.mu.Lock()
 	switch {
@@ -247,15 +253,19 @@ func (r *Registry) Start(ctx context.Context, req StartRequest) (Snapshot, error
 	r.jobs[id] = j
 	if r.slots.free() {
 		r.launchLocked(j)
+		// The runner opens the job's token and writes its harness files while
+		// the record below reaches the disk; it spawns the harness only once
+		// the record is there (j.recorded).
+		go r.runJob(j) // owner: the registry (r.wg, joined by Close)
 	} else {
 		r.slots.enqueue(j)
 		j.snap.Trace = appendTrace(j.snap.Trace, &j.snap.TraceDropped, TraceEntry{Time: now, Kind: "state", Detail: "queued"})
 	}
+	recorded := time.Now()
 	snap := r.commitLocked(j, tellNobody) // nobody knows its id yet
+	j.spawnTimes.record = time.Since(recorded)
+	close(j.recorded)
 	r.mu.Unlock()
-	if snap.Status == StatusRunning {
-		go r.runJob(j) // owner: the registry (r.wg, joined by Close)
-	}
 	r.log.Info().Str("job", id).Str("workspace", ws).Str("status", string(snap.Status)).Msg("job accepted")
 	return snap, nil
 }

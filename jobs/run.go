@@ -20,7 +20,9 @@ type outcome struct {
 // runJob runs j from its slot to its final state; owned by r.wg.
 func (r *Registry) runJob(j *job) {
 	defer r.wg.Done()
+	opened := time.Now()
 	baseURL, token, err := r.opts.Gateway.Open(j.id)
+	j.spawnTimes.token = time.Since(opened)
 	if err != nil {
 		r.finish(j, outcome{status: StatusError, reason: "could not open the model endpoint: " + err.Error()})
 		return
@@ -55,9 +57,15 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 		ConfigDir: r.opts.Dir.HarnessDir(j.id), BaseURL: baseURL, Token: token, Model: r.opts.Model,
 	}
 	r.mu.Unlock()
-	if err := r.opts.Guard.Prepare(r.ctx, &spec); err != nil {
+	prepared := time.Now()
+	err := r.opts.Guard.Prepare(r.ctx, &spec)
+	j.spawnTimes.prepare = time.Since(prepared)
+	if err != nil {
 		return outcome{status: StatusError, reason: "could not prepare the harness: " + err.Error()}
 	}
+	waited := time.Now()
+	<-j.recorded // no harness runs before its job is on disk: a restart must find it
+	j.spawnTimes.recordWait = time.Since(waited)
 	r.mu.Lock()
 	if j.stopStatus != "" { // cancelled or shut down before the harness started
 		out := outcome{status: j.stopStatus, reason: j.stopReason}
@@ -65,10 +73,13 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 		return out
 	}
 	r.mu.Unlock()
+	spawned := time.Now()
 	run, err := r.opts.Harness.Start(r.ctx, spec)
+	j.spawnTimes.spawn = time.Since(spawned)
 	if err != nil {
 		return outcome{status: StatusError, reason: "could not start the agent harness: " + err.Error()}
 	}
+	r.logSpawn(j)
 	r.mu.Lock()
 	j.run = run
 	j.snap.HarnessPID = run.PID()

@@ -85,7 +85,7 @@ func (s *Server) mcpEntry(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if !s.admit(w, msg) {
+	if !s.admit(w, r, msg) {
 		return
 	}
 	if msg.batch {
@@ -245,7 +245,7 @@ func (r *statusRecorder) status() int {
 }
 
 // admit applies the tools/call rate limit; on refusal it has written the 429.
-func (s *Server) admit(w http.ResponseWriter, msg rpcBody) bool {
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, msg rpcBody) bool {
 	n := msg.toolCalls
 	if n == 0 {
 		return true
@@ -262,7 +262,9 @@ func (s *Server) admit(w http.ResponseWriter, msg rpcBody) bool {
 	if n > s.limiter.perMinute {
 		text = fmt.Sprintf("rate limit exceeded: this batch holds %d tools/call, more than the %d per minute allowed (RATE_LIMIT_PER_MINUTE); send fewer at once and retry after %d s", n, s.limiter.perMinute, secs)
 	}
-	s.log.Warn().Int("tools_calls", n).Int("retry_after_s", secs).Msg("rate limited")
+	remote, _, _ := net.SplitHostPort(r.RemoteAddr)
+	clientHints(s.log.Warn().Int("tools_calls", n).Int("retry_after_s", secs).Str("remote", remote), r.Header).
+		Msg("rate limited (the unverified_* fields are what the caller or a proxy claims about the client)")
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	writeRPCError(w, http.StatusTooManyRequests, msg.id, -32000, text)
 	return false

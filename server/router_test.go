@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -279,4 +280,73 @@ func TestEveryToolsCallIsSSE(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRateLimitedCallLogsUnverifiedClientHints: a refused call's log line
+// carries what the proxy in front says about the caller, under names that
+// say it is unverified; the hints never give a caller a bucket of its own.
+func TestRateLimitedCallLogsUnverifiedClientHints(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	env := newTestEnv(t, Options{Now: func() time.Time { return now }})
+	env.srv.limiter = newCallLimiter(1, env.srv.o.Now)
+	call := func(id int, hints map[string]string) response {
+		h := map[string]string{}
+		maps.Copy(h, mcpHeaders)
+		maps.Copy(h, hints)
+		return post(t, env.url, callBody(id, "deepseek_flash", map[string]any{"task": "x"}, nil), h)
+	}
+	if r := call(1, map[string]string{"CF-Connecting-IP": "203.0.113.7"}); r.status != 200 {
+		t.Fatalf("first call: %d %s", r.status, r.body)
+	}
+	long := strings.Repeat("198.51.100.200, ", 40)
+	cases := []struct {
+		hints  map[string]string
+		wantCF string
+		wantXF string
+	}{
+		// Another "client" by its headers: still the one bucket, so refused.
+		{map[string]string{"CF-Connecting-IP": "198.51.100.9", "X-Forwarded-For": "198.51.100.9, 10.0.0.1"}, "198.51.100.9", "198.51.100.9, 10.0.0.1"},
+		{nil, "", ""},
+		{map[string]string{"X-Forwarded-For": long}, "", long[:maxHintBytes] + "…"},
+	}
+	for i, c := range cases {
+		before := len(rateLimitedLines(t, env.logs.String()))
+		if r := call(10+i, c.hints); r.status != http.StatusTooManyRequests {
+			t.Fatalf("case %d: %d, want 429 (the hints must not make a new bucket)", i, r.status)
+		}
+		lines := rateLimitedLines(t, env.logs.String())
+		if len(lines) != before+1 {
+			t.Fatalf("case %d: %d rate-limited log lines, want %d", i, len(lines), before+1)
+		}
+		got := lines[len(lines)-1]
+		if got["unverified_cf_connecting_ip"] != c.wantCF || got["unverified_x_forwarded_for"] != c.wantXF {
+			t.Errorf("case %d: logged CF %q XFF %q, want %q %q", i, got["unverified_cf_connecting_ip"], got["unverified_x_forwarded_for"], c.wantCF, c.wantXF)
+		}
+		if got["remote"] != "127.0.0.1" {
+			t.Errorf("case %d: remote %q, want the peer address 127.0.0.1", i, got["remote"])
+		}
+	}
+}
+
+// rateLimitedLines are the "rate limited" log lines, string fields only.
+func rateLimitedLines(t *testing.T, logs string) []map[string]string {
+	t.Helper()
+	var out []map[string]string
+	for line := range strings.SplitSeq(strings.TrimSpace(logs), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line is not JSON: %q", line)
+		}
+		if msg, _ := m["message"].(string); !strings.HasPrefix(msg, "rate limited") {
+			continue
+		}
+		fields := map[string]string{}
+		for k, v := range m {
+			if s, ok := v.(string); ok {
+				fields[k] = s
+			}
+		}
+		out = append(out, fields)
+	}
+	return out
 }

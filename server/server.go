@@ -51,7 +51,9 @@ type Options struct {
 	Logger  zerolog.Logger
 	Version string // shown by /health and in serverInfo ("dev" when empty)
 
-	// KeepaliveInterval is the longest silence during a tools/call (0 = 15 s).
+	// KeepaliveInterval bounds the silence during a tools/call: bytes go out
+	// after three quarters of it without any, so a gap stays under it
+	// (0 = 15 s).
 	KeepaliveInterval time.Duration
 	// Now is the rate limiter's clock (nil = time.Now); tests move it by hand.
 	Now func() time.Time

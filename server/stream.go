@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -305,11 +304,11 @@ func (s *Server) toolMiddleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHa
 
 // startCallLoop starts the one goroutine a tools/call owns. It writes the
 // call's notifications to the response as they come (when pump is set:
-// HTTP) and makes sure no more than KeepaliveInterval passes without bytes on
-// the wire: a progress notification when the client gave a token (it also
-// resets the client's own request timeout), else an SSE comment. The
-// returned func writes what the handler sent before returning, all of it,
-// and joins the goroutine.
+// HTTP) and speaks up once the call has been silent for three quarters of
+// KeepaliveInterval (quietLimit): a progress notification when the client
+// gave a token (it also resets the client's own request timeout), else an
+// SSE comment. The returned func writes what the handler sent before
+// returning, all of it, and joins the goroutine.
 func (s *Server) startCallLoop(ctx context.Context, cs *callStream, pump *notifyPump) func() {
 	keepalive := cs.token != nil || cs.sse != nil
 	if pump == nil && !keepalive {
@@ -323,14 +322,17 @@ func (s *Server) startCallLoop(ctx context.Context, cs *callStream, pump *notify
 		if pump != nil {
 			notes = pump.ch
 		}
-		// Check four times per interval and speak up after three quarters of
-		// silence: the longest gap stays under the interval, and a tool that
-		// sends its own progress more often than that is never interleaved with.
+		// The timer is set for the moment the silence reaches quietLimit,
+		// counted from the last write, so the longest gap on the wire is
+		// quietLimit plus the time to write — under the interval by a
+		// quarter of it. A tool that sends its own progress more often than
+		// that is never interleaved with.
 		var tick <-chan time.Time
+		var timer *time.Timer
 		if keepalive {
-			t := time.NewTicker(s.o.KeepaliveInterval / 4)
-			defer t.Stop()
-			tick = t.C
+			timer = time.NewTimer(s.quietLimit() - cs.idle())
+			defer timer.Stop()
+			tick = timer.C
 		}
 		gone := ctx.Done()
 		for {
@@ -339,7 +341,7 @@ func (s *Server) startCallLoop(ctx context.Context, cs *callStream, pump *notify
 				pump.write(n)
 			case <-tick:
 				pump.drain() // what is queued goes first: it may end the silence
-				s.keepalive(ctx, cs)
+				timer.Reset(s.keepalive(ctx, cs))
 			case <-gone: // the client went away: no more keepalives, but the
 				tick, gone = nil, nil // handler's notifications are still written
 			case <-stop:
@@ -354,12 +356,18 @@ func (s *Server) startCallLoop(ctx context.Context, cs *callStream, pump *notify
 	}
 }
 
-// keepalive speaks up when the call has been silent for three quarters of
-// the interval.
-func (s *Server) keepalive(ctx context.Context, cs *callStream) {
-	every := s.o.KeepaliveInterval
-	if cs.idle() < every-every/4 {
-		return
+// quietLimit is the silence after which a call speaks up: three quarters of
+// KeepaliveInterval (11.25 s of the default 15 s).
+func (s *Server) quietLimit() time.Duration {
+	return s.o.KeepaliveInterval - s.o.KeepaliveInterval/4
+}
+
+// keepalive speaks up when the call has been silent for quietLimit, and
+// says how long until the silence could reach it again.
+func (s *Server) keepalive(ctx context.Context, cs *callStream) time.Duration {
+	quiet := s.quietLimit()
+	if idle := cs.idle(); idle < quiet {
+		return quiet - idle
 	}
 	if cs.token != nil {
 		// Through the session like any progress, so it is ordered with the
@@ -369,127 +377,10 @@ func (s *Server) keepalive(ctx context.Context, cs *callStream) {
 		next := cs.last + 1
 		cs.mu.Unlock()
 		newProgressReporter(ctx, mcp.CallToolRequest{}).Report(next, 0, "still working")
-		return
+		return quiet
 	}
 	if err := cs.sse.comment("keepalive"); err != nil {
 		s.log.Debug().Err(err).Msg("keepalive comment")
 	}
+	return quiet
 }
-
-// notifyPump is the session a tool handler sees during an HTTP tools/call:
-// the mcp-go session with the notification channel replaced by ours, which
-// the call's loop (startCallLoop) writes to the response as it comes.
-type notifyPump struct {
-	mcpserver.ClientSession
-	cs *callStream
-	ch chan mcp.JSONRPCNotification
-}
-
-const pumpBuffer = 100 // like mcp-go's own session channel; a full one refuses
-
-func newPump(inner mcpserver.ClientSession, cs *callStream) *notifyPump {
-	return &notifyPump{ClientSession: inner, cs: cs, ch: make(chan mcp.JSONRPCNotification, pumpBuffer)}
-}
-
-func (p *notifyPump) NotificationChannel() chan<- mcp.JSONRPCNotification { return p.ch }
-
-// drain writes every queued notification; a nil pump has none.
-func (p *notifyPump) drain() {
-	if p == nil {
-		return
-	}
-	for {
-		select {
-		case n := <-p.ch:
-			p.write(n)
-		default:
-			return
-		}
-	}
-}
-
-func (p *notifyPump) write(n mcp.JSONRPCNotification) {
-	p.cs.observe(n)
-	b, err := json.Marshal(n)
-	if err != nil {
-		return
-	}
-	_ = p.cs.sse.event(b) // a gone client is seen by the handler's ctx
-}
-
-// The optional session interfaces, forwarded to the mcp-go session.
-
-func (p *notifyPump) UpgradeToSSEWhenReceiveNotification() {
-	if s, ok := p.ClientSession.(mcpserver.SessionWithStreamableHTTPConfig); ok {
-		s.UpgradeToSSEWhenReceiveNotification()
-	}
-}
-
-func (p *notifyPump) SetLogLevel(level mcp.LoggingLevel) {
-	if s, ok := p.ClientSession.(mcpserver.SessionWithLogging); ok {
-		s.SetLogLevel(level)
-	}
-}
-
-func (p *notifyPump) GetLogLevel() mcp.LoggingLevel {
-	if s, ok := p.ClientSession.(mcpserver.SessionWithLogging); ok {
-		return s.GetLogLevel()
-	}
-	return mcp.LoggingLevelInfo
-}
-
-func (p *notifyPump) GetClientInfo() mcp.Implementation {
-	if s, ok := p.ClientSession.(mcpserver.SessionWithClientInfo); ok {
-		return s.GetClientInfo()
-	}
-	return mcp.Implementation{}
-}
-
-func (p *notifyPump) SetClientInfo(info mcp.Implementation) {
-	if s, ok := p.ClientSession.(mcpserver.SessionWithClientInfo); ok {
-		s.SetClientInfo(info)
-	}
-}
-
-func (p *notifyPump) GetClientCapabilities() mcp.ClientCapabilities {
-	if s, ok := p.ClientSession.(mcpserver.SessionWithClientInfo); ok {
-		return s.GetClientCapabilities()
-	}
-	return mcp.ClientCapabilities{}
-}
-
-func (p *notifyPump) SetClientCapabilities(c mcp.ClientCapabilities) {
-	if s, ok := p.ClientSession.(mcpserver.SessionWithClientInfo); ok {
-		s.SetClientCapabilities(c)
-	}
-}
-
-func (p *notifyPump) RequestSampling(ctx context.Context, r mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	if s, ok := p.ClientSession.(mcpserver.SessionWithSampling); ok {
-		return s.RequestSampling(ctx, r)
-	}
-	return nil, fmt.Errorf("the session does not support sampling")
-}
-
-func (p *notifyPump) RequestElicitation(ctx context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	if s, ok := p.ClientSession.(mcpserver.SessionWithElicitation); ok {
-		return s.RequestElicitation(ctx, r)
-	}
-	return nil, fmt.Errorf("the session does not support elicitation")
-}
-
-func (p *notifyPump) ListRoots(ctx context.Context, r mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	if s, ok := p.ClientSession.(mcpserver.SessionWithRoots); ok {
-		return s.ListRoots(ctx, r)
-	}
-	return nil, fmt.Errorf("the session does not support roots")
-}
-
-var (
-	_ mcpserver.SessionWithStreamableHTTPConfig = (*notifyPump)(nil)
-	_ mcpserver.SessionWithLogging              = (*notifyPump)(nil)
-	_ mcpserver.SessionWithClientInfo           = (*notifyPump)(nil)
-	_ mcpserver.SessionWithSampling             = (*notifyPump)(nil)
-	_ mcpserver.SessionWithElicitation          = (*notifyPump)(nil)
-	_ mcpserver.SessionWithRoots                = (*notifyPump)(nil)
-)

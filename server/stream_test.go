@@ -12,10 +12,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 )
@@ -335,4 +337,67 @@ func TestProgressNeverGoesBackwards(t *testing.T) {
 			}
 		}
 	}
+}
+
+// timedWriter records when each write reached the response, and what it was.
+type timedWriter struct {
+	*httptest.ResponseRecorder
+	mu     sync.Mutex
+	at     []time.Time
+	writes []string
+}
+
+func (w *timedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	w.at = append(w.at, time.Now())
+	w.writes = append(w.writes, string(p))
+	w.mu.Unlock()
+	return w.ResponseRecorder.Write(p)
+}
+
+// TestKeepaliveGapStaysUnderTheInterval (fake clock): whatever the handler
+// writes and when, the wire is never silent for more than three quarters of
+// KeepaliveInterval — the keepalive is timed from the last write, not from a
+// ticker that may look just before the silence is long enough and then not
+// again for a quarter interval (which let a gap reach the whole interval).
+func TestKeepaliveGapStaysUnderTheInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const every = 15 * time.Second
+		s := &Server{o: Options{KeepaliveInterval: every}, log: zerolog.Nop()}
+		w := &timedWriter{ResponseRecorder: httptest.NewRecorder()}
+		start := time.Now()
+		sse := newSSEWriter(w)
+		stop := s.startCallLoop(t.Context(), &callStream{sse: sse, lastSent: start}, nil)
+		// The handler's own events at awkward moments: just after where a
+		// check every quarter interval would look, and two close together.
+		for _, at := range []time.Duration{3760 * time.Millisecond, 20 * time.Second, 20*time.Second + 10*time.Millisecond, 47 * time.Second} {
+			time.Sleep(time.Until(start.Add(at)))
+			if err := sse.event([]byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{}}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		end := start.Add(2 * time.Minute)
+		time.Sleep(time.Until(end))
+		stop()
+
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		quiet := every - every/4
+		prev, longest, comments := start, time.Duration(0), 0
+		for i, at := range append(w.at, end) {
+			if gap := at.Sub(prev); gap > longest {
+				longest = gap
+			}
+			prev = at
+			if i < len(w.writes) && w.writes[i] == ": keepalive\n\n" {
+				comments++
+			}
+		}
+		if longest > quiet {
+			t.Errorf("the longest silence on the wire was %s, want at most %s (three quarters of the %s interval)", longest, quiet, every)
+		}
+		if comments < 7 {
+			t.Errorf("%d keepalive comments in 2 minutes with 4 events, want at least 7", comments)
+		}
+	})
 }

@@ -136,6 +136,17 @@ func TestFlashAgainstTheDouble(t *testing.T) {
 			t.Error("no progress notifications for a streamed answer")
 		}
 	})
+	t.Run("a JSON body to a streamed request is the answer", func(t *testing.T) {
+		n := len(d.Requests())
+		d.Script(deepseektest.Text("one whole JSON body").WithoutStream())
+		res := finalResult(t, messages(t, post(t, env.url, callBody(4, "deepseek_flash", map[string]any{"task": "x"}, nil), mcpHeaders)))
+		if res.IsError || !strings.HasPrefix(res.text(), "one whole JSON body") {
+			t.Fatalf("result = %+v", res)
+		}
+		if reqs := d.Requests()[n:]; len(reqs) != 1 || !reqs[0].Stream() {
+			t.Errorf("%d upstream requests, want 1 streamed request", len(reqs))
+		}
+	})
 	t.Run("402 is an error result", func(t *testing.T) {
 		d.Script(deepseektest.Error(402))
 		res := finalResult(t, messages(t, post(t, env.url, callBody(2, "deepseek_flash", map[string]any{"task": "x"}, nil), mcpHeaders)))

@@ -1,6 +1,7 @@
 package prompt
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -44,15 +45,23 @@ func ConfigPath(dir statedir.Dir, jobID string) string {
 	return filepath.Join(dir.HarnessDir(jobID), "approval.json")
 }
 
-// WriteConfig validates cfg and writes it atomically with mode 0600.
+// WriteConfig validates cfg and writes it atomically with mode 0600, without
+// an fsync: the file is written anew for every job, read by that job's
+// approval child through the page cache, and useless after a power loss,
+// which ends the job (a restart marks it interrupted; no approval child of
+// it runs again). A job's spawn waited for this fsync (docs/PERFORMANCE.md).
 func WriteConfig(path string, cfg Config) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	return statedir.WriteJSON(path, configFile{
+	b, err := json.MarshalIndent(configFile{
 		Version: statedir.FormatVersion, JobID: cfg.JobID, Workspace: cfg.Workspace, StateDir: cfg.StateDir,
 		Allow: cfg.Allow, Protected: cfg.Protected, TimeoutMS: cfg.Timeout.Milliseconds(), ApprovalMode: cfg.mode(),
-	})
+	}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	return statedir.WriteFileAtomicNoSync(path, append(b, '\n'))
 }
 
 // LoadConfig reads and validates a Config written by WriteConfig.

@@ -37,12 +37,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.BridgeBin, "bridge", "bin/bridge", "the bridge binary")
 	fs.StringVar(&o.DoubleBin, "double", "bin/deepseek-double", "the deepseek-double binary")
 	fs.StringVar(&o.HarnessBin, "harness", "bin/bench-standin", "the stand-in harness binary (bench/standin)")
+	fs.StringVar(&o.MinProxyBin, "minproxy", "bin/bench-minproxy", "the minimal proxy binary (bench/minproxy), the floor of the CPU ratio")
 	fs.DurationVar(&o.CellDuration, "cell", o.CellDuration, "measured time of each flash latency cell")
 	fs.DurationVar(&o.SaturationDuration, "saturation", o.SaturationDuration, "measured time of the throughput run")
 	fs.IntVar(&o.SaturationClients, "saturation-clients", o.SaturationClients, "clients of the throughput run")
 	fs.IntVar(&o.HeldPolls, "held", o.HeldPolls, "concurrent long-polls to hold")
 	fs.StringVar(&o.ProfileDir, "profile", "", "directory for pprof profiles of the bridge (CPU at the highest concurrency, heap and goroutines while polls are held)")
-	clients := fs.String("clients", "1,16,64", "comma-separated client counts of the flash latency cells")
+	clients := fs.String("clients", "1,8,64", "comma-separated client counts of the flash latency cells")
 	markdown := fs.Bool("markdown", false, "print the table as Markdown (for docs/PERFORMANCE.md)")
 	if err := fs.Parse(args); err != nil {
 		return err

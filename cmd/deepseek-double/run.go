@@ -31,7 +31,8 @@ URL/anthropic).
 Fields: side (openai|anthropic|both, default openai), text, reasoning,
 tool_calls [{id,name,arguments}], finish_reason, status (400-599, documented
 body), error_body, retry_after, delay_ms, chunk_delay_ms, keep_alives,
-break (malformed|cut|reset), usage, model.
+break (malformed|cut|reset), unstreamed (true: answer a stream: true request
+with one application/json body, as some gateways do), usage, model.
 With no script (or once a queue is empty) every request gets a default text
 answer saying it came from the double, with usage estimated from sizes.
 Anthropic requests without tools (Claude Code's side requests) never consume

@@ -137,5 +137,7 @@
 //	 {"text":"broken","break":"cut"}]
 //
 // side is openai (default), anthropic or both; break is malformed, cut or
-// reset; status must be 400–599.
+// reset; status must be 400–599; "unstreamed":true answers a stream: true
+// request (OpenAI side) with one application/json body, as some
+// OpenAI-compatible gateways do.
 package deepseektest

@@ -21,7 +21,7 @@ func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := s.openaiAnswer(t, req, model)
-	if req.Stream() {
+	if req.Stream() && !t.Unstreamed {
 		s.streamOpenAI(w, r, t, a)
 		return
 	}

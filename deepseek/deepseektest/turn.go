@@ -80,6 +80,10 @@ type Turn struct {
 	KeepAlives int           // ": keep-alive" lines (Anthropic: ping events) before any data
 	Break      Break
 
+	// Unstreamed answers a stream: true request with one application/json
+	// chat.completion body, as some OpenAI-compatible gateways do.
+	Unstreamed bool
+
 	Usage *Usage // nil: estimated from the request and answer sizes
 	Model string // reported model; "" = the requested one
 
@@ -135,6 +139,9 @@ func (t Turn) WithKeepAlives(n int) Turn { t.KeepAlives = n; return t }
 // WithBreak makes the stream fail on the wire.
 func (t Turn) WithBreak(b Break) Turn { t.Break = b; return t }
 
+// WithoutStream answers even a streamed request with one JSON body.
+func (t Turn) WithoutStream() Turn { t.Unstreamed = true; return t }
+
 // WithModel reports model instead of the requested one.
 func (t Turn) WithModel(m string) Turn { t.Model = m; return t }
 
@@ -154,6 +161,7 @@ type ScriptTurn struct {
 	ChunkDelayMS int        `json:"chunk_delay_ms,omitempty"`
 	KeepAlives   int        `json:"keep_alives,omitempty"`
 	Break        Break      `json:"break,omitempty"`
+	Unstreamed   bool       `json:"unstreamed,omitempty"`
 	Usage        *Usage     `json:"usage,omitempty"`
 	Model        string     `json:"model,omitempty"`
 }
@@ -165,7 +173,7 @@ func (st ScriptTurn) Turn() Turn {
 		FinishReason: st.FinishReason, Status: st.Status, ErrorBody: st.ErrorBody,
 		RetryAfter: st.RetryAfter, Delay: time.Duration(st.DelayMS) * time.Millisecond,
 		ChunkDelay: time.Duration(st.ChunkDelayMS) * time.Millisecond,
-		KeepAlives: st.KeepAlives, Break: st.Break, Usage: st.Usage, Model: st.Model,
+		KeepAlives: st.KeepAlives, Break: st.Break, Unstreamed: st.Unstreamed, Usage: st.Usage, Model: st.Model,
 	}
 }
 
