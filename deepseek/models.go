@@ -155,7 +155,7 @@ func (c Catalog) Resolve(model, thinking string) (ModelInfo, string, error) {
 	}
 	m, ok := c.Lookup(model)
 	if !ok {
-		return ModelInfo{}, "", fmt.Errorf("%w: unknown model %q; known models: %s (see deepseek_models)", ErrInvalidRequest, model, strings.Join(c.IDs(), ", "))
+		return ModelInfo{}, "", fmt.Errorf("unknown model %q; known models: %s (see deepseek_models)", model, strings.Join(c.IDs(), ", "))
 	}
 	switch {
 	case thinking == "":
@@ -164,9 +164,9 @@ func (c Catalog) Resolve(model, thinking string) (ModelInfo, string, error) {
 			thinking = ThinkingOff
 		}
 	case !slices.Contains(ThinkingLevels, thinking):
-		return ModelInfo{}, "", fmt.Errorf("%w: thinking must be one of %s, not %q", ErrInvalidRequest, strings.Join(ThinkingLevels, ", "), thinking)
+		return ModelInfo{}, "", fmt.Errorf("thinking must be one of %s, not %q", strings.Join(ThinkingLevels, ", "), thinking)
 	case thinking != ThinkingOff && !m.Thinking:
-		return ModelInfo{}, "", fmt.Errorf("%w: model %s does not think: leave thinking out or set it to off", ErrInvalidRequest, model)
+		return ModelInfo{}, "", fmt.Errorf("model %s does not think: leave thinking out or set it to off", model)
 	}
 	return m, thinking, nil
 }

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/prompt"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -93,6 +95,8 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 		Protected:    g.denied(),
 		Timeout:      g.timeout,
 		ApprovalMode: mode,
+		Policy:       spec.Policy,
+		Ledger:       filepath.Join(hd, policy.LedgerFile),
 	}
 	// prompt.WriteConfig fsyncs; it runs alongside the other two
 	// files, which are written without (they are rewritten for every job), so
@@ -133,11 +137,16 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 	if base.err != nil {
 		return fmt.Errorf("record what in the workspace runs later: %w", base.err)
 	}
+	denyPaths := literalDenyPaths(spec)
+	denyWrite := append(g.protected(), runsLaterDenies(spec.Workspace, base.scan)...)
+	if spec.Policy != nil && spec.Policy.ReadOnly() {
+		denyWrite = append(denyWrite, spec.Workspace) // read-only: commands write nothing in it
+	}
 	settings := sandbox.ClaudeSettings(sandbox.SettingsOptions{
 		Sandbox:           g.sandbox,
-		DenyRead:          append(g.denied(), wsSecrets...),
-		DenyWrite:         append(g.protected(), runsLaterDenies(spec.Workspace, base.scan)...),
-		HideFromFileTools: wsSecrets,
+		DenyRead:          append(append(g.denied(), wsSecrets...), denyPaths...),
+		DenyWrite:         append(denyWrite, denyPaths...),
+		HideFromFileTools: append(wsSecrets, denyPaths...),
 		// The jail shows the host's /proc (its own nested sandbox needs one
 		// nothing is mounted over): the daemon's environment is in it.
 		HideDirsFromFileTools: []string{"/proc", "/sys"},
@@ -197,6 +206,27 @@ func (g *Guard) workspaceSecrets(jobID, ws string) []string {
 		log.Warn().Strs("files", scan.HardLinked).Msg("secret files of the workspace have other hard links, which stay readable by the job")
 	}
 	return scan.Paths
+}
+
+// literalDenyPaths are the deny_paths of the job's policy without
+// wildcards, as absolute paths, for the OS sandbox and Claude Code's deny
+// rules; globs are refused by the approval rules alone.
+func literalDenyPaths(spec *harness.Spec) []string {
+	if spec.Policy == nil {
+		return nil
+	}
+	var out []string
+	for _, g := range spec.Policy.DenyPaths {
+		if strings.ContainsAny(g, "*?[") {
+			continue
+		}
+		p := g
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(spec.Workspace, filepath.FromSlash(g))
+		}
+		out = append(out, sandbox.LiteralPattern(filepath.Clean(p)))
+	}
+	return out
 }
 
 func writeJSON(path string, v any) error {

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -48,6 +49,12 @@ type Options struct {
 	Config  config.Config
 	Flash   FlashClient
 	Jobs    AgentJobs // nil: the agent tools are not offered
+	// Models are the models calls may name (zero: the built-in list, with
+	// Config.Model as the default).
+	Models deepseek.Catalog
+	// Lister reads DeepSeek's model list for deepseek_models (nil: Flash,
+	// when it can).
+	Lister ModelLister
 	Logger  zerolog.Logger
 	Version string // shown by /health and in serverInfo ("dev" when empty)
 
@@ -81,6 +88,16 @@ func New(o Options) (*Server, error) {
 	}
 	if o.Version == "" {
 		o.Version = "dev"
+	}
+	if o.Models.Models == nil {
+		o.Models = builtinCatalog(o.Config.Model)
+	}
+	if o.Lister == nil {
+		if l, ok := o.Flash.(ModelLister); ok {
+			o.Lister = l
+		} else {
+			o.Lister = noLister{}
+		}
 	}
 	if o.KeepaliveInterval <= 0 {
 		o.KeepaliveInterval = DefaultKeepalive
@@ -221,4 +238,25 @@ func (w zerologWriter) Write(p []byte) (int, error) {
 	}
 	w.log.Warn().Str("source", "net/http").Msg(msg)
 	return len(p), nil
+}
+
+// builtinCatalog is the built-in model list with def as its default; a
+// default it does not know is added, priced as deepseek.PriceFor prices it.
+func builtinCatalog(def string) deepseek.Catalog {
+	if def == "" {
+		def = deepseek.DefaultModel
+	}
+	models := slices.Clone(deepseek.BuiltinModels)
+	if c, err := deepseek.NewCatalog(models, def); err == nil {
+		return c
+	}
+	models = append(models, deepseek.ModelInfo{ID: def, Thinking: true, Price: deepseek.PriceFor(def)})
+	return deepseek.Catalog{Models: models, Default: def}
+}
+
+// noLister is the lister of a flash client that cannot list models.
+type noLister struct{}
+
+func (noLister) ListModels(context.Context) ([]string, error) {
+	return nil, errors.New("this bridge's DeepSeek client cannot list models")
 }

@@ -301,14 +301,20 @@ func TestProgressIsThrottled(t *testing.T) {
 }
 
 func TestAgentWaitEndsWhenApprovalIsNeeded(t *testing.T) {
-	for _, mk := range []func(AgentJobs, AgentToolOptions) (mcp.Tool, mcpserver.ToolHandlerFunc){AgentStartTool, AgentPollTool} {
+	for _, c := range []struct {
+		mk   func(AgentJobs, AgentToolOptions) (mcp.Tool, mcpserver.ToolHandlerFunc)
+		args map[string]any
+	}{
+		{AgentStartTool, map[string]any{"task": "x", "workspace": "/ws"}},
+		{AgentPollTool, map[string]any{"job_id": jobID}},
+	} {
 		f := &fakeJobs{
 			startSnap: snap(jobs.StatusRunning),
 			waitSnaps: map[string]jobs.Snapshot{jobID: snap(jobs.StatusDone)}, // what a full wait would have given
 			changes:   []jobs.Snapshot{snap(jobs.StatusRunning), snap(jobs.StatusWaitingApproval), snap(jobs.StatusRunning)},
 		}
-		tool, h := mk(f, AgentToolOptions{})
-		res, text := call(t, h, map[string]any{"task": "x", "workspace": "/ws", "job_id": jobID})
+		tool, h := c.mk(f, AgentToolOptions{})
+		res, text := call(t, h, c.args)
 		if p := payloadOf(t, res); p.Status != "waiting_approval" || p.Approval == nil || !strings.Contains(text, "bridgectl pending") {
 			t.Errorf("%s: status %s: %s", tool.Name, p.Status, text)
 		}

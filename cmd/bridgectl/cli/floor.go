@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
+)
+
+// floorLine says where the job policy floor comes from: the running
+// daemon's (which read it at its start), else the config's file, checked.
+func (c *ctl) floorLine(d daemonStatus) string {
+	if d.Info != nil && d.Info.PolicyFloor != "" {
+		line := d.Info.PolicyFloor + " (reported by the daemon)"
+		if d.Info.PolicyFloor != "none" && d.Info.PolicyFloor != c.cfg.PolicyFloorFile {
+			line += "; the config now names " + orNone(c.cfg.PolicyFloorFile) + ", used at the next start"
+		}
+		return line
+	}
+	if c.cfg.PolicyFloorFile == "" {
+		return "none (BRIDGE_POLICY_FLOOR_FILE is not set): each job's policy is the caller's alone"
+	}
+	if _, err := policy.LoadFloor(c.cfg.PolicyFloorFile); err != nil {
+		return "INVALID: " + err.Error() + " — the daemon will not start until it is fixed"
+	}
+	return c.cfg.PolicyFloorFile + " (BRIDGE_POLICY_FLOOR_FILE)"
+}
+
+// doctorFloor checks the job policy floor the daemon would read at start.
+func (c *ctl) doctorFloor(r *report) {
+	switch {
+	case c.cfg.PolicyFloorFile == "":
+		r.ok("policy floor: none (BRIDGE_POLICY_FLOOR_FILE is not set)")
+	default:
+		if _, err := policy.LoadFloor(c.cfg.PolicyFloorFile); err != nil {
+			r.fail("policy floor: %v — fix the file or unset BRIDGE_POLICY_FLOOR_FILE; the daemon does not start with it", err)
+			return
+		}
+		r.ok("policy floor: %s", c.cfg.PolicyFloorFile)
+	}
+	if c.cfg.RequirePolicy {
+		r.ok("policy: required for every job (BRIDGE_REQUIRE_POLICY=on)")
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
