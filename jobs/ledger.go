@@ -59,6 +59,8 @@ func (p *progress) ledgerEntry(tu harness.ToolUse, tr *harness.ToolResult, at ti
 		e.Verdict, e.Reason = policy.NotOffered, "the job's policy does not offer "+tu.Name+": Claude Code was not given it"
 	case tr.Denied:
 		e.Verdict, e.Reason = policy.DeniedByPolicy, "refused by the job's permission settings: "+harness.Clip(tr.Text, 200)
+	case tr.IsError:
+		e.Verdict, e.Reason = policy.AllowedByRule, "not asked: the harness answered it with an error before any permission check: "+harness.Clip(tr.Text, 200)
 	default:
 		e.Verdict, e.Reason = policy.AllowedByRule, "run by the harness without asking (its own bookkeeping)"
 	}

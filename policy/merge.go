@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"path"
 	"path/filepath"
 	"slices"
@@ -284,4 +285,70 @@ func matchSegs(g, p []string) bool {
 		g, p = g[1:], p[1:]
 	}
 	return len(p) == 0
+}
+
+// enforcedExtra are the fields Enforced adds to Policy.
+type enforcedExtra struct {
+	FloorWritePaths *[]string `json:"floor_write_paths,omitempty"`
+	FloorCommands   *[]string `json:"floor_commands,omitempty"`
+	Floor           string    `json:"floor"`
+}
+
+// MarshalJSON writes the policy's fields and the floor's beside them (an
+// empty floor_write_paths, a read-only floor, included).
+func (e Enforced) MarshalJSON() ([]byte, error) {
+	b, err := e.Policy.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	x := enforcedExtra{Floor: e.Floor}
+	if e.FloorWritePaths != nil {
+		x.FloorWritePaths = &e.FloorWritePaths
+	}
+	if e.FloorCommands != nil {
+		x.FloorCommands = &e.FloorCommands
+	}
+	xb, err := json.Marshal(x)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(xb, &m); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (e *Enforced) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	var x enforcedExtra
+	if err := json.Unmarshal(b, &x); err != nil {
+		return err
+	}
+	for _, k := range []string{"floor_write_paths", "floor_commands", "floor"} {
+		delete(m, k)
+	}
+	pb, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	var p Policy
+	if err := p.UnmarshalJSON(pb); err != nil {
+		return err
+	}
+	*e = Enforced{Policy: p, Floor: x.Floor}
+	if x.FloorWritePaths != nil {
+		e.FloorWritePaths = append([]string{}, (*x.FloorWritePaths)...)
+	}
+	if x.FloorCommands != nil {
+		e.FloorCommands = append([]string{}, (*x.FloorCommands)...)
+	}
+	return nil
 }

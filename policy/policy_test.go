@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,5 +161,27 @@ func TestOffered(t *testing.T) {
 	}
 	if got := Merge(Policy{Network: Deny}, Policy{}, "").Offered(all); slices.Contains(got, "WebFetch") {
 		t.Errorf("network deny still offers %v", got)
+	}
+}
+
+// The enforced policy survives the snapshot file and the payload: the floor's
+// name and lists, and an empty write_paths, come back as they were.
+func TestEnforcedJSONRoundTrip(t *testing.T) {
+	e := Merge(Policy{WritePaths: []string{}, Commands: []string{"go"}}, Policy{WritePaths: []string{"out/**"}, Commands: []string{"go test"}, Tools: []string{"Read"}}, "/f.json")
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"floor":"/f.json"`, `"floor_write_paths":[]`, `"floor_commands":["go"]`, `"write_paths":["out/**"]`, `"tools":["Read"]`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %s", b, want)
+		}
+	}
+	var back Enforced
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Floor != "/f.json" || back.FloorWritePaths == nil || len(back.FloorWritePaths) != 0 || !back.ReadOnly() || !slices.Equal(back.FloorCommands, []string{"go"}) {
+		t.Errorf("round trip = %+v", back)
 	}
 }
