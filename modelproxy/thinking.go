@@ -16,14 +16,25 @@ func (p *Proxy) DisableThinking(jobID string) {
 	}
 }
 
-// withoutThinking returns body with thinking disabled; a body that is not a
-// JSON object is returned as it is (the upstream refuses it).
+// withoutThinking returns body with thinking disabled and without a
+// thinking effort (Claude Code sends output_config.effort high regardless);
+// a body that is not a JSON object is returned as it is (the upstream
+// refuses it).
 func withoutThinking(body []byte) []byte {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(body, &m) != nil || m == nil {
 		return body
 	}
 	m["thinking"] = json.RawMessage(`{"type":"disabled"}`)
+	var oc map[string]json.RawMessage
+	if raw, ok := m["output_config"]; ok && json.Unmarshal(raw, &oc) == nil && oc != nil {
+		delete(oc, "effort")
+		if len(oc) == 0 {
+			delete(m, "output_config")
+		} else if b, err := json.Marshal(oc); err == nil {
+			m["output_config"] = b
+		}
+	}
 	out, err := json.Marshal(m)
 	if err != nil {
 		return body
