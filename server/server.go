@@ -46,15 +46,15 @@ const (
 
 // Options configure a Server.
 type Options struct {
-	Config  config.Config
-	Flash   FlashClient
-	Jobs    AgentJobs // nil: the agent tools are not offered
+	Config config.Config
+	Flash  FlashClient
+	Jobs   AgentJobs // nil: the agent tools are not offered
 	// Models are the models calls may name (zero: the built-in list, with
 	// Config.Model as the default).
 	Models deepseek.Catalog
 	// Lister reads DeepSeek's model list for deepseek_models (nil: Flash,
 	// when it can).
-	Lister ModelLister
+	Lister  ModelLister
 	Logger  zerolog.Logger
 	Version string // shown by /health and in serverInfo ("dev" when empty)
 
