@@ -25,11 +25,11 @@ func applyJob(req Request, p Policy, v Verdict) Verdict {
 	deny := func(format string, a ...any) Verdict {
 		return Verdict{Decision: Deny, Reason: PolicyPrefix + fmt.Sprintf(format, a...), Summary: v.Summary}
 	}
-	if slices.Contains(policy.Tools, req.Tool) && !slices.Contains(e.Offered(policy.Tools), req.Tool) {
-		return deny("%s is not among the tools this job is offered (%s)", req.Tool, strings.Join(e.Offered(policy.Tools), ", "))
-	}
 	if networkTools[req.Tool] && e.Network == policy.Deny {
 		return deny("network is deny: %s is refused", req.Tool)
+	}
+	if slices.Contains(policy.Tools, req.Tool) && !slices.Contains(e.Offered(policy.Tools), req.Tool) {
+		return deny("%s is not among the tools this job is offered (%s)", req.Tool, strings.Join(e.Offered(policy.Tools), ", "))
 	}
 	if args, ok := fileTools[req.Tool]; ok {
 		for _, a := range args {
