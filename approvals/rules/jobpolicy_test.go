@@ -27,7 +27,9 @@ func TestJobPolicyNarrows(t *testing.T) {
 	write := func(rel string) Request {
 		return Request{Tool: "Write", Input: map[string]any{"file_path": filepath.Join(ws, rel), "content": "x"}}
 	}
-	read := func(rel string) Request { return Request{Tool: "Read", Input: map[string]any{"file_path": filepath.Join(ws, rel)}} }
+	read := func(rel string) Request {
+		return Request{Tool: "Read", Input: map[string]any{"file_path": filepath.Join(ws, rel)}}
+	}
 	tests := []struct {
 		name   string
 		job    *policy.Enforced
