@@ -3,7 +3,7 @@
 // handler and the tools it serves, and serving it on a listener with graceful
 // shutdown. The daemon (package daemon) listens and owns daemon.json;
 // `bridge stdio` serves the same MCPServer (built without agent jobs, so
-// deepseek_flash alone) through MCP().
+// deepseek_flash and deepseek_models alone) through MCP().
 package server
 
 import (
