@@ -87,10 +87,7 @@ func TestFlashModelAndThinkingPerCall(t *testing.T) {
 		t.Fatalf("flash: %v %+v", err, res)
 	}
 	var out server.FlashOutput
-	raw, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatal(err)
-	}
+	structured(t, res, &out)
 	q := d.Requests()[0]
 	if q.Model() != "deepseek-v4-pro" || q.Thinking() != "enabled" || q.Effort() != "max" {
 		t.Errorf("the double got model %s thinking %q effort %q", q.Model(), q.Thinking(), q.Effort())
@@ -156,9 +153,7 @@ func callModels(t *testing.T, cs *mcp.ClientSession) server.ModelsOutput {
 		t.Fatalf("deepseek_models: %v %+v", err, res)
 	}
 	var out server.ModelsOutput
-	raw, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatal(err)
-	}
+	structured(t, res, &out)
 	return out
 }
+
