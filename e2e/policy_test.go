@@ -172,11 +172,13 @@ func TestPolicyReadOnlyIsEnforcedByTheOS(t *testing.T) {
 
 // write_paths ["out/**"] lets a Write and an allow-listed cp into out/ run,
 // and refuses both into src/, without a human; the model gets each refusal
-// as a tool error with its reason.
+// as a tool error with its reason. A script whose writes the rules cannot
+// see writes out/ but not src/: the jail holds write_paths too.
 func TestPolicyWritePaths(t *testing.T) {
 	t.Parallel()
 	a := startAgentBridge(t, false, map[string]string{"BRIDGE_APPROVAL_TIMEOUT_MS": "20000"}) // approval on, nobody answers
-	ws := a.workspace(t, map[string]string{"seed.txt": "seed\n"})
+	ws := a.workspace(t, map[string]string{"seed.txt": "seed\n",
+		"w.py": "open('out/ok.txt', 'w').write('ok')\nopen('src/planted.txt', 'w').write('x')\n"})
 	if err := os.MkdirAll(filepath.Join(ws, "src"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -185,6 +187,7 @@ func TestPolicyWritePaths(t *testing.T) {
 		dt.ToolCalls(dt.Call("Write", map[string]any{"file_path": filepath.Join(ws, "src", "b.txt"), "content": "B"})),
 		dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "cp seed.txt out/", "description": "copy"})),
 		dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "cp seed.txt src/", "description": "copy"})),
+		dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "python3 w.py", "description": "script"})),
 		dt.Text("done"),
 	)
 	cs := goSDKClient(t, a.URL())
@@ -194,7 +197,7 @@ func TestPolicyWritePaths(t *testing.T) {
 	if c.IsError || c.P.Status != "done" {
 		t.Fatalf("start = %s (IsError %v): %s", c.P.Status, c.IsError, c.Text)
 	}
-	for rel, want := range map[string]string{"out/a.txt": "A", "out/seed.txt": "seed\n", "src/b.txt": "", "src/seed.txt": ""} {
+	for rel, want := range map[string]string{"out/a.txt": "A", "out/seed.txt": "seed\n", "out/ok.txt": "ok", "src/b.txt": "", "src/seed.txt": "", "src/planted.txt": ""} {
 		b, err := os.ReadFile(filepath.Join(ws, rel))
 		switch {
 		case want == "" && err == nil:
@@ -203,9 +206,12 @@ func TestPolicyWritePaths(t *testing.T) {
 			t.Errorf("%s = %q, %v; want %q", rel, b, err, want)
 		}
 	}
-	want := []string{"Write " + policy.AllowedByRule, "Write " + policy.DeniedByPolicy, "Bash " + policy.AllowedByRule, "Bash " + policy.DeniedByPolicy}
+	want := []string{"Write " + policy.AllowedByRule, "Write " + policy.DeniedByPolicy, "Bash " + policy.AllowedByRule, "Bash " + policy.DeniedByPolicy, "Bash " + policy.AllowedByRule}
 	if got := verdicts(c.P); !slices.Equal(got, want) {
 		t.Errorf("ledger = %v, want %v", got, want)
+	}
+	if n := len(c.P.Commands); n != 3 || c.P.Commands[2].ExitCode == nil || *c.P.Commands[2].ExitCode == 0 {
+		t.Errorf("the script's write into src/ did not fail: %+v", c.P.Commands)
 	}
 	// Each refusal reached the model as a tool error with its reason.
 	var refusals int

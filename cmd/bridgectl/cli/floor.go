@@ -1,6 +1,11 @@
 package cli
 
 import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 )
 
@@ -45,4 +50,35 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// printPolicy shows a job's model and thinking, the policy it ran under and
+// every tool call its ledger records as not allowed.
+func printPolicy(w io.Writer, s jobs.Snapshot) {
+	if s.Model != "" {
+		fmt.Fprintf(w, "model:      %s, thinking %s\n", s.Model, s.Thinking)
+	}
+	if p := s.Policy; p != nil {
+		var parts []string
+		if p.Tools != nil {
+			parts = append(parts, "tools "+strings.Join(p.Tools, ","))
+		}
+		if p.ReadOnly() {
+			parts = append(parts, "read-only")
+		} else if p.RestrictsWrites() {
+			parts = append(parts, "writes "+strings.Join(append(append([]string{}, p.WritePaths...), p.FloorWritePaths...), ","))
+		}
+		if len(p.DenyPaths) > 0 {
+			parts = append(parts, "denies "+strings.Join(p.DenyPaths, ","))
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "no restriction beyond the rules")
+		}
+		fmt.Fprintf(w, "policy:     %s (floor: %s)\n", visibleLine(strings.Join(parts, "; "), 400), visibleLine(p.Floor, 400))
+	}
+	for _, e := range s.Ledger {
+		if !strings.HasPrefix(e.Verdict, "allowed") {
+			fmt.Fprintf(w, "refused:    %-16s %s — %s\n", e.Verdict, oneLine(e.Summary, 100), oneLine(e.Reason, 200))
+		}
+	}
 }
