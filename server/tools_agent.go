@@ -363,6 +363,11 @@ func writeWork(b *strings.Builder, p AgentJobPayload) {
 	if p.AuditNote != "" {
 		fmt.Fprintf(b, "\nWorkspace audit: %s", p.AuditNote)
 	}
+	for _, e := range p.Ledger {
+		if !strings.HasPrefix(e.Verdict, "allowed") {
+			fmt.Fprintf(b, "\nRefused (%s): %s — %s", e.Verdict, e.Summary, e.Reason)
+		}
+	}
 	if len(p.FilesWritten) > 0 {
 		fmt.Fprintf(b, "\nFiles written: %s", strings.Join(p.FilesWritten, ", "))
 	}
