@@ -38,7 +38,7 @@ func applyJob(req Request, p Policy, v Verdict) Verdict {
 				continue
 			}
 			abs := absIn(p.Workspace, s)
-			if g, denied := e.Denied(p.Workspace, abs); denied {
+			if g, denied := deniedAny(e, p.Workspace, abs); denied {
 				return deny("%s is a deny path (%s): never read or written", s, g)
 			}
 			if writeTools[req.Tool] && !mayWrite(e, p.Workspace, abs) {
@@ -56,7 +56,7 @@ func applyJob(req Request, p Policy, v Verdict) Verdict {
 	for _, call := range pc.calls {
 		for _, w := range call {
 			for _, c := range pathWords(w.text) {
-				if g, denied := e.Denied(p.Workspace, absIn(p.Workspace, c)); denied {
+				if g, denied := deniedAny(e, p.Workspace, absIn(p.Workspace, c)); denied {
 					return deny("the command names %s, a deny path (%s)", w.text, g)
 				}
 			}
@@ -81,8 +81,12 @@ func applyJob(req Request, p Policy, v Verdict) Verdict {
 	return v
 }
 
+// removers delete their operands: for write_paths, a removal is a write.
+var removers = map[string]bool{"rm": true, "rmdir": true, "unlink": true, "shred": true, "mv": true}
+
 // commandWrites are the paths the commands of a line name as written: its
-// output redirections and what the programs the rules know write.
+// output redirections, what the programs the rules know write, and what
+// rm, rmdir, unlink, shred and mv (its sources) remove.
 func commandWrites(pc parsed) []string {
 	var out []string
 	for _, o := range pc.outputs {
@@ -90,15 +94,43 @@ func commandWrites(pc parsed) []string {
 	}
 	for _, call := range pc.calls {
 		for _, words := range invoked(call) {
-			w, ok := writers[programBase(words[0].text)]
-			if !ok {
-				continue
+			name, args := programBase(words[0].text), texts(words[1:])
+			if removers[name] {
+				out = append(out, operands(args)...)
 			}
-			t := w(texts(words[1:]))
-			out = append(out, t.paths...)
+			if w, ok := writers[name]; ok {
+				out = append(out, w(args).paths...)
+			}
 		}
 	}
 	return out
+}
+
+// maxDenyGlob bounds the files one glob word is expanded to for deny_paths.
+const maxDenyGlob = 4096
+
+// deniedAny checks abs against deny_paths as written, after symlinks, and,
+// for a glob word, every file it expands to in the workspace.
+func deniedAny(e *policy.Enforced, ws, abs string) (string, bool) {
+	forms := []string{abs}
+	if r := (sandbox.Guard{Workspace: ws}).Admit(abs).Resolved; r != "" && r != abs {
+		if rel, ok := relTo(resolvedOrSelf(ws), r); ok {
+			forms = append(forms, filepath.Join(ws, rel))
+		} else {
+			forms = append(forms, r)
+		}
+	}
+	if strings.ContainsAny(abs, "*?[") {
+		if m, err := filepath.Glob(abs); err == nil && len(m) <= maxDenyGlob {
+			forms = append(forms, m...)
+		}
+	}
+	for _, f := range forms {
+		if g, denied := e.Denied(ws, f); denied {
+			return g, true
+		}
+	}
+	return "", false
 }
 
 // mayWrite checks abs against write_paths, as written and after symlinks.
