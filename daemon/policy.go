@@ -9,13 +9,9 @@ import (
 )
 
 // Catalog is the models calls may name: DEEPSEEK_MODELS, or the built-in
-// list, with DEEPSEEK_MODEL as the default, which must be among them.
+// list, with DEEPSEEK_MODEL as the default (deepseek.CatalogFor).
 func Catalog(cfg config.Config) (deepseek.Catalog, error) {
-	models, err := deepseek.ParseModels(cfg.Models)
-	if err != nil {
-		return deepseek.Catalog{}, err
-	}
-	return deepseek.NewCatalog(models, cfg.Model)
+	return deepseek.CatalogFor(cfg.Models, cfg.Model)
 }
 
 // loadFloor reads the owner's job policy floor (BRIDGE_POLICY_FLOOR_FILE)

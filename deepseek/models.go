@@ -129,6 +129,27 @@ func NewCatalog(models []ModelInfo, def string) (Catalog, error) {
 	return c, nil
 }
 
+// CatalogFor is the catalog of DEEPSEEK_MODELS (spec) with def
+// (DEEPSEEK_MODEL) as its default. Without DEEPSEEK_MODELS, a default the
+// built-in list does not name (a legacy alias such as deepseek-chat) is added
+// to it, priced by PriceFor, so an existing .env keeps working; with
+// DEEPSEEK_MODELS the default must be among them.
+func CatalogFor(spec, def string) (Catalog, error) {
+	if def == "" {
+		def = DefaultModel
+	}
+	models, err := ParseModels(spec)
+	if err != nil {
+		return Catalog{}, err
+	}
+	if strings.TrimSpace(spec) == "" {
+		if _, ok := builtin(def); !ok {
+			models = append(models, ModelInfo{ID: def, ContextWindow: v4Context, OutputCap: v4OutputCap, Thinking: true, Price: PriceFor(def)})
+		}
+	}
+	return NewCatalog(models, def)
+}
+
 // Lookup finds a model by id.
 func (c Catalog) Lookup(id string) (ModelInfo, bool) {
 	i := slices.IndexFunc(c.Models, func(m ModelInfo) bool { return m.ID == id })

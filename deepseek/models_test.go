@@ -103,3 +103,18 @@ func TestListModels(t *testing.T) {
 		t.Errorf("wrong key: %v", err)
 	}
 }
+
+// An .env that names a legacy model keeps working without DEEPSEEK_MODELS;
+// with DEEPSEEK_MODELS the default must be listed.
+func TestCatalogFor(t *testing.T) {
+	c, err := deepseek.CatalogFor("", "deepseek-chat")
+	if err != nil || c.Default != "deepseek-chat" || len(c.Models) != 4 || c.PriceOf("deepseek-chat") != deepseek.FlashPrice {
+		t.Errorf("legacy default = %+v, %v", c, err)
+	}
+	if _, err := deepseek.CatalogFor("deepseek-v4-pro", "deepseek-flash"); err == nil || !strings.Contains(err.Error(), "DEEPSEEK_MODEL=deepseek-flash is not among the known models (deepseek-v4-pro)") {
+		t.Errorf("a default DEEPSEEK_MODELS leaves out: %v", err)
+	}
+	if c, err := deepseek.CatalogFor("", ""); err != nil || c.Default != deepseek.DefaultModel || len(c.Models) != 3 {
+		t.Errorf("no config = %+v, %v", c, err)
+	}
+}

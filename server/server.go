@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -240,18 +239,11 @@ func (w zerologWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// builtinCatalog is the built-in model list with def as its default; a
-// default it does not know is added, priced as deepseek.PriceFor prices it.
+// builtinCatalog is the built-in model list with def as its default
+// (deepseek.CatalogFor without DEEPSEEK_MODELS, which cannot fail).
 func builtinCatalog(def string) deepseek.Catalog {
-	if def == "" {
-		def = deepseek.DefaultModel
-	}
-	models := slices.Clone(deepseek.BuiltinModels)
-	if c, err := deepseek.NewCatalog(models, def); err == nil {
-		return c
-	}
-	models = append(models, deepseek.ModelInfo{ID: def, Thinking: true, Price: deepseek.PriceFor(def)})
-	return deepseek.Catalog{Models: models, Default: def}
+	c, _ := deepseek.CatalogFor("", def)
+	return c
 }
 
 // noLister is the lister of a flash client that cannot list models.
