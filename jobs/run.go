@@ -78,8 +78,6 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 	if j.offered == nil {
 		j.offered = harness.DefaultTools
 	}
-	r.mu.Unlock()
-	r.mu.Lock()
 	if j.stopStatus != "" { // cancelled or shut down before the harness started
 		out := outcome{status: j.stopStatus, reason: j.stopReason}
 		r.mu.Unlock()
