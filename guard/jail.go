@@ -179,7 +179,12 @@ func writableDirs(ws string, rels []string) []string {
 			continue
 		}
 		if _, err := os.Lstat(d); os.IsNotExist(err) {
-			if real, err := filepath.EvalSymlinks(filepath.Dir(d)); err == nil && real == filepath.Dir(d) {
+			// Made only below an existing dir of the workspace reached without a symlink.
+			anc := filepath.Dir(d)
+			for _, err := os.Lstat(anc); os.IsNotExist(err) && anc != ws; _, err = os.Lstat(anc) {
+				anc = filepath.Dir(anc)
+			}
+			if real, err := filepath.EvalSymlinks(anc); err == nil && real == anc && (anc == ws || strings.HasPrefix(anc, ws+string(filepath.Separator))) {
 				_ = os.MkdirAll(d, 0o755)
 			}
 		}

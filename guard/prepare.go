@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -138,15 +139,15 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 		return fmt.Errorf("record what in the workspace runs later: %w", base.err)
 	}
 	denyPaths := literalDenyPaths(spec)
-	denyWrite := append(g.protected(), runsLaterDenies(spec.Workspace, base.scan)...)
+	denyWrite := slices.Concat(g.protected(), runsLaterDenies(spec.Workspace, base.scan), denyPaths)
 	if spec.Policy != nil && spec.Policy.ReadOnly() {
 		denyWrite = append(denyWrite, spec.Workspace) // read-only: commands write nothing in it
 	}
 	settings := sandbox.ClaudeSettings(sandbox.SettingsOptions{
 		Sandbox:           g.sandbox,
-		DenyRead:          append(append(g.denied(), wsSecrets...), denyPaths...),
-		DenyWrite:         append(denyWrite, denyPaths...),
-		HideFromFileTools: append(wsSecrets, denyPaths...),
+		DenyRead:          slices.Concat(g.denied(), wsSecrets, denyPaths),
+		DenyWrite:         denyWrite,
+		HideFromFileTools: slices.Concat(wsSecrets, denyPaths),
 		// The jail shows the host's /proc (its own nested sandbox needs one
 		// nothing is mounted over): the daemon's environment is in it.
 		HideDirsFromFileTools: []string{"/proc", "/sys"},
