@@ -251,3 +251,53 @@ func auditEvents(t *testing.T, a *agentBridge, event string) int {
 	}
 	return strings.Count(string(b), `"event":"`+event+`"`)
 }
+
+// deny_paths, commands with on_other_commands deny, and network deny, in one
+// job with nobody to ask: a read of a deny path and an unlisted command are
+// refused by the policy without a human, the listed command runs, and
+// WebFetch is not offered.
+func TestPolicyDenyPathsCommandsAndNetwork(t *testing.T) {
+	t.Parallel()
+	a := startAgentBridge(t, false, map[string]string{"BRIDGE_APPROVAL_TIMEOUT_MS": "20000"})
+	ws := a.workspace(t, map[string]string{"notes.txt": "n\n"})
+	if err := os.MkdirAll(filepath.Join(ws, "secrets"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "secrets", "key.txt"), []byte("canary-"+randomWitness(t)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.d.ScriptAnthropic(
+		dt.ToolCalls(dt.Call("Read", map[string]any{"file_path": filepath.Join(ws, "secrets", "key.txt")})),
+		dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "cat secrets/key.txt", "description": "read"})),
+		dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "ls", "description": "list"})),
+		dt.ToolCalls(dt.Call("Bash", map[string]any{"command": "cat notes.txt", "description": "read"})),
+		dt.ToolCalls(dt.Call("WebFetch", map[string]any{"url": "https://example.com", "prompt": "x"})),
+		dt.Text("done"),
+	)
+	cs := goSDKClient(t, a.URL())
+	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{
+		"task": "Look around.", "workspace": ws, "policy": map[string]any{
+			"deny_paths": []string{"secrets/**"}, "commands": []string{"cat"}, "on_other_commands": "deny", "network": "deny"},
+	}, nil)
+	if c.IsError || c.P.Status != "done" {
+		t.Fatalf("start = %s (IsError %v): %s", c.P.Status, c.IsError, c.Text)
+	}
+	want := []string{"Read " + policy.DeniedByPolicy, "Bash " + policy.DeniedByPolicy, "Bash " + policy.DeniedByPolicy, "Bash " + policy.AllowedByRule, "WebFetch " + policy.NotOffered}
+	if got := verdicts(c.P); !slices.Equal(got, want) {
+		t.Errorf("ledger = %v, want %v", got, want)
+	}
+	for _, r := range a.d.ScriptedAnthropicRequests() {
+		for _, txt := range r.ToolResultTexts() {
+			if strings.Contains(txt, "canary-") {
+				t.Errorf("the deny path's content reached the model: %q", txt)
+			}
+		}
+	}
+	assertOffered(t, a.d, []string{"Bash", "Read"}, "WebFetch", "WebSearch")
+	if pending := auditEvents(t, a, "pending"); pending != 0 {
+		t.Errorf("%d requests went to a human", pending)
+	}
+	if len(c.P.Ledger) == 5 && !strings.Contains(c.P.Ledger[2].Reason, "on_other_commands deny") {
+		t.Errorf("the unlisted command's reason = %q", c.P.Ledger[2].Reason)
+	}
+}
