@@ -156,4 +156,3 @@ func callModels(t *testing.T, cs *mcp.ClientSession) server.ModelsOutput {
 	structured(t, res, &out)
 	return out
 }
-
