@@ -21,6 +21,7 @@ var layers = map[string]int{
 	"statedir":              10,
 	"config":                10,
 	"config/configtest":     11, // test configs from an injected environment
+	"policy":                12, // job policies, the floor merge (pure)
 	"logging":               10,
 	"envfile":               12, // edits .env files atomically (statedir)
 	"sandbox":               20,

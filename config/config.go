@@ -70,6 +70,7 @@ type Config struct {
 
 	DeepSeekBaseURL  string        // DEEPSEEK_BASE_URL
 	Model            string        // DEEPSEEK_MODEL
+	Models           string        // DEEPSEEK_MODELS (parsed by deepseek.ParseModels; "" = the built-in list)
 	FlashTimeout     time.Duration // DEEPSEEK_TIMEOUT_MS
 	MaxOutputTokens  int           // DEEPSEEK_MAX_OUTPUT_TOKENS
 	AnthropicBaseURL string        // BRIDGE_ANTHROPIC_BASE_URL (else DeepSeekBaseURL+"/anthropic")
@@ -97,6 +98,9 @@ type Config struct {
 	JobMaxTokens    int64   // BRIDGE_JOB_MAX_TOKENS (0 = no ceiling)
 	DailyMaxCostUSD float64 // BRIDGE_DAILY_MAX_COST_USD (0 = off)
 
+	PolicyFloorFile string // BRIDGE_POLICY_FLOOR_FILE: the owner's job policy floor ("" = none)
+	RequirePolicy   bool   // BRIDGE_REQUIRE_POLICY: a job without a policy is refused
+
 	CloudflaredBin string // BRIDGE_CLOUDFLARED_BIN
 
 	DebugAddr string // BRIDGE_DEBUG_ADDR (loopback pprof listener; "" = off)
@@ -117,6 +121,7 @@ var Vars = []Var{
 	{"RATE_LIMIT_PER_MINUTE", strconv.Itoa(DefaultRateLimitPerMinute), "global bucket for tools/call (batches count each call)"},
 	{"DEEPSEEK_BASE_URL", DefaultDeepSeekBaseURL, "OpenAI-compatible API base"},
 	{"DEEPSEEK_MODEL", DefaultModel, "model id for flash calls and agent jobs"},
+	{"DEEPSEEK_MODELS", "built-in list", "models calls may name, comma separated, each id=CACHE_HIT/CACHE_MISS/OUTPUT USD per 1M tokens (built-in ids may leave prices out)"},
 	{"DEEPSEEK_TIMEOUT_MS", msText(DefaultFlashTimeout), "deadline of one deepseek_flash call"},
 	{"DEEPSEEK_MAX_OUTPUT_TOKENS", strconv.Itoa(DefaultMaxOutputTokens), "output cap of one deepseek_flash call"},
 	{"BRIDGE_ANTHROPIC_BASE_URL", "$DEEPSEEK_BASE_URL/anthropic", "where the harness's model calls go"},
@@ -139,6 +144,8 @@ var Vars = []Var{
 	{"BRIDGE_JOB_MAX_COST_USD", strconv.FormatFloat(DefaultJobMaxCostUSD, 'f', 2, 64), "per-job spend ceiling at DeepSeek prices (0 = none)"},
 	{"BRIDGE_JOB_MAX_TOKENS", "0", "per-job token ceiling (0 = none)"},
 	{"BRIDGE_DAILY_MAX_COST_USD", "0", "spend ceiling across all jobs per UTC day (0 = off)"},
+	{"BRIDGE_POLICY_FLOOR_FILE", "", "JSON job policy merged over every caller's, so a caller can only narrow; invalid = the daemon does not start"},
+	{"BRIDGE_REQUIRE_POLICY", "off", "on refuses a deepseek_agent_start without a policy"},
 	{"BRIDGE_CLOUDFLARED_BIN", "cloudflared on PATH", "the cloudflared binary for bridgectl tunnel"},
 	{"BRIDGE_ENV_FILE", "./.env", "which .env bridgectl and bridge read; a file named here must exist (bridgectl secret creates it)"},
 	{"BRIDGE_DEBUG_ADDR", "", "loopback HOST:PORT for pprof and the goroutine count (make bench); empty = off"},
@@ -242,6 +249,7 @@ func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 		RateLimitPerMinute: p.intv("RATE_LIMIT_PER_MINUTE", DefaultRateLimitPerMinute, 1, 1_000_000),
 		DeepSeekBaseURL:    strings.TrimRight(p.str("DEEPSEEK_BASE_URL", DefaultDeepSeekBaseURL), "/"),
 		Model:              p.str("DEEPSEEK_MODEL", DefaultModel),
+		Models:             get("DEEPSEEK_MODELS"),
 		FlashTimeout:       p.ms("DEEPSEEK_TIMEOUT_MS", DefaultFlashTimeout),
 		MaxOutputTokens:    p.intv("DEEPSEEK_MAX_OUTPUT_TOKENS", DefaultMaxOutputTokens, 1, 400_000),
 		AnthropicBaseURL:   strings.TrimRight(get("BRIDGE_ANTHROPIC_BASE_URL"), "/"),
@@ -264,6 +272,8 @@ func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 		JobMaxCostUSD:      p.float("BRIDGE_JOB_MAX_COST_USD", DefaultJobMaxCostUSD),
 		JobMaxTokens:       p.int64v("BRIDGE_JOB_MAX_TOKENS", 0, 0, 1<<62),
 		DailyMaxCostUSD:    p.float("BRIDGE_DAILY_MAX_COST_USD", 0),
+		PolicyFloorFile:    get("BRIDGE_POLICY_FLOOR_FILE"),
+		RequirePolicy:      p.offOn("BRIDGE_REQUIRE_POLICY"),
 		CloudflaredBin:     get("BRIDGE_CLOUDFLARED_BIN"),
 		DebugAddr:          get("BRIDGE_DEBUG_ADDR"),
 	}
@@ -288,6 +298,11 @@ func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 	for i, r := range c.AllowedRoots {
 		if abs, err := filepath.Abs(r); err == nil {
 			c.AllowedRoots[i] = abs
+		}
+	}
+	if c.PolicyFloorFile != "" {
+		if abs, err := filepath.Abs(c.PolicyFloorFile); err == nil {
+			c.PolicyFloorFile = abs
 		}
 	}
 	for _, r := range c.RuntimeRoots {
@@ -379,88 +394,6 @@ func userinfo(raw string) string {
 		return ""
 	}
 	return info
-}
-
-type parser struct {
-	get func(string) string
-	err error
-}
-
-func (p *parser) fail(name, val, want string) {
-	if p.err == nil {
-		p.err = fmt.Errorf("%s=%q: want %s (see .env.example)", name, val, want)
-	}
-}
-
-func (p *parser) str(name, def string) string {
-	if v := p.get(name); v != "" {
-		return v
-	}
-	return def
-}
-
-// intv parses an int within [lo, hi]; every bound used fits 32 bits.
-func (p *parser) intv(name string, def, lo, hi int) int {
-	return int(p.int64v(name, int64(def), int64(lo), int64(hi)))
-}
-
-// int64v parses an int64 within [lo, hi] (64-bit on every GOARCH).
-func (p *parser) int64v(name string, def, lo, hi int64) int64 {
-	v := p.get(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < lo || n > hi {
-		p.fail(name, v, fmt.Sprintf("an integer from %d to %d", lo, hi))
-		return def
-	}
-	return n
-}
-
-// maxMS bounds every *_MS value: about 35 years, far inside time.Duration.
-const maxMS = 1 << 40
-
-func (p *parser) ms(name string, def time.Duration) time.Duration {
-	return time.Duration(p.int64v(name, def.Milliseconds(), 1, maxMS)) * time.Millisecond
-}
-
-// msText is d as a *_MS value.
-func msText(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
-
-func (p *parser) float(name string, def float64) float64 {
-	v := p.get(name)
-	if v == "" {
-		return def
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || f < 0 {
-		p.fail(name, v, "a number ≥ 0")
-		return def
-	}
-	return f
-}
-
-func (p *parser) onOff(name string) bool {
-	switch v := strings.ToLower(p.get(name)); v {
-	case "", "on", "1", "true", "yes":
-		return true
-	case "off", "0", "false", "no":
-		return false
-	default:
-		p.fail(name, v, "on or off")
-		return true
-	}
-}
-
-func splitList(s, sep string) []string {
-	var out []string
-	for _, part := range strings.Split(s, sep) {
-		if part = strings.TrimSpace(part); part != "" {
-			out = append(out, part)
-		}
-	}
-	return out
 }
 
 // badLine finds the line of a .env file godotenv rejects: the line after the

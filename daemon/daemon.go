@@ -5,6 +5,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,8 @@ type Info struct {
 	Harness   HarnessInfo        `json:"harness"`
 	Sandbox   guard.SandboxMode  `json:"sandbox,omitempty"`
 	Approval  guard.ApprovalMode `json:"approval,omitempty"`
+	// PolicyFloor is the job policy floor file read at start, or "none".
+	PolicyFloor string `json:"policy_floor,omitempty"`
 	// Path is the daemon's PATH, so bridgectl can warn about an allowed root
 	// that holds one of its directories.
 	Path string `json:"path,omitempty"`
@@ -100,7 +103,7 @@ func New(cfg config.Config, o Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.stopCtx, d.stop = context.WithCancel(context.Background())
-	d.srv, err = server.New(server.Options{Config: cfg, Flash: o.Flash, Jobs: d.agent.reg, Logger: d.log, Version: o.Version})
+	d.srv, err = server.New(server.Options{Config: cfg, Flash: o.Flash, Jobs: d.agent.reg, Models: d.agent.models, Logger: d.log, Version: o.Version})
 	if err != nil {
 		d.log.Error().Err(err).Msg("build server")
 		_ = d.Close(context.Background())
@@ -200,7 +203,7 @@ func (d *Daemon) writeInfo() error {
 		Version: statedir.FormatVersion, PID: os.Getpid(), Addr: d.addr,
 		StartedAt: time.Now().UTC().Format(time.RFC3339),
 		Harness:   d.agent.info, Sandbox: d.agent.guard.SandboxMode(), Approval: d.agent.guard.ApprovalMode(),
-		Path: d.agent.path,
+		Path: d.agent.path, PolicyFloor: cmp.Or(d.cfg.PolicyFloorFile, "none"),
 	}
 	if self, err := statedir.Identify(os.Getpid()); err == nil {
 		info.Exe, info.ProcStart = self.Exe, self.Start

@@ -35,7 +35,13 @@ func LoadEnv(cmd, envFile string, stderr io.Writer) (*Env, error) {
 	if cfg.APIKey == "" {
 		log.Warn().Msg("DEEPSEEK_API_KEY is not set: the server runs, but deepseek_flash answers with an error until you set it and restart")
 	}
+	models, err := Catalog(cfg)
+	if err != nil {
+		closer.Close()
+		return nil, err
+	}
 	flash := deepseek.NewClient(deepseek.Options{
+		Price:           models.PriceOf,
 		BaseURL:         cfg.DeepSeekBaseURL,
 		APIKey:          cfg.APIKey,
 		Model:           cfg.Model,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/guard"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
@@ -38,11 +39,12 @@ type HarnessInfo struct {
 
 // agentJobs is what runs the agent jobs of `bridge serve`.
 type agentJobs struct {
-	reg   *jobs.Registry
-	proxy *modelproxy.Proxy // nil without a key; stop it after the registry closed
-	guard *guard.Guard
-	info  HarnessInfo
-	path  string // the daemon's PATH (daemon.json "path")
+	reg    *jobs.Registry
+	proxy  *modelproxy.Proxy // nil without a key; stop it after the registry closed
+	guard  *guard.Guard
+	info   HarnessInfo
+	path   string           // the daemon's PATH (daemon.json "path")
+	models deepseek.Catalog // the models calls may name
 }
 
 // lockStateDir takes the state dir's daemon lock for the life of the daemon.
@@ -74,7 +76,15 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
 	if err := harness.BecomeSubreaper(); err != nil {
 		log.Debug().Err(err).Msg("not a child subreaper: orphans that leave a job's process group and marker are not found")
 	}
-	a := &agentJobs{path: os.Getenv("PATH")}
+	models, err := Catalog(cfg)
+	if err != nil {
+		return nil, err
+	}
+	floor, err := loadFloor(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	a := &agentJobs{path: os.Getenv("PATH"), models: models}
 	untrusted := untrustedDirs(cfg)
 	warnDroppedPath(log, a.path, untrusted)
 	mp, perr := startModelProxy(cfg, dir, &log, func(id, reason string) { a.reg.Abort(id, reason) }) // called only once jobs run
@@ -143,6 +153,9 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
 		MaxSteps:      cfg.MaxSteps,
 		JobTimeout:    cfg.JobTimeout,
 		ResultTTL:     cfg.ResultTTL,
+		Floor:         floor,
+		FloorFile:     cfg.PolicyFloorFile,
+		RequirePolicy: cfg.RequirePolicy,
 		Logger:        &log,
 	})
 	if err != nil {

@@ -37,6 +37,9 @@ func (g proxyGateway) Open(jobID string) (baseURL, token string, err error) {
 	return g.p.Open(jobID)
 }
 
+// DisableThinking turns DeepSeek's thinking off for the job's calls.
+func (g proxyGateway) DisableThinking(jobID string) { g.p.DisableThinking(jobID) }
+
 // Revoke kills the job's token at once (the job is being stopped).
 func (g proxyGateway) Revoke(jobID string) { g.p.Revoke(jobID) }
 

@@ -44,6 +44,8 @@ type Options struct {
 	// RetryBackoff is the first wait before a retry without Retry-After; it
 	// doubles up to 8 s (default 500 ms).
 	RetryBackoff time.Duration
+	// Price prices a model's usage (nil: PriceFor).
+	Price func(model string) Price
 }
 
 // String hides the key so Options can be logged or printed safely.
@@ -88,6 +90,9 @@ func NewClient(o Options) *Client {
 	if o.RetryBackoff <= 0 {
 		o.RetryBackoff = DefaultRetryBackoff
 	}
+	if o.Price == nil {
+		o.Price = PriceFor
+	}
 	c := &Client{o: o, url: o.BaseURL + "/chat/completions", hc: o.HTTPClient, log: zerolog.Nop()}
 	if c.hc == nil {
 		// Keep enough idle connections for concurrent flash calls: the default
@@ -114,10 +119,17 @@ func (c *Client) Model() string { return c.o.Model }
 // API billed. Errors wrap the package sentinels.
 func (c *Client) Flash(ctx context.Context, req FlashRequest) (FlashResult, error) {
 	start := time.Now()
-	res := FlashResult{Model: c.o.Model}
+	model := c.o.Model
+	if req.Model != "" {
+		model = req.Model
+	}
+	res := FlashResult{Model: model, Thinking: req.Thinking}
+	if res.Thinking == "" {
+		res.Thinking = DefaultThinking
+	}
 	finish := func(err error) (FlashResult, error) {
 		res.Duration = time.Since(start)
-		res.CostUSD = cost(res.Model, res.Usage)
+		res.CostUSD = cost(c.o.Price(res.Model), res.Usage)
 		return res, err
 	}
 	if c.o.APIKey == "" {
@@ -130,15 +142,18 @@ func (c *Client) Flash(ctx context.Context, req FlashRequest) (FlashResult, erro
 	if err != nil {
 		return finish(err)
 	}
+	thinking, effort := thinkingFields(req.Thinking)
 	body, err := json.Marshal(chatRequest{
-		Model: c.o.Model,
+		Model: model,
 		Messages: []chatMessage{
 			{Role: "system", Content: system},
 			{Role: "user", Content: UserMessage(req.Task, req.Files)},
 		},
-		MaxTokens:     c.o.MaxOutputTokens,
-		Stream:        true,
-		StreamOptions: &streamOptions{IncludeUsage: true},
+		MaxTokens:       c.o.MaxOutputTokens,
+		Stream:          true,
+		StreamOptions:   &streamOptions{IncludeUsage: true},
+		Thinking:        thinking,
+		ReasoningEffort: effort,
 	})
 	if err != nil {
 		return finish(fmt.Errorf("encode request: %w", err))
@@ -250,12 +265,12 @@ func toolCallNote(calls []ToolCall) string {
 	return b.String()
 }
 
-func cost(model string, u Usage) float64 {
+func cost(p Price, u Usage) float64 {
 	hit, miss := u.CacheHitTokens, u.CacheMissTokens
 	if hit+miss == 0 {
 		miss = u.PromptTokens
 	}
-	return PriceFor(model).Cost(hit, miss, u.CompletionTokens)
+	return p.Cost(hit, miss, u.CompletionTokens)
 }
 
 // attempt is one HTTP request.

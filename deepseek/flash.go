@@ -17,6 +17,10 @@ type FlashRequest struct {
 	Task  string
 	Mode  Mode   // "" means analyze
 	Files string // inline material, may be empty
+	// Model is the model id ("" means the client's); Thinking one of
+	// ThinkingLevels ("" sends nothing: DeepSeek's default, high).
+	Model    string
+	Thinking string
 
 	// Progress, when set, is called from Flash's goroutine as the answer
 	// streams in: on every phase change, on every keep-alive the API sends,
@@ -61,6 +65,7 @@ type Usage struct {
 type FlashResult struct {
 	Answer       string        `json:"answer"`
 	Model        string        `json:"model"`
+	Thinking     string        `json:"thinking"` // the level asked for (DefaultThinking when none)
 	FinishReason string        `json:"finish_reason"`
 	Usage        Usage         `json:"usage"`
 	CostUSD      float64       `json:"cost_usd"`

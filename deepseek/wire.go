@@ -7,6 +7,28 @@ type chatRequest struct {
 	MaxTokens     int            `json:"max_tokens"`
 	Stream        bool           `json:"stream"`
 	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+	// Thinking turns thinking mode on or off; ReasoningEffort sets its
+	// effort (DeepSeek's thinking-mode guide). Neither is sent by default.
+	Thinking        *thinkingParam `json:"thinking,omitempty"`
+	ReasoningEffort string         `json:"reasoning_effort,omitempty"`
+}
+
+type thinkingParam struct {
+	Type string `json:"type"` // enabled | disabled
+}
+
+// thinkingFields maps a thinking level onto the request fields DeepSeek's
+// OpenAI format takes: off disables thinking mode, an effort enables it
+// with that reasoning_effort, "" sends nothing (thinking on, effort high).
+func thinkingFields(level string) (*thinkingParam, string) {
+	switch level {
+	case "":
+		return nil, ""
+	case ThinkingOff:
+		return &thinkingParam{Type: "disabled"}, ""
+	default:
+		return &thinkingParam{Type: "enabled"}, level
+	}
 }
 
 type chatMessage struct {

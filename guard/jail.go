@@ -53,14 +53,21 @@ func (g *Guard) jail(spec *harness.Spec, files []string) ([]string, error) {
 	}
 	ro = append(ro, g.runtime...)
 	ro = append(ro, files...)
+	var writable []string
+	pol := spec.Policy
+	if pol != nil && pol.RestrictsWrites() && !pol.ReadOnly() {
+		writable = writableDirs(spec.Workspace, pol.WritableDirs())
+	}
 	return sandbox.JailArgs(sandbox.JailOptions{
-		Bwrap:     g.bwrap,
-		Workspace: spec.Workspace,
-		ConfigDir: spec.ConfigDir,
-		Tmp:       tmp,
-		ReadWrite: []string{g.dir.Approvals(), g.dir.AuditLog()},
-		ReadOnly:  ro,
-		Hide:      hiddenInRuntime(g.runtime, g.home),
+		Bwrap:             g.bwrap,
+		Workspace:         spec.Workspace,
+		WorkspaceReadOnly: pol != nil && pol.RestrictsWrites(),
+		WritableDirs:      writable,
+		ConfigDir:         spec.ConfigDir,
+		Tmp:               tmp,
+		ReadWrite:         []string{g.dir.Approvals(), g.dir.AuditLog()},
+		ReadOnly:          ro,
+		Hide:              hiddenInRuntime(g.runtime, g.home),
 	})
 }
 
@@ -158,4 +165,32 @@ func (g *Guard) Audit(_ context.Context, jobID, ws string) sandbox.AuditResult {
 		}
 	}
 	return res
+}
+
+// writableDirs makes each dir of a policy's write_paths (relative to ws)
+// and returns those the jail may bind read-write: a dir whose path holds a
+// symlink is left out (a bind would follow it, maybe out of the workspace),
+// so writes there fail in the OS sandbox as well as by the rules.
+func writableDirs(ws string, rels []string) []string {
+	var out []string
+	for _, rel := range rels {
+		d := filepath.Join(ws, filepath.FromSlash(rel))
+		if !strings.HasPrefix(d, ws+string(filepath.Separator)) {
+			continue
+		}
+		if _, err := os.Lstat(d); os.IsNotExist(err) {
+			// Made only below an existing dir of the workspace reached without a symlink.
+			anc := filepath.Dir(d)
+			for _, err := os.Lstat(anc); os.IsNotExist(err) && anc != ws; _, err = os.Lstat(anc) {
+				anc = filepath.Dir(anc)
+			}
+			if real, err := filepath.EvalSymlinks(anc); err == nil && real == anc && (anc == ws || strings.HasPrefix(anc, ws+string(filepath.Separator))) {
+				_ = os.MkdirAll(d, 0o755)
+			}
+		}
+		if real, err := filepath.EvalSymlinks(d); err == nil && real == d {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/prompt"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -60,6 +63,8 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 		Protected:    g.denied(),
 		Timeout:      g.timeout,
 		ApprovalMode: mode,
+		Policy:       spec.Policy,
+		Ledger:       filepath.Join(hd, policy.LedgerFile),
 	}
 	mcp := map[string]any{"mcpServers": map[string]any{
 		"bridge": map[string]any{
@@ -122,11 +127,16 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 	for _, p := range secretPaths {
 		wsSecrets = append(wsSecrets, sandbox.LiteralPattern(p))
 	}
+	denyPaths := literalDenyPaths(spec)
+	denyWrite := slices.Concat(g.protected(), runsLaterDenies(spec.Workspace, scan), denyPaths)
+	if spec.Policy != nil && spec.Policy.ReadOnly() {
+		denyWrite = append(denyWrite, spec.Workspace) // read-only: commands write nothing in it
+	}
 	settings := sandbox.ClaudeSettings(sandbox.SettingsOptions{
 		Sandbox:           g.sandbox,
-		DenyRead:          append(g.denied(), wsSecrets...),
-		DenyWrite:         append(g.protected(), runsLaterDenies(spec.Workspace, scan)...),
-		HideFromFileTools: wsSecrets,
+		DenyRead:          slices.Concat(g.denied(), wsSecrets, denyPaths),
+		DenyWrite:         denyWrite,
+		HideFromFileTools: slices.Concat(wsSecrets, denyPaths),
 		// The jail shows the host's /proc (its own nested sandbox needs one
 		// nothing is mounted over): the daemon's environment is in it.
 		HideDirsFromFileTools: []string{"/proc", "/sys"},
@@ -178,6 +188,27 @@ func (g *Guard) workspaceSecrets(jobID, ws string) []string {
 		log.Warn().Strs("files", scan.HardLinked).Msg("secret files of the workspace have other hard links, which stay readable by the job")
 	}
 	return scan.Paths
+}
+
+// literalDenyPaths are the deny_paths of the job's policy without
+// wildcards, as absolute paths, for the OS sandbox and Claude Code's deny
+// rules; globs are refused by the approval rules alone.
+func literalDenyPaths(spec *harness.Spec) []string {
+	if spec.Policy == nil {
+		return nil
+	}
+	var out []string
+	for _, g := range spec.Policy.DenyPaths {
+		if strings.ContainsAny(g, "*?[") {
+			continue
+		}
+		p := g
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(spec.Workspace, filepath.FromSlash(g))
+		}
+		out = append(out, sandbox.LiteralPattern(filepath.Clean(p)))
+	}
+	return out
 }
 
 func writeJSON(path string, v any) error {

@@ -53,6 +53,11 @@ func (c *ClaudeCode) Env(spec Spec) []string {
 	if c.NoRetries {
 		set = append(set, [2]string{"CLAUDE_CODE_MAX_RETRIES", "0"})
 	}
+	if spec.Thinking == ThinkingOff {
+		// Verified with 2.1.328: the request then carries no thinking
+		// block and no context_management edit of thinking.
+		set = append(set, [2]string{"MAX_THINKING_TOKENS", "0"})
+	}
 	for _, kv := range set {
 		env = append(env, kv[0]+"="+kv[1])
 	}
@@ -135,5 +140,17 @@ func Args(spec Spec) []string {
 	if spec.PermissionPromptTool != "" {
 		args = append(args, "--permission-prompt-tool", spec.PermissionPromptTool)
 	}
+	if spec.Thinking != "" && spec.Thinking != ThinkingOff {
+		// 2.1.328 sends --effort as output_config.effort, which DeepSeek's
+		// Anthropic format reads as its thinking effort; CLAUDE_EFFORT in its
+		// environment is not read (it sends high whatever it says).
+		args = append(args, "--effort", spec.Thinking)
+	}
+	if spec.AppendSystemPrompt != "" {
+		args = append(args, "--append-system-prompt", spec.AppendSystemPrompt)
+	}
 	return args
 }
+
+// ThinkingOff is the thinking level that turns thinking off.
+const ThinkingOff = "off"

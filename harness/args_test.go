@@ -86,3 +86,30 @@ func TestArgsOfferOnlyTheJobTools(t *testing.T) {
 		}
 	}
 }
+
+// The thinking level reaches Claude Code 2.1.328 as it reads it (checked
+// against the real binary and the double: --effort becomes
+// output_config.effort; CLAUDE_EFFORT is not read; MAX_THINKING_TOKENS=0
+// leaves the thinking block out), and the caller's contract text as
+// --append-system-prompt.
+func TestArgsThinkingAndContract(t *testing.T) {
+	for _, tc := range []struct {
+		thinking, effort string
+		noThinking       bool
+	}{
+		{"", "", false}, {"low", "low", false}, {"max", "max", false}, {"off", "", true},
+	} {
+		spec := Spec{Thinking: tc.thinking, AppendSystemPrompt: "Answer in JSON.", JobID: "j", ConfigDir: "/c", Workspace: "/w"}
+		v, ok := flagValue(Args(spec), "--effort")
+		if ok != (tc.effort != "") || v != tc.effort {
+			t.Errorf("thinking %q: --effort %q (present %v), want %q", tc.thinking, v, ok, tc.effort)
+		}
+		if v, _ := flagValue(Args(spec), "--append-system-prompt"); v != "Answer in JSON." {
+			t.Errorf("--append-system-prompt %q", v)
+		}
+		env := (&ClaudeCode{}).Env(spec)
+		if got := slices.Contains(env, "MAX_THINKING_TOKENS=0"); got != tc.noThinking {
+			t.Errorf("thinking %q: MAX_THINKING_TOKENS=0 in env = %v", tc.thinking, got)
+		}
+	}
+}

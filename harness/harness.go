@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 )
 
 // Harness starts one agent run per job.
@@ -65,6 +67,16 @@ type Spec struct {
 	// Tools are the only built-in tools Claude Code offers the job
 	// (--tools); nil means DefaultTools. Anything not named is not there.
 	Tools []string
+
+	// Thinking is the job's thinking level (deepseek.ThinkingLevels; ""
+	// leaves Claude Code's default): an effort is passed as --effort, off
+	// as MAX_THINKING_TOKENS=0, which makes Claude Code send no thinking
+	// block (the model proxy then turns DeepSeek's thinking off).
+	Thinking string
+	// AppendSystemPrompt is passed as --append-system-prompt.
+	AppendSystemPrompt string
+	// Policy is the job's enforced policy, for the guard's files (nil: none).
+	Policy *policy.Enforced
 
 	// Optional hooks for the approval and sandbox layers.
 	SettingsFile         string // --settings

@@ -8,6 +8,7 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 )
 
 // Bounds of what a job's snapshot keeps of its harness events.
@@ -31,6 +32,8 @@ type progress struct {
 	notes    []string                   // the model's last maxNotes texts
 	tally    map[string]int             // tool calls per tool name
 	touched  []string                   // files read, or written by a Write/Edit that succeeded
+	offered  []string                   // the tools the job was offered (nil: not known)
+	verdicts map[string]policy.Verdict  // tool_use id → the approval child's verdict, until its result
 }
 
 func newProgress(snap Snapshot, price deepseek.Price) progress {
@@ -41,6 +44,7 @@ func newProgress(snap Snapshot, price deepseek.Price) progress {
 		cmdAt:    map[string]int{},
 		msgUsage: map[string]harness.Usage{},
 		tally:    map[string]int{},
+		verdicts: map[string]policy.Verdict{},
 	}
 }
 
@@ -77,6 +81,9 @@ func fold(p progress, ev harness.Event) (_ progress, stop string) {
 		}
 	}
 	p.setUsage(nil)
+	if c := s.Policy; stop == "" && c != nil && c.MaxCostUSD > 0 && s.CostUSD > c.MaxCostUSD {
+		stop = fmt.Sprintf("the job's model calls cost $%.4f, past its policy's max_cost_usd of $%.4f, and it was stopped", s.CostUSD, c.MaxCostUSD)
+	}
 	return p, stop
 }
 
@@ -132,6 +139,9 @@ func (p *progress) toolResult(ev harness.Event) {
 		p.touched = addFile(p.touched, tu.Detail)
 	}
 	s.Trace = appendTrace(s.Trace, &s.TraceDropped, entry)
+	if known {
+		p.addLedger(p.ledgerEntry(tu, tr, ev.Time))
+	}
 }
 
 // setUsage recomputes the job's usage: the gateway's count (and cost) if it

@@ -242,7 +242,7 @@ func TestFold(t *testing.T) {
 				if last := p.snap.Commands[MaxCommands-1]; last.Command != fmt.Sprint("echo ", MaxCommands-1) || last.Status() != "exit 0" {
 					t.Errorf("last listed = %+v", last)
 				}
-				if e := p.snap.Trace[len(p.snap.Trace)-1]; e.ExitCode == nil || *e.ExitCode != 0 {
+				if e := p.snap.Trace[len(p.snap.Trace)-2]; e.ExitCode == nil || *e.ExitCode != 0 {
 					t.Errorf("an unlisted command's result lost its exit code in the trace: %+v", e)
 				}
 			}},

@@ -10,6 +10,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -81,6 +83,13 @@ type Options struct {
 	// Guard admits each workspace and prepares each harness spec.
 	Guard Guard
 
+	// Floor is the owner's policy floor (BRIDGE_POLICY_FLOOR_FILE), merged
+	// over every job's policy; FloorFile names it ("" when there is none).
+	// RequirePolicy refuses a start without a policy (BRIDGE_REQUIRE_POLICY).
+	Floor         policy.Policy
+	FloorFile     string
+	RequirePolicy bool
+
 	Logger *zerolog.Logger
 }
 
@@ -90,6 +99,9 @@ type StartRequest struct {
 	Workspace string
 	MaxSteps  int           // 0 = the ceiling; never above it
 	Timeout   time.Duration // 0 = the ceiling; never above it
+	Model     string        // "" = Options.Model
+	Thinking  string        // deepseek.ThinkingLevels; "" = DeepSeek's default (high)
+	Policy    *policy.Policy
 }
 
 // Registry runs the jobs of one daemon.
@@ -118,7 +130,8 @@ type job struct {
 	timeout  time.Duration
 
 	run        harness.Run
-	stopStatus Status // set by the first stop request: what the job ends as
+	ledger     *ledgerReader // the approval child's verdicts; used by the job's runner only
+	stopStatus Status        // set by the first stop request: what the job ends as
 	stopReason string
 	slot       bool // holds a running slot
 
@@ -189,7 +202,7 @@ func New(opts Options) (*Registry, error) {
 func (r *Registry) newJob(snap Snapshot) *job {
 	return &job{
 		id:       snap.ID,
-		progress: newProgress(snap, deepseek.PriceFor(r.opts.Model)),
+		progress: newProgress(snap, deepseek.PriceFor(cmp.Or(snap.Model, r.opts.Model))),
 		changed:  make(chan struct{}),
 		done:     make(chan struct{}),
 		recorded: make(chan struct{}),
@@ -215,18 +228,27 @@ func (r *Registry) Start(ctx context.Context, req StartRequest) (Snapshot, error
 	case req.Timeout < 0:
 		return Snapshot{}, fmt.Errorf("%w: timeout_seconds must be positive (at most %d)", ErrBadInput, int(r.opts.JobTimeout/time.Second))
 	}
+	enforced, err := r.enforced(req.Policy)
+	if err != nil {
+		return Snapshot{}, err
+	}
 	ws, err := r.opts.Guard.Admit(req.Workspace)
 	if err != nil {
 		return Snapshot{}, err
 	}
 	maxSteps := r.opts.MaxSteps
-	if req.MaxSteps > 0 && req.MaxSteps < maxSteps {
-		maxSteps = req.MaxSteps
+	for _, n := range []int{req.MaxSteps, enforced.MaxSteps} {
+		if n > 0 && n < maxSteps {
+			maxSteps = n
+		}
 	}
 	timeout := r.opts.JobTimeout
-	if req.Timeout > 0 && req.Timeout < timeout {
-		timeout = req.Timeout
+	for _, d := range []time.Duration{req.Timeout, time.Duration(enforced.TimeoutSeconds * float64(time.Second))} {
+		if d > 0 && d < timeout {
+			timeout = d
+		}
 	}
+	thinking := cmp.Or(req.Thinking, deepseek.DefaultThinking)
 	id, err := ids.New()
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("job id: %w", err)
@@ -236,6 +258,7 @@ func (r *Registry) Start(ctx context.Context, req StartRequest) (Snapshot, error
 		Version: SnapshotVersion, ID: id, Status: StatusQueued, Task: req.Task, Workspace: ws,
 		CreatedAt: now, MaxSteps: maxSteps, TimeoutMS: timeout.Milliseconds(),
 		FilesWritten: []string{}, Commands: []Command{},
+		Model: cmp.Or(req.Model, r.opts.Model), Thinking: thinking, Policy: &enforced,
 	})
 	j.timeout = timeout
 	j.spawnTimes = spawnTimes{accepted: accepted, admission: time.Since(accepted)}

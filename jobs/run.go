@@ -1,12 +1,15 @@
 package jobs
 
 import (
+	"cmp"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 )
 
 // outcome is how a run ended, before it is written into the snapshot.
@@ -26,6 +29,12 @@ func (r *Registry) runJob(j *job) {
 	if err != nil {
 		r.finish(j, outcome{status: StatusError, reason: "could not open the model endpoint: " + err.Error()})
 		return
+	}
+	r.mu.Lock()
+	off := j.snap.Thinking == harness.ThinkingOff
+	r.mu.Unlock()
+	if sw, ok := r.opts.Gateway.(ThinkingSwitch); ok && off {
+		sw.DisableThinking(j.id)
 	}
 	out := r.execute(j, baseURL, token)
 	r.audit(j)
@@ -54,7 +63,12 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 	r.mu.Lock()
 	spec := harness.Spec{
 		JobID: j.id, Task: j.snap.Task, Workspace: j.snap.Workspace,
-		ConfigDir: r.opts.Dir.HarnessDir(j.id), BaseURL: baseURL, Token: token, Model: r.opts.Model,
+		ConfigDir: r.opts.Dir.HarnessDir(j.id), BaseURL: baseURL, Token: token, Model: cmp.Or(j.snap.Model, r.opts.Model),
+		Thinking: j.snap.Thinking, Policy: j.snap.Policy,
+	}
+	if pol := j.snap.Policy; pol != nil {
+		spec.Tools = pol.Offered(harness.DefaultTools)
+		spec.AppendSystemPrompt = pol.AppendSystemPrompt
 	}
 	r.mu.Unlock()
 	prepared := time.Now()
@@ -63,10 +77,15 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 	if err != nil {
 		return outcome{status: StatusError, reason: "could not prepare the harness: " + err.Error()}
 	}
+	j.ledger = &ledgerReader{path: filepath.Join(spec.ConfigDir, policy.LedgerFile)}
 	waited := time.Now()
 	<-j.recorded // no harness runs before its job is on disk: a restart must find it
 	j.spawnTimes.recordWait = time.Since(waited)
 	r.mu.Lock()
+	j.offered = spec.Tools
+	if j.offered == nil {
+		j.offered = harness.DefaultTools
+	}
 	if j.stopStatus != "" { // cancelled or shut down before the harness started
 		out := outcome{status: j.stopStatus, reason: j.stopReason}
 		r.mu.Unlock()
@@ -149,8 +168,15 @@ func lastLines(s string, n int) string {
 // apply folds one harness event into j and tells its waiters; the snapshot
 // reaches disk at most once per TraceInterval (scheduleTraceLocked).
 func (r *Registry) apply(j *job, ev harness.Event) {
+	var verdicts []policy.Verdict
+	if ev.Kind == harness.KindToolResult {
+		verdicts = j.ledger.next() // the child wrote its verdict before the tool ran
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for _, v := range verdicts {
+		j.verdicts[v.ToolUseID] = v
+	}
 	var stop string
 	j.progress, stop = fold(j.progress, ev)
 	if stop != "" {

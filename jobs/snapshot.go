@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -192,6 +193,13 @@ type Snapshot struct {
 
 	Trace        []TraceEntry `json:"trace,omitempty"`
 	TraceDropped int          `json:"trace_dropped,omitempty"` // oldest entries dropped to keep the bound
+
+	// What the job ran as and under, and what became of each tool call.
+	Model       string           `json:"model,omitempty"`
+	Thinking    string           `json:"thinking,omitempty"`
+	Policy      *policy.Enforced `json:"policy,omitempty"`
+	Ledger      []LedgerEntry    `json:"ledger,omitempty"`       // the last MaxLedger entries
+	LedgerTotal int              `json:"ledger_total,omitempty"` // every entry, dropped ones included
 }
 
 // Elapsed is the time since the job was created, up to its end.
@@ -214,6 +222,7 @@ func (s *Snapshot) clone() Snapshot {
 	c.PermissionDenials = append([]Denial(nil), s.PermissionDenials...)
 	c.Quarantined = append([]sandbox.Quarantined(nil), s.Quarantined...)
 	c.Trace = append([]TraceEntry(nil), s.Trace...)
+	c.Ledger = append([]LedgerEntry(nil), s.Ledger...)
 	if s.Partial != nil {
 		p := *s.Partial
 		p.Notes = append([]string(nil), s.Partial.Notes...)

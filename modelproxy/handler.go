@@ -99,6 +99,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	p.mu.Lock()
+	noThinking := j.noThinking
+	p.mu.Unlock()
+	if noThinking && billable {
+		body = withoutThinking(body)
+	}
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
 	model, maxTokens := requestFields(body)

@@ -143,12 +143,13 @@ type job struct {
 	cancel context.CancelFunc
 
 	// guarded by Proxy.mu
-	usage    Usage
-	active   int           // in-flight requests
-	idle     chan struct{} // closed when active drops to 0 after Close began
-	fault    *refusal      // set once; every later request gets it
-	notified bool          // OnJobFault already called
-	closed   bool
+	usage      Usage
+	active     int           // in-flight requests
+	idle       chan struct{} // closed when active drops to 0 after Close began
+	fault      *refusal      // set once; every later request gets it
+	notified   bool          // OnJobFault already called
+	closed     bool
+	noThinking bool // DisableThinking: every call runs with thinking off
 }
 
 // New checks o and returns a Proxy that is not listening yet.

@@ -35,8 +35,12 @@ var SystemSecrets = []string{
 type JailOptions struct {
 	// Bwrap is the absolute path of bubblewrap.
 	Bwrap string
-	// Workspace is the job's workspace, read-write.
+	// Workspace is the job's workspace, read-write unless WorkspaceReadOnly.
 	Workspace string
+	// WorkspaceReadOnly binds the workspace read-only (a job policy's
+	// write_paths), with only WritableDirs (absolute, inside it) read-write.
+	WorkspaceReadOnly bool
+	WritableDirs      []string
 	// ConfigDir is the harness's HOME and config dir, read-write.
 	ConfigDir string
 	// Tmp is bound at /tmp, read-write: the job's private /tmp.
@@ -107,9 +111,21 @@ func JailArgs(o JailOptions) ([]string, error) {
 			args = append(args, "--ro-bind", os.DevNull, s.path)
 		}
 	}
+	wsBind := "--bind"
+	if o.WorkspaceReadOnly {
+		wsBind = "--ro-bind"
+	}
 	args = append(args, "--bind", o.Tmp, "/tmp",
 		"--bind", o.ConfigDir, o.ConfigDir,
-		"--bind", o.Workspace, o.Workspace)
+		wsBind, o.Workspace, o.Workspace)
+	if o.WorkspaceReadOnly {
+		for _, d := range o.WritableDirs {
+			if !within(d, o.Workspace) || d == o.Workspace {
+				return nil, fmt.Errorf("jail: writable dir %q is not inside the workspace %q", d, o.Workspace)
+			}
+			args = append(args, "--bind", d, d)
+		}
+	}
 	for _, p := range o.ReadWrite {
 		args = append(args, "--bind", p, p)
 	}

@@ -65,3 +65,40 @@ func TestJailShowsOnlyWhatItBinds(t *testing.T) {
 		t.Errorf("the write reached the toolchain")
 	}
 }
+
+// A read-only workspace (a job policy's write_paths) is read-only in the
+// jail, but for the dirs named writable; a writable dir outside it is refused.
+func TestJailReadOnlyWorkspace(t *testing.T) {
+	bw, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Skip("bubblewrap not installed:", err)
+	}
+	root := t.TempDir()
+	ws, cfg, tmp := filepath.Join(root, "ws"), filepath.Join(root, "cfg"), filepath.Join(root, "tmp")
+	for _, d := range []string{filepath.Join(ws, "out"), filepath.Join(ws, "src"), cfg, tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args, err := JailArgs(JailOptions{Bwrap: bw, Workspace: ws, ConfigDir: cfg, Tmp: tmp, WorkspaceReadOnly: true, WritableDirs: []string{filepath.Join(ws, "out")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(script string) error {
+		return exec.Command(args[0], append(args[1:], "/bin/sh", "-c", script)...).Run()
+	}
+	if err := run("echo o > out/o.txt"); err != nil {
+		t.Errorf("the writable dir was not writable: %v", err)
+	}
+	for _, p := range []string{"src/s.txt", "top.txt"} {
+		if err := run("echo x > " + p); err == nil {
+			t.Errorf("%s was writable in a read-only workspace", p)
+		}
+		if _, err := os.Stat(filepath.Join(ws, p)); err == nil {
+			t.Errorf("%s reached the disk", p)
+		}
+	}
+	if _, err := JailArgs(JailOptions{Bwrap: bw, Workspace: ws, ConfigDir: cfg, Tmp: tmp, WorkspaceReadOnly: true, WritableDirs: []string{root}}); err == nil {
+		t.Error("a writable dir outside the workspace was accepted")
+	}
+}

@@ -21,22 +21,27 @@ import (
 // the handler runs. A wrong type, a number out of range, a value outside an
 // enum or a missing required argument is refused with an error result that
 // names the argument and says what it needs; nothing is dropped or coerced on
-// the way. The check reads the schema itself, so a new argument (or a new
-// tool) is checked by declaring it.
+// the way. An argument the schema does not name is refused with the names it
+// does (every object schema says additionalProperties: false, or it does not
+// compile), so a host never believes it chose something that was dropped.
+// The check reads the schema itself, so a new argument (or a new tool) is
+// checked by declaring it.
 
 // argSchema is the part of JSON Schema the check understands. A schema with
 // any other keyword does not compile (withArgs panics at construction), so a
 // schema never promises a check that is not made.
 type argSchema struct {
-	Type        string                `json:"type"`
-	Description string                `json:"description"`
-	Enum        []string              `json:"enum"`
-	Minimum     *float64              `json:"minimum"`
-	Maximum     *float64              `json:"maximum"`
-	Default     json.RawMessage       `json:"default"`
-	Required    []string              `json:"required"`
-	Properties  map[string]*argSchema `json:"-"` // compiled one by one
-	Items       *argSchema            `json:"-"`
+	Type        string          `json:"type"`
+	Description string          `json:"description"`
+	Enum        []string        `json:"enum"`
+	Minimum     *float64        `json:"minimum"`
+	Maximum     *float64        `json:"maximum"`
+	Default     json.RawMessage `json:"default"`
+	Required    []string        `json:"required"`
+	// AdditionalProperties must be false on every object: unknown names are refused.
+	AdditionalProperties *bool                 `json:"additionalProperties"`
+	Properties           map[string]*argSchema `json:"-"` // compiled one by one
+	Items                *argSchema            `json:"-"`
 }
 
 // argKeywords are the keywords argSchema reads, each with the types it
@@ -45,7 +50,7 @@ var argKeywords = map[string][]string{
 	"type": nil, "description": nil, "title": nil, "default": nil,
 	"enum":    {"string"},
 	"minimum": {"number", "integer"}, "maximum": {"number", "integer"},
-	"properties": {"object"}, "required": {"object"},
+	"properties": {"object"}, "required": {"object"}, "additionalProperties": {"object"},
 	"items": {"array"},
 }
 
@@ -79,6 +84,9 @@ func compileArgSchema(raw []byte) (*argSchema, error) {
 			s.Items = items
 		}
 	case "object":
+		if s.AdditionalProperties == nil || *s.AdditionalProperties {
+			return nil, errors.New("an object schema must say additionalProperties: false (unknown arguments are refused)")
+		}
 		var props map[string]json.RawMessage
 		if err := json.Unmarshal(keys["properties"], &props); keys["properties"] != nil && err != nil {
 			return nil, fmt.Errorf("properties: %w", err)
@@ -258,10 +266,22 @@ func (s *argSchema) check(path string, v any, errs *[]string) any {
 			}
 			out[name] = p.check(sub, val, errs)
 		}
-		for name, val := range obj { // what the schema does not name passes as sent
+		var unknown []string
+		for name := range obj {
 			if s.Properties[name] == nil {
-				out[name] = val
+				unknown = append(unknown, name)
 			}
+		}
+		if len(unknown) > 0 {
+			slices.Sort(unknown)
+			where := "this tool"
+			if path != "" {
+				where = path
+			}
+			for i, n := range unknown {
+				unknown[i] = short(strconv.Quote(n))
+			}
+			*errs = append(*errs, fmt.Sprintf("unknown argument %s: %s takes %s", strings.Join(unknown, ", "), where, strings.Join(slices.Sorted(maps.Keys(s.Properties)), ", ")))
 		}
 		return out
 	}

@@ -87,6 +87,21 @@ func TestArgsRefused(t *testing.T) {
 		{"job_id as a number", "deepseek_agent_poll", `{"job_id":7}`, "job_id must be a string, not a number: " + descJobID},
 		{"cancel job_id as an array", "deepseek_agent_cancel", `{"job_id":["` + jobID + `"]}`, "job_id must be a string, not an array: " + descJobID},
 		{"cancel without job_id", "deepseek_agent_cancel", `{}`, "job_id is required: " + descJobID},
+
+		{"an unknown argument", "deepseek_flash", `{"task":"x","modle":"deepseek-v4-pro"}`, `unknown argument "modle": this tool takes files, mode, model, task, thinking`},
+		{"unknown arguments of start", "deepseek_agent_start", `{"task":"x",` + ws + `,"tools":["Read"],"model_id":"x"}`,
+			`unknown argument "model_id", "tools": this tool takes max_steps, model, policy, task, thinking, timeout_seconds, workspace`},
+		{"an unknown policy field", "deepseek_agent_start", `{"task":"x",` + ws + `,"policy":{"tool":["Read"]}}`,
+			`unknown argument "tool": policy takes append_system_prompt, commands, deny_paths, max_cost_usd, max_steps, network, on_other_commands, timeout_seconds, tools, write_paths`},
+		{"a policy tool outside the list", "deepseek_agent_start", `{"task":"x",` + ws + `,"policy":{"tools":["Read","Sudo"]}}`,
+			`policy.tools[1] must be one of Bash, Edit, Glob, Grep, Monitor, NotebookEdit, Read, Task, TaskStop, ToolSearch, WebFetch, WebSearch, Write, not "Sudo"`},
+		{"an unknown poll argument", "deepseek_agent_poll", `{"job_id":"` + jobID + `","wait":5}`, `unknown argument "wait": this tool takes job_id, wait_seconds`},
+		{"an unknown model", "deepseek_flash", `{"task":"x","model":"gpt-5"}`, `unknown model "gpt-5"; known models: deepseek-flash, deepseek-v4-flash, deepseek-v4-pro (see deepseek_models)`},
+		{"an unknown model for a job", "deepseek_agent_start", `{"task":"x",` + ws + `,"model":"gpt-5"}`,
+			`The job was not started. invalid job request: unknown model "gpt-5"; known models: deepseek-flash, deepseek-v4-flash, deepseek-v4-pro (see deepseek_models)`},
+		{"a thinking level outside the list", "deepseek_flash", `{"task":"x","thinking":"medium"}`, `thinking must be one of off, low, high, max, not "medium"`},
+		{"a broad write path", "deepseek_agent_start", `{"task":"x",` + ws + `,"policy":{"write_paths":["**"]}}`,
+			`The job was not started. invalid job request: policy: write_paths: "**" names the whole workspace: leave write_paths out for that, or name a folder ("out/**")`},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,12 +136,15 @@ func TestArgsPassedAsSent(t *testing.T) {
 		{`{"task":" review this ","mode":"review","files":"diff --git a/x b/x"}`, deepseek.FlashRequest{Task: "review this", Mode: deepseek.ModeReview, Files: "diff --git a/x b/x"}},
 		{`{"task":"x"}`, deepseek.FlashRequest{Task: "x", Mode: deepseek.ModeAnalyze}},
 		{`{"task":"x","mode":"","files":null}`, deepseek.FlashRequest{Task: "x", Mode: deepseek.ModeAnalyze}},
-		{`{"task":"x","unknown":[1,2]}`, deepseek.FlashRequest{Task: "x", Mode: deepseek.ModeAnalyze}},
+		{`{"task":"x","model":"deepseek-v4-pro","thinking":"off"}`, deepseek.FlashRequest{Task: "x", Mode: deepseek.ModeAnalyze, Model: "deepseek-v4-pro", Thinking: "off"}},
 	}
 	for i, tt := range flashTests {
 		res := finalResult(t, messages(t, post(t, env.url, rawCall(i+1, "deepseek_flash", tt.args), mcpHeaders)))
-		if res.IsError || got.Task != tt.want.Task || got.Mode != tt.want.Mode || got.Files != tt.want.Files {
-			t.Errorf("%s: IsError=%v, DeepSeek got task %q mode %q files %q", tt.args, res.IsError, got.Task, got.Mode, got.Files)
+		if tt.want.Model == "" {
+			tt.want.Model = deepseek.DefaultModel
+		}
+		if res.IsError || got.Task != tt.want.Task || got.Mode != tt.want.Mode || got.Files != tt.want.Files || got.Model != tt.want.Model || got.Thinking != tt.want.Thinking {
+			t.Errorf("%s: IsError=%v, DeepSeek got %+v", tt.args, res.IsError, got)
 		}
 	}
 
@@ -158,14 +176,16 @@ func TestArgSchemaCompiles(t *testing.T) {
 		`{"type":"object","properties":{"n":{"type":"string","minimum":1}}}`,
 		`{"type":"object","properties":{"n":{"type":"array","items":{"type":"string","maxLength":3}}}}`,
 		`{"type":"string"}`,
+		`{"type":"object","properties":{"n":{"type":"string"}}}`,
+		`{"type":"object","additionalProperties":false,"properties":{"o":{"type":"object","properties":{}}}}`,
 	} {
 		tool := mcp.NewToolWithRawSchema("t", "", json.RawMessage(bad))
 		if _, err := toolArgSchema(tool); err == nil {
 			t.Errorf("%s compiled", bad)
 		}
 	}
-	tool := mcp.NewToolWithRawSchema("t", "", json.RawMessage(`{"type":"object","properties":{
-		"policy":{"type":"object","required":["allow"],"properties":{"allow":{"type":"array","items":{"type":"string"}},"strict":{"type":"boolean","default":true}}},
+	tool := mcp.NewToolWithRawSchema("t", "", json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{
+		"policy":{"type":"object","additionalProperties":false,"required":["allow"],"properties":{"allow":{"type":"array","items":{"type":"string"}},"strict":{"type":"boolean","default":true}}},
 		"thinking":{"type":"boolean"}}}`))
 	s, err := toolArgSchema(tool)
 	if err != nil {

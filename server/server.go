@@ -3,7 +3,7 @@
 // handler and the tools it serves, and serving it on a listener with graceful
 // shutdown. The daemon (package daemon) listens and owns daemon.json;
 // `bridge stdio` serves the same MCPServer (built without agent jobs, so
-// deepseek_flash alone) through MCP().
+// deepseek_flash and deepseek_models alone) through MCP().
 package server
 
 import (
@@ -45,9 +45,15 @@ const (
 
 // Options configure a Server.
 type Options struct {
-	Config  config.Config
-	Flash   FlashClient
-	Jobs    AgentJobs // nil: the agent tools are not offered
+	Config config.Config
+	Flash  FlashClient
+	Jobs   AgentJobs // nil: the agent tools are not offered
+	// Models are the models calls may name (zero: the built-in list, with
+	// Config.Model as the default).
+	Models deepseek.Catalog
+	// Lister reads DeepSeek's model list for deepseek_models (nil: Flash,
+	// when it can).
+	Lister  ModelLister
 	Logger  zerolog.Logger
 	Version string // shown by /health and in serverInfo ("dev" when empty)
 
@@ -83,6 +89,16 @@ func New(o Options) (*Server, error) {
 	}
 	if o.Version == "" {
 		o.Version = "dev"
+	}
+	if o.Models.Models == nil {
+		o.Models = builtinCatalog(o.Config.Model)
+	}
+	if o.Lister == nil {
+		if l, ok := o.Flash.(ModelLister); ok {
+			o.Lister = l
+		} else {
+			o.Lister = noLister{}
+		}
 	}
 	if o.KeepaliveInterval <= 0 {
 		o.KeepaliveInterval = DefaultKeepalive
@@ -223,4 +239,18 @@ func (w zerologWriter) Write(p []byte) (int, error) {
 	}
 	w.log.Warn().Str("source", "net/http").Msg(msg)
 	return len(p), nil
+}
+
+// builtinCatalog is the built-in model list with def as its default
+// (deepseek.CatalogFor without DEEPSEEK_MODELS, which cannot fail).
+func builtinCatalog(def string) deepseek.Catalog {
+	c, _ := deepseek.CatalogFor("", def)
+	return c
+}
+
+// noLister is the lister of a flash client that cannot list models.
+type noLister struct{}
+
+func (noLister) ListModels(context.Context) ([]string, error) {
+	return nil, errors.New("this bridge's DeepSeek client cannot list models")
 }

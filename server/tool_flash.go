@@ -17,6 +17,7 @@ import (
 type FlashOutput struct {
 	Answer       string     `json:"answer" jsonschema:"DeepSeek's answer (its reasoning is never included)"`
 	Model        string     `json:"model" jsonschema:"the model that answered"`
+	Thinking     string     `json:"thinking" jsonschema:"the thinking level the call ran with: off, low, high or max"`
 	FinishReason string     `json:"finish_reason" jsonschema:"why generation stopped: stop, length, content_filter, ..."`
 	Usage        FlashUsage `json:"usage" jsonschema:"tokens billed for this call, retries included"`
 	CostUSD      float64    `json:"cost_usd" jsonschema:"the usage at DeepSeek's published prices, in US dollars"`
@@ -43,8 +44,9 @@ var modelFixable = []error{
 	deepseek.ErrTimeout, deepseek.ErrCanceled, deepseek.ErrBlankAnswer,
 }
 
-// FlashTool is deepseek_flash: one task, optional pasted material, one answer.
-func FlashTool(c FlashClient) (mcp.Tool, mcpserver.ToolHandlerFunc) {
+// FlashTool is deepseek_flash: one task, optional pasted material, one answer,
+// from the model and at the thinking level the call names (cat checks them).
+func FlashTool(c FlashClient, cat deepseek.Catalog) (mcp.Tool, mcpserver.ToolHandlerFunc) {
 	tool := mcp.NewTool("deepseek_flash",
 		mcp.WithDescription("Hand a self-contained task to DeepSeek (a fast, cheap model) and get its answer, with token usage and cost. "+
 			"DeepSeek sees only task and files: paste the material it needs (code, diffs, logs, documents) into files; it cannot read paths or URLs. "+
@@ -59,16 +61,24 @@ func FlashTool(c FlashClient) (mcp.Tool, mcpserver.ToolHandlerFunc) {
 		mcp.WithString("mode", mcp.Enum(flashModes...), mcp.DefaultString(string(deepseek.ModeAnalyze)),
 			mcp.Description("analyze | review | code | summarize (default analyze)")),
 		mcp.WithString("files", mcp.Description("inline material the task is about, pasted as text (file contents, diffs, logs); optional")),
+		modelArg(cat), thinkingArg(),
+		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[FlashOutput](),
 	)
 	// task, mode and files are checked by the schema (withArgs): a blank
 	// task reads as missing, an absent or empty mode as analyze.
 	handler := withArgs(tool, func(ctx context.Context, req mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
+		model, thinking, err := cat.Resolve(a.String("model"), a.String("thinking"))
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
 		p := newProgressReporter(ctx, req)
 		res, err := c.Flash(ctx, deepseek.FlashRequest{
-			Task:  strings.TrimSpace(a.String("task")),
-			Mode:  deepseek.Mode(a.String("mode")),
-			Files: a.String("files"),
+			Task:     strings.TrimSpace(a.String("task")),
+			Mode:     deepseek.Mode(a.String("mode")),
+			Files:    a.String("files"),
+			Model:    model.ID,
+			Thinking: a.String("thinking"),
 			Progress: func(ev deepseek.ProgressEvent) {
 				msg := ev.Phase
 				if ev.Message != "" {
@@ -91,7 +101,7 @@ func FlashTool(c FlashClient) (mcp.Tool, mcpserver.ToolHandlerFunc) {
 			return nil, fmt.Errorf("deepseek_flash: %w", err)
 		}
 		out := FlashOutput{
-			Answer: res.Answer, Model: res.Model, FinishReason: res.FinishReason,
+			Answer: res.Answer, Model: res.Model, Thinking: thinking, FinishReason: res.FinishReason,
 			Usage: FlashUsage{
 				PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens,
 				CacheHitTokens: res.Usage.CacheHitTokens, CacheMissTokens: res.Usage.CacheMissTokens,
@@ -107,7 +117,19 @@ func FlashTool(c FlashClient) (mcp.Tool, mcpserver.ToolHandlerFunc) {
 
 // flashText is the answer for the calling model, with one line of accounting.
 func flashText(o FlashOutput) string {
-	return fmt.Sprintf("%s\n\n[%s · finish_reason %s · %d prompt tokens (%d cached) · %d completion tokens (%d reasoning) · $%.6f · %s]",
-		o.Answer, o.Model, o.FinishReason, o.Usage.PromptTokens, o.Usage.CacheHitTokens,
+	return fmt.Sprintf("%s\n\n[%s · thinking %s · finish_reason %s · %d prompt tokens (%d cached) · %d completion tokens (%d reasoning) · $%.6f · %s]",
+		o.Answer, o.Model, o.Thinking, o.FinishReason, o.Usage.PromptTokens, o.Usage.CacheHitTokens,
 		o.Usage.CompletionTokens, o.Usage.ReasoningTokens, o.CostUSD, (time.Duration(o.DurationMS) * time.Millisecond).String())
+}
+
+// modelArg and thinkingArg are the per-call model and thinking arguments of
+// deepseek_flash and deepseek_agent_start.
+func modelArg(cat deepseek.Catalog) mcp.ToolOption {
+	return mcp.WithString("model", mcp.Description(fmt.Sprintf(
+		"the model to run, one of %s (default %s); deepseek_models lists them with prices", strings.Join(cat.IDs(), ", "), cat.Default)))
+}
+
+func thinkingArg() mcp.ToolOption {
+	return mcp.WithString("thinking", mcp.Enum(deepseek.ThinkingLevels...), mcp.Description(
+		"off turns DeepSeek's thinking off; low, high or max sets its effort (default: DeepSeek's own, high)"))
 }

@@ -43,7 +43,7 @@ func TestFlashResult(t *testing.T) {
 	if err := json.Unmarshal(res.StructuredContent, &out); err != nil {
 		t.Fatal(err)
 	}
-	want := FlashOutput{Answer: "42", Model: "deepseek-flash", FinishReason: "stop",
+	want := FlashOutput{Answer: "42", Model: "deepseek-flash", Thinking: "high", FinishReason: "stop",
 		Usage:   FlashUsage{PromptTokens: 100, CompletionTokens: 30, CacheHitTokens: 60, CacheMissTokens: 40, ReasoningTokens: 20},
 		CostUSD: 0.0000154, DurationMS: 1500}
 	if out != want {
@@ -209,7 +209,7 @@ func TestToolSnaps(t *testing.T) {
 }
 
 func TestFlashToolAnnotations(t *testing.T) {
-	tool, _ := FlashTool(&fakeFlash{})
+	tool, _ := FlashTool(&fakeFlash{}, builtinCatalog(""))
 	a := tool.Annotations
 	if !*a.ReadOnlyHint || *a.DestructiveHint || *a.IdempotentHint || !*a.OpenWorldHint {
 		t.Errorf("annotations = %+v", a)

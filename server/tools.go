@@ -10,10 +10,11 @@ import (
 func (s *Server) tools() []mcpserver.ServerTool {
 	cfg := s.o.Config
 	tools := []mcpserver.ServerTool{
-		serverTool(FlashTool(s.o.Flash)),
+		serverTool(FlashTool(s.o.Flash, s.o.Models)),
+		serverTool(ModelsTool(s.o.Lister, s.o.Models)),
 	}
 	if s.o.Jobs != nil {
-		ao := AgentToolOptions{SyncWindow: cfg.SyncWindow, MaxSteps: cfg.MaxSteps, JobTimeout: cfg.JobTimeout}
+		ao := AgentToolOptions{SyncWindow: cfg.SyncWindow, MaxSteps: cfg.MaxSteps, JobTimeout: cfg.JobTimeout, Models: s.o.Models}
 		tools = append(tools,
 			serverTool(AgentStartTool(s.o.Jobs, ao)),
 			serverTool(AgentPollTool(s.o.Jobs, ao)),

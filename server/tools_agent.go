@@ -13,7 +13,9 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 )
 
@@ -40,7 +42,8 @@ type AgentToolOptions struct {
 	MaxSteps        int           // BRIDGE_MAX_STEPS, shown in the schema
 	JobTimeout      time.Duration // BRIDGE_JOB_TIMEOUT_MS, shown in the schema
 	Now             func() time.Time
-	ProgressLimiter time.Duration // 0 = progressEvery
+	ProgressLimiter time.Duration    // 0 = progressEvery
+	Models          deepseek.Catalog // the models a job may name (zero: the built-in list)
 }
 
 // AgentJobPayload is the structuredContent of every agent tool.
@@ -62,6 +65,13 @@ type AgentJobPayload struct {
 	QueuePosition int                `json:"queue_position,omitempty" jsonschema:"1 = next to start; only while queued"`
 	Quarantined   []Quarantined      `json:"quarantined,omitempty" jsonschema:"git dirs, hooks and rc files the job created or changed, which other programs would run outside the sandbox: moved aside at its end; tell the user"`
 	AuditNote     string             `json:"audit_note,omitempty" jsonschema:"what the end-of-job audit of the workspace could not do"`
+
+	// What the job ran as and under, and what became of each tool call.
+	Model       string             `json:"model,omitempty" jsonschema:"the model the job runs"`
+	Thinking    string             `json:"thinking,omitempty" jsonschema:"the thinking level the job runs at: off, low, high or max"`
+	Policy      *policy.Enforced   `json:"policy,omitempty" jsonschema:"the policy enforced: the caller's, narrowed by the owner's floor (floor names its file, or none)"`
+	Ledger      []jobs.LedgerEntry `json:"ledger" jsonschema:"the last 50 tool calls, each with its verdict and reason"`
+	LedgerTotal int                `json:"ledger_total" jsonschema:"how many tool calls the ledger holds in all (the job's trace has every one)"`
 }
 
 // Quarantined is one path the end-of-job audit moved aside.
@@ -99,13 +109,24 @@ func AgentStartTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHa
 		mcp.WithString("workspace", mcp.Required(), mcp.Description("absolute path of an existing directory inside the owner's allowed roots (DEEPSEEK_ALLOWED_ROOTS)")),
 		mcp.WithInteger("max_steps", mcp.Min(1), mcp.Max(float64(o.MaxSteps)), mcp.Description(fmt.Sprintf("tool-call ceiling for this job (at most %d, the default)", o.MaxSteps))),
 		mcp.WithNumber("timeout_seconds", mcp.Min(1), mcp.Max(float64(o.JobTimeout/time.Second)), mcp.Description(fmt.Sprintf("wall-clock ceiling for this job in seconds (at most %d, the default)", int(o.JobTimeout/time.Second)))),
+		modelArg(o.Models), thinkingArg(), policyArg(o),
+		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[AgentJobPayload](),
 	)
 	handler := withArgs(tool, func(ctx context.Context, req mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
 		maxSteps, _ := a.Int("max_steps")      // absent: 0, the registry's ceiling
 		secs, _ := a.Number("timeout_seconds") // absent: 0, BRIDGE_JOB_TIMEOUT_MS
+		model, thinking, err := o.Models.Resolve(a.String("model"), a.String("thinking"))
+		if err != nil {
+			return startError(fmt.Errorf("%w: %v", jobs.ErrBadInput, err)), nil
+		}
+		pol, err := policyOf(a)
+		if err != nil {
+			return startError(fmt.Errorf("%w: %v", jobs.ErrBadInput, err)), nil
+		}
 		snap, err := j.Start(ctx, jobs.StartRequest{Task: a.String("task"), Workspace: a.String("workspace"),
-			MaxSteps: maxSteps, Timeout: time.Duration(secs * float64(time.Second))})
+			MaxSteps: maxSteps, Timeout: time.Duration(secs * float64(time.Second)),
+			Model: model.ID, Thinking: thinking, Policy: pol})
 		if err != nil {
 			return startError(err), nil
 		}
@@ -136,6 +157,7 @@ func AgentPollTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHan
 		mcp.WithIdempotentHintAnnotation(true),
 		mcp.WithOpenWorldHintAnnotation(false),
 		mcp.WithString("job_id", mcp.Required(), mcp.Description("the job_id deepseek_agent_start returned")),
+		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithNumber("wait_seconds", mcp.Min(0), mcp.Max(MaxPollWait.Seconds()), mcp.DefaultNumber(DefaultPollWait.Seconds()),
 			mcp.Description("how long to wait for the job to settle, 0 to 40 seconds (default 20)")),
 		mcp.WithOutputSchema[AgentJobPayload](),
@@ -168,6 +190,7 @@ func AgentCancelTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolH
 		mcp.WithIdempotentHintAnnotation(true),
 		mcp.WithOpenWorldHintAnnotation(false),
 		mcp.WithString("job_id", mcp.Required(), mcp.Description("the job_id deepseek_agent_start returned")),
+		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[AgentJobPayload](),
 	)
 	handler := withArgs(tool, func(ctx context.Context, _ mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
@@ -201,6 +224,9 @@ func (o AgentToolOptions) withDefaults() AgentToolOptions {
 	}
 	if o.MaxSteps <= 0 {
 		o.MaxSteps = config.DefaultMaxSteps
+	}
+	if o.Models.Models == nil {
+		o.Models = builtinCatalog("")
 	}
 	if o.JobTimeout <= 0 {
 		o.JobTimeout = config.DefaultJobTimeout
@@ -240,6 +266,8 @@ func Payload(s jobs.Snapshot, now time.Time) AgentJobPayload {
 		Usage: s.Usage, CostUSD: s.CostUSD, FilesWritten: s.FilesWritten, Commands: s.Commands,
 		Approval: s.Approval, QueuePosition: s.QueuePosition,
 		Quarantined: quarantined(s.Quarantined), AuditNote: s.AuditNote,
+		Model: s.Model, Thinking: s.Thinking, Policy: s.Policy, LedgerTotal: s.LedgerTotal,
+		Ledger: jobs.LastLedger(s.Ledger, jobs.PayloadLedger),
 	}
 	if s.Status != jobs.StatusDone { // belt and braces: never a nonce or result off done
 		p.Nonce, p.Result = "", ""
@@ -334,6 +362,11 @@ func writeWork(b *strings.Builder, p AgentJobPayload) {
 	}
 	if p.AuditNote != "" {
 		fmt.Fprintf(b, "\nWorkspace audit: %s", p.AuditNote)
+	}
+	for _, e := range p.Ledger {
+		if !strings.HasPrefix(e.Verdict, "allowed") {
+			fmt.Fprintf(b, "\nRefused (%s): %s — %s", e.Verdict, e.Summary, e.Reason)
+		}
 	}
 	if len(p.FilesWritten) > 0 {
 		fmt.Fprintf(b, "\nFiles written: %s", strings.Join(p.FilesWritten, ", "))

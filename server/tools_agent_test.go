@@ -14,6 +14,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 )
 
 // fakeJobs is an AgentJobs whose answers the test sets.
@@ -301,16 +302,43 @@ func TestProgressIsThrottled(t *testing.T) {
 }
 
 func TestAgentWaitEndsWhenApprovalIsNeeded(t *testing.T) {
-	for _, mk := range []func(AgentJobs, AgentToolOptions) (mcp.Tool, mcpserver.ToolHandlerFunc){AgentStartTool, AgentPollTool} {
+	for _, c := range []struct {
+		mk   func(AgentJobs, AgentToolOptions) (mcp.Tool, mcpserver.ToolHandlerFunc)
+		args map[string]any
+	}{
+		{AgentStartTool, map[string]any{"task": "x", "workspace": "/ws"}},
+		{AgentPollTool, map[string]any{"job_id": jobID}},
+	} {
 		f := &fakeJobs{
 			startSnap: snap(jobs.StatusRunning),
 			waitSnaps: map[string]jobs.Snapshot{jobID: snap(jobs.StatusDone)}, // what a full wait would have given
 			changes:   []jobs.Snapshot{snap(jobs.StatusRunning), snap(jobs.StatusWaitingApproval), snap(jobs.StatusRunning)},
 		}
-		tool, h := mk(f, AgentToolOptions{})
-		res, text := call(t, h, map[string]any{"task": "x", "workspace": "/ws", "job_id": jobID})
+		tool, h := c.mk(f, AgentToolOptions{})
+		res, text := call(t, h, c.args)
 		if p := payloadOf(t, res); p.Status != "waiting_approval" || p.Approval == nil || !strings.Contains(text, "bridgectl pending") {
 			t.Errorf("%s: status %s: %s", tool.Name, p.Status, text)
 		}
+	}
+}
+
+// The payload carries the model, thinking, the enforced policy and the last
+// 50 ledger entries with the total; the text names every refused call.
+func TestPayloadLedgerAndRefusals(t *testing.T) {
+	s := snap(jobs.StatusDone)
+	s.Model, s.Thinking = "deepseek-v4-pro", "off"
+	e := policy.Merge(policy.Policy{}, policy.Policy{Tools: []string{"Read"}}, "")
+	s.Policy = &e
+	for i := range 60 {
+		s.Ledger = append(s.Ledger, jobs.LedgerEntry{Tool: "Read", Summary: fmt.Sprintf("Read f%d", i), Verdict: policy.AllowedByRule, Reason: "inside"})
+	}
+	s.Ledger = append(s.Ledger, jobs.LedgerEntry{Tool: "Bash", Summary: "Bash: ls", Verdict: policy.NotOffered, Reason: "the job's policy does not offer Bash"})
+	s.LedgerTotal = 61
+	p := Payload(s, time.Now())
+	if len(p.Ledger) != 50 || p.LedgerTotal != 61 || p.Ledger[49].Tool != "Bash" || p.Model != "deepseek-v4-pro" || p.Thinking != "off" || p.Policy.Floor != "none" {
+		t.Errorf("payload ledger %d total %d model %s thinking %s policy %+v", len(p.Ledger), p.LedgerTotal, p.Model, p.Thinking, p.Policy)
+	}
+	if txt := AgentText(p); !strings.Contains(txt, "Refused (not_offered): Bash: ls — the job's policy does not offer Bash") || strings.Contains(txt, "Refused (allowed") {
+		t.Errorf("text:\n%s", txt)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -24,20 +25,27 @@ type Config struct {
 	Protected    []string
 	Timeout      time.Duration
 	ApprovalMode string // approvals.ModeOn (default) or approvals.ModeOff
+	// Policy is the job's enforced policy (nil: none), which narrows the rules.
+	Policy *policy.Enforced
+	// Ledger is the file the child appends each tool call's verdict to
+	// (policy.Verdict lines; "" writes none): the job's ledger.
+	Ledger string
 
 	// Stderr receives the child's log lines (nil: discarded). Not stored.
 	Stderr io.Writer
 }
 
 type configFile struct {
-	Version      int      `json:"version"`
-	JobID        string   `json:"job_id"`
-	Workspace    string   `json:"workspace"`
-	StateDir     string   `json:"state_dir"`
-	Allow        []string `json:"allow"`
-	Protected    []string `json:"protected"`
-	TimeoutMS    int64    `json:"timeout_ms"`
-	ApprovalMode string   `json:"approval_mode"`
+	Version      int              `json:"version"`
+	JobID        string           `json:"job_id"`
+	Workspace    string           `json:"workspace"`
+	StateDir     string           `json:"state_dir"`
+	Allow        []string         `json:"allow"`
+	Protected    []string         `json:"protected"`
+	TimeoutMS    int64            `json:"timeout_ms"`
+	ApprovalMode string           `json:"approval_mode"`
+	Policy       *policy.Enforced `json:"policy,omitempty"`
+	Ledger       string           `json:"ledger,omitempty"`
 }
 
 // ConfigPath is where the daemon writes a job's Config.
@@ -57,6 +65,7 @@ func WriteConfig(path string, cfg Config) error {
 	b, err := json.MarshalIndent(configFile{
 		Version: statedir.FormatVersion, JobID: cfg.JobID, Workspace: cfg.Workspace, StateDir: cfg.StateDir,
 		Allow: cfg.Allow, Protected: cfg.Protected, TimeoutMS: cfg.Timeout.Milliseconds(), ApprovalMode: cfg.mode(),
+		Policy: cfg.Policy, Ledger: cfg.Ledger,
 	}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
@@ -74,7 +83,8 @@ func LoadConfig(path string) (Config, error) {
 		return Config{}, fmt.Errorf("approval config %s: version %d, want %d", path, f.Version, statedir.FormatVersion)
 	}
 	cfg := Config{JobID: f.JobID, Workspace: f.Workspace, StateDir: f.StateDir, Allow: f.Allow,
-		Protected: f.Protected, Timeout: time.Duration(f.TimeoutMS) * time.Millisecond, ApprovalMode: f.ApprovalMode}
+		Protected: f.Protected, Timeout: time.Duration(f.TimeoutMS) * time.Millisecond, ApprovalMode: f.ApprovalMode,
+		Policy: f.Policy, Ledger: f.Ledger}
 	if err := cfg.validate(); err != nil {
 		return Config{}, fmt.Errorf("approval config %s: %w", path, err)
 	}
@@ -100,6 +110,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("approval config: timeout %s must be positive", c.Timeout)
 	case c.mode() != approvals.ModeOn && c.mode() != approvals.ModeOff:
 		return fmt.Errorf("approval config: approval mode %q is neither %q nor %q", c.ApprovalMode, approvals.ModeOn, approvals.ModeOff)
+	case c.Ledger != "" && !filepath.IsAbs(c.Ledger):
+		return fmt.Errorf("approval config: ledger %q is not absolute", c.Ledger)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -90,38 +92,86 @@ func NewPrompter(cfg Config, log zerolog.Logger) (*Prompter, error) {
 // written: a call whose record cannot be written (a full or read-only state
 // dir) is denied, and the log says so.
 func (p *Prompter) Answer(ctx context.Context, req rules.Request) Answer {
-	v := rules.Classify(req, rules.Policy{Workspace: p.cfg.Workspace, Allow: p.cfg.Allow, Protected: p.cfg.Protected})
+	return p.AnswerCall(ctx, req, "")
+}
+
+// AnswerCall is Answer for the tool call toolUseID (Claude Code's id of it):
+// its verdict goes to the job's ledger under that id.
+func (p *Prompter) AnswerCall(ctx context.Context, req rules.Request, toolUseID string) Answer {
+	v := rules.Classify(req, rules.Policy{Workspace: p.cfg.Workspace, Allow: p.cfg.Allow, Protected: p.cfg.Protected, Job: p.cfg.Policy})
+	ledger := func(verdict, reason string) { p.ledger(toolUseID, req.Tool, v.Summary, verdict, reason) }
 	if err := p.record(approvals.AuditRecord{Event: approvals.EventRequest, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Verdict: v.Decision, Reason: v.Reason}); err != nil {
+		ledger(policy.DeniedByPolicy, "its audit record could not be written")
 		return p.unrecorded(req, v, err)
 	}
 	switch v.Decision {
 	case rules.Allow:
 		if err := p.record(approvals.AuditRecord{Event: approvals.EventAuto, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Input: approvals.DisplayInput(req.Input), Decision: rules.Allow, Reason: v.Reason, By: "rules"}); err != nil {
+			ledger(policy.DeniedByPolicy, "its audit record could not be written")
 			return p.unrecorded(req, v, err)
 		}
+		ledger(policy.AllowedByRule, v.Reason)
 		return allowAnswer(req.Input)
 	case rules.Ask:
 	default:
 		// A denial stands whether or not its record lands.
 		_ = p.record(approvals.AuditRecord{Event: approvals.EventAuto, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Input: approvals.DisplayInput(req.Input), Decision: rules.Deny, Reason: v.Reason, By: "rules"})
+		ledger(policy.DeniedByPolicy, v.Reason)
 		return denyAnswer("Denied by the bridge's approval rules: " + v.Reason + ". Do not try to work around this denial; report it in your final answer.")
 	}
 	if src := p.approvalOffSource(); src != "" {
 		reason := "HUMAN APPROVAL IS OFF (" + src + "): allowed without asking a human; the OS sandbox still applies. The rules said: " + v.Reason
 		if err := p.record(approvals.AuditRecord{Event: approvals.EventApprovalOff, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Verdict: rules.Ask, Decision: rules.Allow, Reason: reason, By: src}); err != nil {
+			ledger(policy.DeniedByPolicy, "its audit record could not be written")
 			return p.unrecorded(req, v, err)
 		}
 		p.log.Warn().Str("job", p.cfg.JobID).Str("tool", req.Tool).Str("summary", v.Summary).Msg(reason)
+		ledger(policy.AllowedByRule, reason)
 		return allowAnswer(req.Input)
 	}
 	d, err := p.queue.Submit(ctx, p.cfg.JobID, req, v, p.cfg.Timeout)
 	if err != nil {
 		p.log.Error().Err(err).Str("job", p.cfg.JobID).Msg("approval request failed: denied")
 	}
-	if d.Approved {
+	switch {
+	case d.Approved:
+		ledger(policy.AllowedByHuman, humanReason(d, "approved"))
 		return allowAnswer(req.Input)
+	case d.Kind == approvals.KindTimeout:
+		ledger(policy.TimedOut, "nobody answered within "+p.cfg.Timeout.String()+"; the rules said: "+v.Reason)
+	case d.Kind == approvals.KindHuman:
+		ledger(policy.DeniedByHuman, humanReason(d, "denied"))
+	default:
+		ledger(policy.DeniedByPolicy, strings.TrimSuffix(d.Message(), " Do not try to work around this denial; report it in your final answer."))
 	}
 	return denyAnswer(d.Message())
+}
+
+// humanReason says who decided and why.
+func humanReason(d approvals.Decision, what string) string {
+	r := what
+	if d.By != "" {
+		r += " by " + d.By
+	}
+	if d.Reason != "" {
+		r += ": " + d.Reason
+	}
+	return r
+}
+
+// ledger appends one verdict to the job's ledger file. A verdict that cannot
+// be written is logged; the audit log still holds the call.
+func (p *Prompter) ledger(toolUseID, tool, summary, verdict, reason string) {
+	if p.cfg.Ledger == "" || toolUseID == "" {
+		return
+	}
+	b, err := json.Marshal(policy.Verdict{ToolUseID: toolUseID, Tool: tool, Summary: summary, Verdict: verdict, Reason: reason})
+	if err == nil {
+		err = statedir.AppendLine(p.cfg.Ledger, b)
+	}
+	if err != nil {
+		p.log.Warn().Err(err).Str("job", p.cfg.JobID).Msg("could not write the verdict to the job's ledger")
+	}
 }
 
 // record appends one audit record; the error says it is not on record.
@@ -168,7 +218,8 @@ func promptTool(p *Prompter) (mcp.Tool, server.ToolHandlerFunc) {
 			input = map[string]any{"_malformed_input": raw}
 			name = ""
 		}
-		ans := p.Answer(ctx, rules.Request{Tool: name, Input: input})
+		id, _ := args["tool_use_id"].(string)
+		ans := p.AnswerCall(ctx, rules.Request{Tool: name, Input: input}, id)
 		b, err := json.Marshal(ans)
 		if err != nil {
 			b = []byte(`{"behavior":"deny","message":"Denied: the approval answer could not be encoded. Do not try to work around this denial; report it in your final answer."}`)

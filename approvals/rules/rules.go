@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 )
 
@@ -33,6 +34,8 @@ type Policy struct {
 	Workspace string   // absolute; the job's working directory
 	Allow     []string // first words that may run unattended (BRIDGE_APPROVE_ALLOW)
 	Protected []string // paths no tool call may touch: state dir, the daemon's .env
+	// Job is the job's enforced policy (nil: none); it only narrows.
+	Job *policy.Enforced
 }
 
 // Verdict is the rules' answer for one Request.
@@ -94,8 +97,14 @@ var writeTools = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true,
 //   - WebFetch and WebSearch go to a human;
 //   - HarmlessTools and DelegationTools (Agent) run unattended;
 //     AskUserQuestion is denied (nobody is there to answer during a job);
-//   - every other tool, mcp__* included, goes to a human.
+//   - every other tool, mcp__* included, goes to a human;
+//
+// and then the job's policy narrows the verdict (applyJob).
 func Classify(req Request, p Policy) Verdict {
+	return applyJob(req, p, classify(req, p))
+}
+
+func classify(req Request, p Policy) Verdict {
 	if field, ok := commandTools[req.Tool]; ok {
 		cmd, ok := req.Input[field].(string)
 		if !ok {

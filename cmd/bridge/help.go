@@ -6,7 +6,7 @@ const usage = `bridge — lets MCP hosts hand work to DeepSeek.
 
 Usage:
   bridge serve [--env FILE]       run the HTTP daemon: POST http://HOST:PORT/mcp/<MCP_PATH_SECRET>
-  bridge stdio [--env FILE]       serve deepseek_flash only over stdin/stdout (for hosts that launch a
+  bridge stdio [--env FILE]       serve deepseek_flash and deepseek_models over stdin/stdout (for hosts that launch a
                                   command); the agent tools need the daemon (bridge serve)
   bridge approval-prompt --config FILE
                                   the permission-prompt child Claude Code starts for agent jobs

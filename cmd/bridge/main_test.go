@@ -239,8 +239,8 @@ func TestStdio(t *testing.T) {
 			Tools []struct{ Name string } `json:"tools"`
 		} `json:"result"`
 	}
-	if err := json.Unmarshal(b, &tools); err != nil || len(tools.Result.Tools) != 1 || tools.Result.Tools[0].Name != "deepseek_flash" {
-		t.Fatalf("tools/list: %s, want deepseek_flash alone (the agent tools need the daemon)", b)
+	if err := json.Unmarshal(b, &tools); err != nil || len(tools.Result.Tools) != 2 || tools.Result.Tools[0].Name != "deepseek_flash" || tools.Result.Tools[1].Name != "deepseek_models" {
+		t.Fatalf("tools/list: %s, want deepseek_flash and deepseek_models alone (the agent tools need the daemon)", b)
 	}
 	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"deepseek_flash","arguments":{"task":"hi"}}}`)
 	call := read(3)

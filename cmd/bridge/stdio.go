@@ -13,7 +13,7 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
 )
 
-// runStdio serves deepseek_flash alone: a second job registry on the same
+// runStdio serves deepseek_flash and deepseek_models alone: a second job registry on the same
 // state dir next to a running daemon would race it over the job files.
 func runStdio(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	env, code := loadEnv("stdio", args, stdout, stderr, stdioUsage)

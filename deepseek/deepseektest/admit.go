@@ -33,6 +33,10 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, side Side, modelO
 		writeJSON(w, http.StatusBadRequest, deepseekError("messages: must not be empty", "invalid_request_error"))
 		return req, idx, false
 	}
+	if msg := badThinking(req, side); msg != "" {
+		writeJSON(w, http.StatusUnprocessableEntity, deepseekError(msg, "invalid_request_error"))
+		return req, idx, false
+	}
 	return req, idx, true
 }
 

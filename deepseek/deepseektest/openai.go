@@ -77,6 +77,9 @@ type openaiAnswer struct {
 }
 
 func (s *Server) openaiAnswer(t Turn, req Request, model string) openaiAnswer {
+	if req.ThinksAt() == "off" { // thinking disabled: no reasoning is streamed or billed
+		t.Reasoning = ""
+	}
 	a := openaiAnswer{
 		id: s.newID("chatcmpl-double-"), model: model, created: time.Now().Unix(),
 		text: t.Text, reasoning: t.Reasoning, usage: usageFor(t, req.Body),

@@ -129,3 +129,16 @@ func contentText(v any) string {
 	}
 	return ""
 }
+
+// ToolNames are the names of the tools the request offered the model.
+func (r Request) ToolNames() []string {
+	ts, _ := r.JSON["tools"].([]any)
+	var out []string
+	for _, t := range ts {
+		tm, _ := t.(map[string]any)
+		if n, ok := tm["name"].(string); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}

@@ -356,6 +356,7 @@ func TestDoctorOnAFreshMachine(t *testing.T) {
 		"FAIL sandbox: bubblewrap (bwrap) is missing",
 		"WARN cloudflared: cloudflared is not installed",
 		"WARN allowed roots: none",
+		"OK   policy floor: none (BRIDGE_POLICY_FLOOR_FILE is not set)",
 		"OK   clock:",
 	}
 	got := out.String()

@@ -31,8 +31,10 @@ type daemonInfo struct {
 	Harness   json.RawMessage `json:"harness,omitempty"`
 	Sandbox   json.RawMessage `json:"sandbox,omitempty"`
 	Approval  json.RawMessage `json:"approval,omitempty"`
-	Exe       string          `json:"exe,omitempty"`
-	ProcStart string          `json:"proc_start,omitempty"`
+	// PolicyFloor is the job policy floor file the daemon read, or "none".
+	PolicyFloor string `json:"policy_floor,omitempty"`
+	Exe         string `json:"exe,omitempty"`
+	ProcStart   string `json:"proc_start,omitempty"`
 }
 
 // daemonStatus is what bridgectl can tell about the daemon without asking it.

@@ -119,6 +119,7 @@ func runDoctor(ctx context.Context, e *Env, args []string) error {
 	}
 
 	c.doctorRoots(r)
+	c.doctorFloor(r)
 
 	switch {
 	case *dry:

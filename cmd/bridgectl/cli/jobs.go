@@ -167,6 +167,7 @@ func printJob(w io.Writer, s jobs.Snapshot, now time.Time) {
 	if s.CostUSD > 0 || !s.Usage.IsZero() {
 		fmt.Fprintf(w, "cost:       $%.4f (%d in, %d cached, %d out tokens)\n", s.CostUSD, s.Usage.InputTokens, s.Usage.CacheReadTokens, s.Usage.OutputTokens)
 	}
+	printPolicy(w, s)
 	fmt.Fprintf(w, "task:       %s\n", oneLine(s.Task, 300))
 	for _, fw := range s.FilesWritten {
 		fmt.Fprintf(w, "wrote:      %s\n", visibleLine(fw, 1000))

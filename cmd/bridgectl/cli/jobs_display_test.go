@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 )
 
@@ -161,5 +162,36 @@ func TestJobShowsQuarantined(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("jobs ID lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// bridgectl jobs ID shows the model, the policy the job ran under with its
+// floor, and every tool call its ledger records as refused.
+func TestJobShowsPolicyAndRefusals(t *testing.T) {
+	te := newTestEnv(t)
+	t0 := time.Now().Add(-time.Hour).UTC()
+	id := "0badc0de" + strings.Repeat("5", 24)
+	e := policy.Merge(policy.Policy{DenyPaths: []string{"secrets/**"}}, policy.Policy{Tools: []string{"Read", "Write"}, WritePaths: []string{"out/**"}}, "/etc/floor.json")
+	s := jobs.Snapshot{Version: jobs.SnapshotVersion, ID: id, Status: jobs.StatusError, Task: "t", Workspace: "/srv/ws",
+		CreatedAt: t0, MaxSteps: 10, Error: "stopped", Model: "deepseek-v4-pro", Thinking: "low", Policy: &e,
+		Ledger: []jobs.LedgerEntry{
+			{Tool: "Write", Summary: "Write out/a", Verdict: policy.AllowedByRule, Reason: "inside"},
+			{Tool: "Write", Summary: "Write src/b", Verdict: policy.DeniedByPolicy, Reason: "the job's policy: src/b is outside write_paths (out/**)"},
+			{Tool: "Bash", Summary: "Bash: rm -rf .", Verdict: policy.NotOffered, Reason: "the job's policy does not offer Bash"},
+		}, LedgerTotal: 3}
+	te.writeJobs(s)
+	out := te.must("jobs", id)
+	for _, want := range []string{
+		"model:      deepseek-v4-pro, thinking low\n",
+		"policy:     tools Read,Write; writes out/**; denies secrets/** (floor: /etc/floor.json)\n",
+		"refused:    denied_by_policy Write src/b — the job's policy: src/b is outside write_paths (out/**)\n",
+		"refused:    not_offered      Bash: rm -rf . — the job's policy does not offer Bash\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("jobs ID lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Write out/a") {
+		t.Errorf("an allowed call is listed as refused:\n%s", out)
 	}
 }

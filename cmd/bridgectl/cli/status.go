@@ -62,6 +62,7 @@ type statusReport struct {
 	// than the running daemon's at its next start.
 	ApprovalNote  string          `json:"approval_note,omitempty"`
 	Sandbox       string          `json:"sandbox"`
+	PolicyFloor   string          `json:"policy_floor"`
 	Harness       string          `json:"harness"`
 	DaemonReports json.RawMessage `json:"daemon_reports,omitempty"`
 	AllowedRoots  []string        `json:"allowed_roots"`
@@ -143,6 +144,7 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 		fmt.Fprintf(w, "           note: %s\n", r.ApprovalNote)
 	}
 	fmt.Fprintf(w, "sandbox:   %s\n", r.Sandbox)
+	fmt.Fprintf(w, "floor:     %s\n", r.PolicyFloor)
 	fmt.Fprintf(w, "harness:   %s\n", r.Harness)
 	if len(r.AllowedRoots) == 0 {
 		fmt.Fprintln(w, "roots:     none — every agent workspace is refused; `bridgectl allow DIR` grants one")
@@ -304,6 +306,7 @@ func (c *ctl) status(ctx context.Context) statusReport {
 	r.Approval = c.approvalMode(d)
 	r.ApprovalNote = c.approvalState(d).configNote(c)
 	r.Sandbox = c.sandboxMode(d)
+	r.PolicyFloor = c.floorLine(d)
 	r.Harness = c.harnessLine(d)
 	snaps, trouble := loadJobs(c.dir)
 	for _, s := range snaps {

@@ -1,0 +1,98 @@
+package prompt
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+// Every answer lands in the job's ledger under its tool_use_id, with the
+// verdict that says who decided: the rules, the policy, a human, or nobody.
+func TestPrompterWritesTheLedger(t *testing.T) {
+	w := newWorld(t)
+	cfg := promptConfig(t, w)
+	cfg.Ledger = filepath.Join(t.TempDir(), policy.LedgerFile)
+	e := policy.Merge(policy.Policy{}, policy.Policy{WritePaths: []string{"out/**"}}, "")
+	cfg.Policy = &e
+	// A human approves "ls && id" and denies "ls && whoami"; "ls && date" waits out the timeout.
+	decide := map[string]bool{"Bash: ls && id": true, "Bash: ls && whoami": false}
+	testHookPending = func(pr approvals.PendingRequest) {
+		approve, ok := decide[pr.Summary]
+		if !ok {
+			return
+		}
+		q := approvals.NewQueue(mustDir(t, w.state), zerolog.Nop())
+		go func() { _ = q.Decide(pr.ID, approve, "checked", "alice") }() // the request waits for this
+	}
+	t.Cleanup(func() { testHookPending = nil })
+	cfg.Timeout = 300 * time.Millisecond
+	p, err := NewPrompter(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := []struct {
+		id   string
+		req  rules.Request
+		want string
+	}{
+		{"t1", rules.Request{Tool: "Read", Input: map[string]any{"file_path": filepath.Join(w.ws, "a.txt")}}, policy.AllowedByRule},
+		{"t2", rules.Request{Tool: "Write", Input: map[string]any{"file_path": filepath.Join(w.ws, "src", "a.txt"), "content": "x"}}, policy.DeniedByPolicy},
+		{"t3", rules.Request{Tool: "Bash", Input: map[string]any{"command": "ls && id"}}, policy.AllowedByHuman},
+		{"t4", rules.Request{Tool: "Bash", Input: map[string]any{"command": "ls && whoami"}}, policy.DeniedByHuman},
+		{"t5", rules.Request{Tool: "Bash", Input: map[string]any{"command": "ls && date"}}, policy.TimedOut},
+	}
+	for _, c := range calls {
+		a := p.AnswerCall(t.Context(), c.req, c.id)
+		if (a.Behavior == "allow") != strings.HasPrefix(c.want, "allowed") {
+			t.Errorf("%s: %+v, want %s", c.id, a, c.want)
+		}
+		if c.want == policy.DeniedByPolicy && !strings.Contains(a.Message, "ws/src/a.txt is outside write_paths (out/**): writes there are refused") {
+			t.Errorf("the denial does not carry its reason to the model: %q", a.Message)
+		}
+	}
+	f, err := os.Open(cfg.Ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var got []policy.Verdict
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var v policy.Verdict
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v)
+	}
+	if len(got) != len(calls) {
+		t.Fatalf("ledger has %d lines, want %d: %+v", len(got), len(calls), got)
+	}
+	for i, c := range calls {
+		if got[i].ToolUseID != c.id || got[i].Verdict != c.want || got[i].Tool != c.req.Tool || got[i].Reason == "" {
+			t.Errorf("ledger[%d] = %+v, want %s %s", i, got[i], c.id, c.want)
+		}
+	}
+	if !strings.Contains(got[2].Reason, "approved by alice: checked") || !strings.Contains(got[3].Reason, "denied by alice: checked") {
+		t.Errorf("the human's reasons: %q, %q", got[2].Reason, got[3].Reason)
+	}
+}
+
+func mustDir(t *testing.T, root string) statedir.Dir {
+	t.Helper()
+	d, err := statedir.At(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

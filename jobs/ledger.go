@@ -1,0 +1,124 @@
+package jobs
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
+)
+
+// Bounds of a job's ledger.
+const (
+	MaxLedger     = 2000 // entries kept in the snapshot (the oldest are dropped; LedgerTotal counts all)
+	PayloadLedger = 50   // entries an agent tool's payload carries
+	maxLedgerLine = 64 << 10
+)
+
+// LedgerEntry is one tool call of a job and what became of it.
+type LedgerEntry struct {
+	Time    time.Time `json:"time"`
+	Tool    string    `json:"tool"`
+	Summary string    `json:"summary,omitempty"`
+	// Verdict is one of policy.AllowedByRule, AllowedByHuman, DeniedByPolicy,
+	// DeniedByHuman, TimedOut, NotOffered.
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason"`
+}
+
+// LastLedger returns the last n entries of l (never nil).
+func LastLedger(l []LedgerEntry, n int) []LedgerEntry {
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return append([]LedgerEntry{}, l...)
+}
+
+// ledgerEntry is the verdict on one finished tool call: the approval child's
+// record of it when there is one, else what the harness showed.
+func (p *progress) ledgerEntry(tu harness.ToolUse, tr *harness.ToolResult, at time.Time) LedgerEntry {
+	e := LedgerEntry{Time: at, Tool: tu.Name, Summary: tu.Name}
+	if tu.Detail != "" {
+		e.Summary += ": " + tu.Detail
+	}
+	if v, ok := p.verdicts[tr.ToolUseID]; ok {
+		delete(p.verdicts, tr.ToolUseID)
+		e.Verdict, e.Reason = v.Verdict, v.Reason
+		if v.Summary != "" {
+			e.Summary = v.Summary
+		}
+		return e
+	}
+	switch {
+	case p.offered != nil && !slices.Contains(p.offered, tu.Name):
+		e.Verdict, e.Reason = policy.NotOffered, "the job's policy does not offer "+tu.Name+": Claude Code was not given it"
+	case tr.Denied:
+		e.Verdict, e.Reason = policy.DeniedByPolicy, "refused by the job's permission settings: "+harness.Clip(tr.Text, 200)
+	case tr.IsError:
+		e.Verdict, e.Reason = policy.AllowedByRule, "not asked: the harness answered it with an error before any permission check: "+harness.Clip(tr.Text, 200)
+	default:
+		e.Verdict, e.Reason = policy.AllowedByRule, "run by the harness without asking (its own bookkeeping)"
+	}
+	return e
+}
+
+// addLedger appends e to the snapshot's ledger and trace.
+func (p *progress) addLedger(e LedgerEntry) {
+	s := &p.snap
+	s.LedgerTotal++
+	s.Ledger = append(s.Ledger, e)
+	if over := len(s.Ledger) - MaxLedger; over > 0 {
+		s.Ledger = append(s.Ledger[:0:0], s.Ledger[over:]...)
+	}
+	s.Trace = appendTrace(s.Trace, &s.TraceDropped, TraceEntry{Time: e.Time, Kind: "verdict", Tool: e.Tool, Detail: e.Verdict + ": " + harness.Clip(e.Reason, 300)})
+}
+
+// ledgerReader reads the approval child's verdicts as it appends them. Only
+// the goroutine that runs the job uses it.
+type ledgerReader struct {
+	path string
+	off  int64
+	part []byte // a line not yet complete
+}
+
+// next returns the verdicts appended since the last call.
+func (l *ledgerReader) next() []policy.Verdict {
+	if l == nil || l.path == "" {
+		return nil
+	}
+	f, err := os.Open(l.path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if _, err := f.Seek(l.off, io.SeekStart); err != nil {
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 16<<20))
+	if err != nil {
+		return nil
+	}
+	l.off += int64(len(b))
+	b = append(l.part, b...)
+	end := bytes.LastIndexByte(b, '\n')
+	if end < 0 {
+		l.part = b
+		return nil
+	}
+	l.part = append([]byte(nil), b[end+1:]...)
+	var out []policy.Verdict
+	sc := bufio.NewScanner(bytes.NewReader(b[:end+1]))
+	sc.Buffer(make([]byte, 0, 4096), maxLedgerLine)
+	for sc.Scan() {
+		var v policy.Verdict
+		if json.Unmarshal(sc.Bytes(), &v) == nil && v.ToolUseID != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
