@@ -23,6 +23,7 @@ var layers = map[string]int{
 	"config/configtest":     11, // test configs from an injected environment
 	"logging":               10,
 	"envfile":               12, // edits .env files atomically (statedir)
+	"mcpsock":               15, // the client side of the daemon's unix socket
 	"sandbox":               20,
 	"harness":               20,
 	"deepseek":              20,

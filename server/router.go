@@ -51,12 +51,32 @@ func (s *Server) secretOK(got string) bool {
 	return subtle.ConstantTimeCompare(h[:], s.secretHash[:]) == 1
 }
 
+// socketRoute is the MCP route on the daemon's unix socket: no secret, the
+// socket file's mode (0600 in a 0700 dir) is the credential.
+const socketRoute = "/mcp"
+
+// socketRouter is router for the unix socket: the same limits and MCP
+// handling, without the capability path.
+func (s *Server) socketRouter() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.limitBody, s.accessLog)
+	r.Get("/health", s.health)
+	r.HandleFunc(socketRoute, s.mcpPost)
+	return r
+}
+
 func (s *Server) mcpEntry(w http.ResponseWriter, r *http.Request) {
 	if !s.secretOK(chi.URLParam(r, "secret")) {
 		// Byte for byte what chi answers for a path that does not exist.
 		http.NotFound(w, r)
 		return
 	}
+	s.mcpPost(w, r)
+}
+
+// mcpPost is everything the MCP endpoint does once the caller is admitted
+// (the right path secret over TCP, the socket's file mode over unix).
+func (s *Server) mcpPost(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "method not allowed: this endpoint takes POST (stateless Streamable HTTP)", http.StatusMethodNotAllowed)

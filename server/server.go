@@ -1,9 +1,9 @@
 // Package server is the bridge's MCP endpoint: the chi router with its limits
 // (body size, capability path, Origin, rate limit), the mcp-go Streamable HTTP
 // handler and the tools it serves, and serving it on a listener with graceful
-// shutdown. The daemon (package daemon) listens and owns daemon.json;
-// `bridge stdio` serves the same MCPServer (built without agent jobs, so
-// deepseek_flash alone) through MCP().
+// shutdown. The daemon (package daemon) listens — on TCP with the path
+// secret, and on a unix socket without it (ServeSocket) — and owns
+// daemon.json.
 package server
 
 import (
@@ -66,6 +66,7 @@ type Server struct {
 	mcp        *mcpserver.MCPServer
 	stream     *mcpserver.StreamableHTTPServer
 	handler    http.Handler
+	socket     http.Handler // handler without the path secret, for the daemon's unix socket
 	limiter    *callLimiter
 	secretHash [sha256.Size]byte
 
@@ -129,6 +130,7 @@ func New(o Options) (*Server, error) {
 		mcpserver.WithStreamableHTTPLogger(slog.New(zerolog.NewSlogHandler(s.log.With().Str("component", "mcp-go").Logger()))),
 	)
 	s.handler = s.router()
+	s.socket = s.socketRouter()
 	return s, nil
 }
 
@@ -154,10 +156,21 @@ func (s *Server) MCP() *mcpserver.MCPServer { return s.mcp }
 // shutting down (answerShutdown), and connections still open at the end are
 // closed. ln is closed when Serve returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return s.serve(ctx, ln, s.handler, "http://"+ln.Addr().String())
+}
+
+// ServeSocket is Serve for the daemon's unix socket: the same MCP endpoint
+// at /mcp, without the path secret (whoever can open the socket file is the
+// owner), and /health. Both may run at once; each shuts down on its ctx.
+func (s *Server) ServeSocket(ctx context.Context, ln net.Listener) error {
+	return s.serve(ctx, ln, s.socket, "unix socket "+ln.Addr().String())
+}
+
+func (s *Server) serve(ctx context.Context, ln net.Listener, handler http.Handler, where string) error {
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
 	hs := &http.Server{
-		Handler:           s.handler,
+		Handler:           handler,
 		ReadHeaderTimeout: readHeaderTimeout,
 		// No ReadTimeout or WriteTimeout: either would cut a long SSE answer
 		// (a read deadline left in place cancels the request context). The
@@ -167,8 +180,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		BaseContext:    func(net.Listener) context.Context { return baseCtx },
 		ErrorLog:       log.New(zerologWriter{s.log}, "", 0),
 	}
-	addr := ln.Addr().String()
-	s.log.Info().Str("addr", addr).Str("version", s.o.Version).Msg("listening on http://" + addr)
+	s.log.Info().Str("addr", ln.Addr().String()).Str("version", s.o.Version).Msg("listening on " + where)
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }() // owner: Serve; joined below
