@@ -9,12 +9,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/syncbuf"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/mcpsock"
 )
 
 const testSecret = "test-secret-0123456789abcdef"
@@ -194,9 +197,20 @@ func TestServe(t *testing.T) {
 	}
 }
 
-// TestStdio drives `bridge stdio` with newline-delimited JSON-RPC.
+// TestStdio drives `bridge stdio` with newline-delimited JSON-RPC against a
+// running daemon (`bridge serve`, in-process): every tool is offered, calls
+// reach the daemon over its socket, ids come back with every digit.
 func TestStdio(t *testing.T) {
-	cleanEnv(t, map[string]string{"MCP_PATH_SECRET": ""}) // stdio needs no secret
+	dir := cleanEnv(t, nil)
+	serveCtx, stopServe := context.WithCancel(t.Context())
+	served := make(chan int, 1)
+	go func() { served <- run(serveCtx, []string{"serve"}, strings.NewReader(""), io.Discard, io.Discard) }()
+	t.Cleanup(func() { stopServe(); <-served })
+	sock := filepath.Join(dir, "state", "daemon.sock")
+	if !poll.Until(15*time.Second, func() bool { return mcpsock.Ping(t.Context(), sock) == nil }) {
+		t.Fatal("the daemon's socket does not answer")
+	}
+
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	var errb syncbuf.Buffer
@@ -239,8 +253,16 @@ func TestStdio(t *testing.T) {
 			Tools []struct{ Name string } `json:"tools"`
 		} `json:"result"`
 	}
-	if err := json.Unmarshal(b, &tools); err != nil || len(tools.Result.Tools) != 1 || tools.Result.Tools[0].Name != "deepseek_flash" {
-		t.Fatalf("tools/list: %s, want deepseek_flash alone (the agent tools need the daemon)", b)
+	if err := json.Unmarshal(b, &tools); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Result.Tools {
+		names = append(names, tl.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"deepseek_agent_cancel", "deepseek_agent_poll", "deepseek_agent_start", "deepseek_flash"}; !slices.Equal(names, want) {
+		t.Fatalf("tools/list over stdio: %v, want %v", names, want)
 	}
 	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"deepseek_flash","arguments":{"task":"hi"}}}`)
 	call := read(3)
@@ -262,6 +284,25 @@ func TestStdio(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("stdio did not end on EOF")
+	}
+	if strings.Contains(errb.String(), "starting one") {
+		t.Errorf("stdio started a daemon although one ran: %s", errb.String())
+	}
+}
+
+// With no daemon running and no bridgectl to start one, bridge stdio says
+// both, and what to do, and exits 1 without writing to the host.
+func TestStdioWithoutDaemonOrBridgectl(t *testing.T) {
+	cleanEnv(t, map[string]string{"PATH": t.TempDir()})
+	var out, errb syncbuf.Buffer
+	code := run(t.Context(), []string{"stdio"}, strings.NewReader(""), &out, &errb)
+	if code != exitFail || out.Len() != 0 {
+		t.Fatalf("exit %d stdout %q", code, out.String())
+	}
+	for _, want := range []string{"no bridge daemon answers on", "starting one (`bridgectl start`)", "bridgectl was not found next to bridge or on PATH"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+		}
 	}
 }
 
