@@ -33,6 +33,10 @@ type daemonInfo struct {
 	Approval  json.RawMessage `json:"approval,omitempty"`
 	Exe       string          `json:"exe,omitempty"`
 	ProcStart string          `json:"proc_start,omitempty"`
+	Socket    string          `json:"socket,omitempty"`
+	EnvFile   string          `json:"env_file,omitempty"`
+	// AllowedRoots: nil when the daemon did not say (an older one).
+	AllowedRoots *[]string `json:"allowed_roots,omitempty"`
 }
 
 // daemonStatus is what bridgectl can tell about the daemon without asking it.
@@ -196,6 +200,9 @@ func (c *ctl) startDaemon(ctx context.Context, pinPort int, justFreed bool) (dae
 	// A daemon.json left by a killed daemon must not be mistaken for the new one.
 	os.Remove(c.dir.DaemonInfoFile())
 	marker := startMarker("start", c.e.Now())
+	if c.startedFor != "" {
+		marker = strings.TrimSuffix(marker, " ===") + " for " + visible(c.startedFor, 80) + " ==="
+	}
 	ch, err := spawnDetached(bin, c.daemonArgs(), env, "", c.dir.LogFile(), marker)
 	if err != nil {
 		return daemonStatus{}, err
