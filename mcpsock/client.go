@@ -1,7 +1,8 @@
-// Package mcpsock is the client side of the daemon's unix socket: an HTTP
-// client that dials it, and Forward, which carries a host's stdio MCP
-// session over it message by message (`bridge stdio`), so that hosts that
-// launch a command reach the daemon's every tool and its one job registry.
+// Package mcpsock is the daemon's unix socket: listening on it and dialling
+// it (paths longer than a socket allows included), an HTTP client over it,
+// and Forward, which carries a host's stdio MCP session over it message by
+// message (`bridge stdio`), so that hosts that launch a command reach the
+// daemon's every tool and its one job registry.
 package mcpsock
 
 import (
@@ -26,8 +27,7 @@ const Endpoint = BaseURL + "/mcp"
 func HTTPClient(path string) *http.Client {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
+			return Dial(ctx, path)
 		},
 		MaxIdleConns:    4,
 		IdleConnTimeout: 90 * time.Second,
