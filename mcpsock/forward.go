@@ -50,20 +50,23 @@ func Forward(ctx context.Context, o Options, in io.Reader, out io.Writer) error 
 	defer f.hc.CloseIdleConnections()
 	callCtx, dropAll := context.WithCancel(ctx)
 	defer dropAll()
-	br := bufio.NewReaderSize(in, 64<<10)
+	readDone := make(chan error, 1)
+	go func() { // owner: Forward; ends with in (closed below when ctx ends first)
+		readDone <- f.readAll(callCtx, in)
+	}()
 	var readErr error
-	for {
-		line, err := readLine(br)
-		if len(bytes.TrimSpace(line)) > 0 {
-			f.dispatch(callCtx, bytes.TrimSpace(line))
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				readErr = err
-			}
-			break
+	select {
+	case readErr = <-readDone:
+	case <-ctx.Done():
+		// The host asked us to stop (SIGINT, SIGTERM) with its stdin still
+		// open: stop reading, drop the calls.
+		if c, ok := in.(io.Closer); ok {
+			c.Close()
 		}
 	}
+	f.mu.Lock()
+	f.closing = true // no call starts after this: wg.Wait below may begin
+	f.mu.Unlock()
 	done := make(chan struct{})
 	go func() { f.wg.Wait(); close(done) }() // owner: Forward; joined below
 	select {
@@ -75,6 +78,23 @@ func Forward(ctx context.Context, o Options, in io.Reader, out io.Writer) error 
 	return readErr
 }
 
+// readAll dispatches every line of in until it ends (nil at EOF).
+func (f *forwarder) readAll(ctx context.Context, in io.Reader) error {
+	br := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, err := readLine(br)
+		if len(bytes.TrimSpace(line)) > 0 && ctx.Err() == nil {
+			f.dispatch(ctx, bytes.TrimSpace(line))
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
 type forwarder struct {
 	o  Options
 	hc *http.Client
@@ -84,6 +104,7 @@ type forwarder struct {
 
 	mu       sync.Mutex
 	inflight map[string]context.CancelFunc // calls by their compacted id
+	closing  bool                          // Forward is returning: no new calls
 	wg       sync.WaitGroup
 }
 
@@ -124,12 +145,17 @@ func (f *forwarder) dispatch(ctx context.Context, line []byte) {
 func (f *forwarder) goCall(ctx context.Context, body []byte, m message) {
 	key := idKey(m.ID)
 	ctx, cancel := context.WithCancel(ctx)
-	if key != "" {
-		f.mu.Lock()
-		f.inflight[key] = cancel
+	f.mu.Lock()
+	if f.closing {
 		f.mu.Unlock()
+		cancel()
+		return
+	}
+	if key != "" {
+		f.inflight[key] = cancel
 	}
 	f.wg.Add(1)
+	f.mu.Unlock()
 	go func() { // owner: forwarder; joined by Forward
 		defer f.wg.Done()
 		defer func() {

@@ -24,9 +24,13 @@ import (
 type heldFlash struct {
 	release chan struct{}
 	ended   chan error
+	started chan struct{} // nil: not told
 }
 
 func (h *heldFlash) Flash(ctx context.Context, req deepseek.FlashRequest) (deepseek.FlashResult, error) {
+	if h.started != nil {
+		h.started <- struct{}{}
+	}
 	req.Progress(deepseek.ProgressEvent{Phase: "thinking", Tokens: 5})
 	select {
 	case <-h.release:
@@ -176,5 +180,35 @@ func TestForwardDaemonGone(t *testing.T) {
 	s.send(`not json`)
 	if line, m = s.next(); m["id"] != nil || !strings.Contains(line, "-32700") {
 		t.Fatalf("bad line answered %s, want a parse error with id null", line)
+	}
+}
+
+// A host that stops the session with a signal (ctx ends) while stdin is
+// still open gets Forward back at once, its running calls dropped.
+func TestForwardEndsWithCtxWhileStdinOpen(t *testing.T) {
+	h := &heldFlash{release: make(chan struct{}), ended: make(chan error, 1), started: make(chan struct{}, 1)}
+	_, sock := startSession(t, h)
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	outR, outW := io.Pipe()
+	go io.Copy(io.Discard, outR)
+	defer outW.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- Forward(ctx, Options{Socket: sock, Log: zerolog.Nop()}, inR, outW) }()
+	if _, err := io.WriteString(inW, call("5")+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-h.started
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Forward did not return after its ctx ended")
+	}
+	select {
+	case <-h.ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call still runs in the daemon after the session ended")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -133,7 +134,12 @@ func findBridge(e *Env) (string, error) {
 		}
 	}
 	if p, err := lookPath(e, "bridge"); err == nil {
-		return p, nil
+		// Linux has another `bridge` on PATH (iproute2's, /sbin/bridge):
+		// take one only when it says it is this one.
+		if out, err := exec.Command(p, "version").Output(); err == nil && strings.HasPrefix(string(out), "bridge ") && strings.Count(string(out), "\n") == 1 {
+			return p, nil
+		}
+		return "", fmt.Errorf("the `bridge` on PATH (%s) is not the DeepSeek MCP bridge (iproute2 has one too), and none is next to bridgectl: run `make build` (it writes bin/bridge) or set BRIDGE_BIN", p)
 	}
 	return "", errors.New("the `bridge` binary was not found next to bridgectl or on PATH: run `make build` (it writes bin/bridge) or set BRIDGE_BIN")
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,6 +57,29 @@ func TestRegisterPrintsPasteableConfig(t *testing.T) {
 	for _, args := range [][]string{{"register"}, {"register", "vscode"}, {"register", "claude", "--name", "a b"}} {
 		if _, errs, code := te.run(args...); code != 2 || !strings.Contains(errs, "register") {
 			t.Errorf("%v: exit %d %q, want a usage error", args, code, errs)
+		}
+	}
+}
+
+// Linux has another `bridge` on PATH (iproute2's): register and start never
+// take it for the DeepSeek bridge, and say so.
+func TestFindBridgeRefusesIproute2(t *testing.T) {
+	te := newTestEnv(t)
+	var env []string
+	for _, kv := range te.environ {
+		if !strings.HasPrefix(kv, "BRIDGE_BIN=") {
+			env = append(env, kv)
+		}
+	}
+	te.environ = env
+	fake := filepath.Join(te.pathDir, "bridge")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 'Object \"'$1'\" is unknown, try \"bridge help\".' >&2\nexit 255\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"register", "claude"}, {"start"}} {
+		out, errs, code := te.run(args...)
+		if code != 1 || !strings.Contains(errs, fake+") is not the DeepSeek MCP bridge (iproute2 has one too)") || strings.Contains(out, fake) {
+			t.Errorf("%v with iproute2's bridge on PATH: exit %d\n%s%s", args, code, out, errs)
 		}
 	}
 }

@@ -1,0 +1,108 @@
+package e2e
+
+// The real Claude Code as a host that launches `bridge stdio`, registered
+// with the block `bridgectl register cursor` prints (Claude Code's
+// --mcp-config reads the same mcpServers JSON).
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+const (
+	ccStart = "mcp__deepseek__deepseek_agent_start"
+	ccPoll  = "mcp__deepseek__deepseek_agent_poll"
+)
+
+// A host session starts a job through `bridge stdio` (which starts the
+// daemon, as bridgectl start does), polls it, and quits while it runs; the
+// job goes on under the daemon; a second session polls it to done and
+// quotes its nonce.
+func TestClaudeCodeStdioHostJobOutlivesItsSession(t *testing.T) {
+	jobModel := startDouble(t)
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before the double closes
+	// The job's model holds its only turn until the first session is gone.
+	jobModel.ScriptAnthropic(dt.Func(func(dt.Request) dt.Turn { <-release; return dt.Text("olleh") }))
+	envFile, state, root := writeStdioEnv(t, jobModel, map[string]string{"BRIDGE_SYNC_WINDOW_MS": "1000"})
+	ws := filepath.Join(root, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mcpConfig := []byte(ctlRun(t, envFile, "register", "cursor"))
+	if !strings.Contains(string(mcpConfig), `"stdio"`) || strings.Contains(string(mcpConfig), testSecret) {
+		t.Fatalf("register cursor:\n%s", mcpConfig)
+	}
+
+	// Session 1: load the tools, start, poll once, quit.
+	var jobID string
+	first := dt.New(dt.WithDefault(hostBrain(func(calls []ccCall) dt.Turn {
+		switch len(calls) {
+		case 0:
+			return toolSearch(ccStart)
+		case 1:
+			return dt.ToolCalls(dt.Call(ccStart, map[string]any{"workspace": ws, "task": "reverse the word hello"}))
+		case 2:
+			return toolSearch(ccPoll)
+		case 3:
+			id, _ := agentPayload(t, calls[1])["job_id"].(string)
+			return dt.ToolCalls(dt.Call(ccPoll, map[string]any{"job_id": id, "wait_seconds": 1}))
+		}
+		p := agentPayload(t, calls[3])
+		return dt.Text(fmt.Sprintf("job %v is %v", p["job_id"], p["status"]))
+	})))
+	t.Cleanup(first.Close)
+	r1 := runCCHost(t, first, mcpConfig, "start a job", ccStart, ccPoll)
+	if _, err := fmt.Sscanf(r1.Result, "job %s is running", &jobID); err != nil || r1.IsError || !strings.HasSuffix(r1.Result, " is running") {
+		t.Fatalf("first session ended with %q (is_error %v); want the job running\n%s", r1.Result, r1.IsError, r1.Output)
+	}
+	log, _ := os.ReadFile(filepath.Join(state, "bridge.log"))
+	if !strings.Contains(string(log), "=== bridgectl start ") || !strings.Contains(string(log), " for bridge stdio pid ") {
+		t.Errorf("bridge.log does not show the daemon started for bridge stdio:\n%s", log)
+	}
+
+	// The host is gone, and its bridge stdio with it; the job is not.
+	if !poll.Until(10*time.Second, func() bool { return len(stdioProcs(envFile)) == 0 }) {
+		t.Errorf("bridge stdio outlived its host: %v", stdioProcs(envFile))
+	}
+	dir := statedir.Dir{Root: state}
+	if s, err := jobs.Load(dir, jobID); err != nil || s.Status != jobs.StatusRunning {
+		t.Fatalf("job %s after its host quit: %+v, %v; want running", jobID, s.Status, err)
+	}
+	once.Do(func() { close(release) })
+
+	// Session 2: a new host polls the job to its end.
+	second := dt.New(dt.WithDefault(hostBrain(func(calls []ccCall) dt.Turn {
+		if len(calls) == 0 {
+			return toolSearch(ccPoll)
+		}
+		last := calls[len(calls)-1]
+		if last.Name == ccPoll {
+			p := agentPayload(t, last)
+			if st, _ := p["status"].(string); jobs.Status(st).Final() || len(calls) > 10 {
+				return dt.Text(fmt.Sprintf("status %v, nonce %v: %v", p["status"], p["nonce"], p["result"]))
+			}
+		}
+		return dt.ToolCalls(dt.Call(ccPoll, map[string]any{"job_id": jobID, "wait_seconds": 20}))
+	})))
+	t.Cleanup(second.Close)
+	r2 := runCCHost(t, second, mcpConfig, "how is job "+jobID+"?", ccPoll)
+	snap := assertSnapshotFile(t, dir, jobID, jobs.StatusDone)
+	if want := fmt.Sprintf("status done, nonce %s: olleh", snap.Nonce); r2.Result != want || !hexNonce.MatchString(snap.Nonce) {
+		t.Fatalf("second session ended with %q, want %q\n%s", r2.Result, want, r2.Output)
+	}
+	if !poll.Until(10*time.Second, func() bool { return len(stdioProcs(envFile)) == 0 }) {
+		t.Errorf("bridge stdio outlived its host: %v", stdioProcs(envFile))
+	}
+}
