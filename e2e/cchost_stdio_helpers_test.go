@@ -11,6 +11,7 @@ package e2e
 //	toolSearch(tool) dt.Turn                                   Claude Code's way to load a deferred MCP tool
 //	runCCHost(t, model, mcpConfig, prompt, allowed...) ccResult  one `claude -p` session to its end
 //	stdioProcs(envFile) []string                               live `bridge stdio` processes of that .env
+//	stdioClient(t, envFile) *mcp.ClientSession                 the Go SDK's client over `bridge stdio`
 
 import (
 	"bufio"
@@ -25,7 +26,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/syncbuf"
 )
 
 // hostSessionTimeout bounds one Claude Code host session.
@@ -240,4 +244,24 @@ func stdioProcs(envFile string) []string {
 		out = append(out, d.Name()+": "+strings.ReplaceAll(string(cmd), "\x00", " "))
 	}
 	return out
+}
+
+// stdioClient is an MCP host (the official Go SDK's client) that launches
+// `bridge stdio --env envFile`, as a host registered with it does.
+func stdioClient(t *testing.T, envFile string) *mcp.ClientSession {
+	t.Helper()
+	binary(t, "bridgectl") // next to bridge: stdio starts the daemon with it
+	cmd := exec.Command(binary(t, "bridge"), "stdio", "--env", envFile)
+	cmd.Env = hostEnv(t)
+	var errb syncbuf.Buffer
+	cmd.Stderr = &errb
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-host", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect over bridge stdio: %v\nstderr:\n%s", err, errb.String())
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
 }

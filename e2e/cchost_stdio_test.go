@@ -13,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -104,5 +107,62 @@ func TestClaudeCodeStdioHostJobOutlivesItsSession(t *testing.T) {
 	}
 	if !poll.Until(10*time.Second, func() bool { return len(stdioProcs(envFile)) == 0 }) {
 		t.Errorf("bridge stdio outlived its host: %v", stdioProcs(envFile))
+	}
+}
+
+// Two hosts launch `bridge stdio` at the same moment with no daemon running:
+// one daemon comes up, and the job one host starts is the other's to poll
+// (by id: the list tool comes with the sessions issue) — one registry.
+func TestTwoStdioHostsShareOneRegistry(t *testing.T) {
+	jobModel := startDouble(t)
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	jobModel.ScriptAnthropic(dt.Func(func(dt.Request) dt.Turn { <-release; return dt.Text("shared") }))
+	envFile, state, root := writeStdioEnv(t, jobModel, map[string]string{"BRIDGE_SYNC_WINDOW_MS": "500"})
+	ws := filepath.Join(root, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hosts := make([]*mcp.ClientSession, 2)
+	var wg sync.WaitGroup
+	for i := range hosts {
+		wg.Add(1)
+		go func() { defer wg.Done(); hosts[i] = stdioClient(t, envFile) }()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	a, b := hosts[0], hosts[1]
+	ctx := t.Context()
+	started := callAgent(t, ctx, a, "deepseek_agent_start", map[string]any{"workspace": ws, "task": "say shared"}, nil)
+	id := started.P.JobID
+	if started.IsError || id == "" || started.P.Status != string(jobs.StatusRunning) {
+		t.Fatalf("start on host A: %+v %s", started.P, started.Text)
+	}
+	seen := callAgent(t, ctx, b, "deepseek_agent_poll", map[string]any{"job_id": id, "wait_seconds": 0}, nil)
+	if seen.IsError || seen.P.JobID != id || seen.P.Status != string(jobs.StatusRunning) {
+		t.Fatalf("host B polls host A's job: %+v %s", seen.P, seen.Text)
+	}
+	once.Do(func() { close(release) })
+	done := pollUntil(t, b, id, 2*time.Minute, func(p server.AgentJobPayload) bool { return jobs.Status(p.Status).Final() })
+	if done.P.Status != string(jobs.StatusDone) || !hexNonce.MatchString(done.P.Nonce) || done.P.Result != "shared" {
+		t.Fatalf("host B's last poll: %+v", done.P)
+	}
+	again := callAgent(t, ctx, a, "deepseek_agent_poll", map[string]any{"job_id": id, "wait_seconds": 0}, nil)
+	if again.P.Nonce != done.P.Nonce || again.P.Status != string(jobs.StatusDone) {
+		t.Fatalf("host A sees %+v, host B saw nonce %s", again.P, done.P.Nonce)
+	}
+	// One daemon: the lock's holder is the daemon.json every host reached.
+	var info struct {
+		PID    int    `json:"pid"`
+		Socket string `json:"socket"`
+	}
+	if err := statedir.ReadJSON(filepath.Join(state, "daemon.json"), &info); err != nil {
+		t.Fatal(err)
+	}
+	if holder, err := (statedir.Dir{Root: state}).LockHolder(); err != nil || holder != info.PID || info.Socket != filepath.Join(state, "daemon.sock") {
+		t.Errorf("lock holder %d (%v), daemon.json %+v", holder, err, info)
 	}
 }
