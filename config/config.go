@@ -163,8 +163,8 @@ var ErrNoEnvFile = errors.New("no such file")
 
 // LoadFrom is Load with an injected environment. A .env file named explicitly
 // (envFile, or BRIDGE_ENV_FILE) must exist: a missing one is a mistake the
-// user wants to hear about (ErrNoEnvFile, with how to create it). The default
-// ./.env is optional.
+// user wants to hear about (ErrNoEnvFile, with how to create it). The
+// per-user default is optional.
 func LoadFrom(envFile string, env Lookup) (Config, error) {
 	c, err := LoadMissingOK(envFile, env)
 	if err != nil {
