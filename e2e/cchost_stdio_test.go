@@ -5,6 +5,7 @@ package e2e
 // --mcp-config reads the same mcpServers JSON).
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,12 +26,13 @@ import (
 const (
 	ccStart = "mcp__deepseek__deepseek_agent_start"
 	ccPoll  = "mcp__deepseek__deepseek_agent_poll"
+	ccList  = "mcp__deepseek__deepseek_agent_list"
 )
 
 // A host session starts a job through `bridge stdio` (which starts the
 // daemon, as bridgectl start does), polls it, and quits while it runs; the
-// job goes on under the daemon; a second session polls it to done and
-// quotes its nonce.
+// job goes on under the daemon; a second session finds it with
+// deepseek_agent_list, polls it to done and quotes its nonce.
 func TestClaudeCodeStdioHostJobOutlivesItsSession(t *testing.T) {
 	jobModel := startDouble(t)
 	release := make(chan struct{})
@@ -83,24 +85,42 @@ func TestClaudeCodeStdioHostJobOutlivesItsSession(t *testing.T) {
 	if s, err := jobs.Load(dir, jobID); err != nil || s.Status != jobs.StatusRunning {
 		t.Fatalf("job %s after its host quit: %+v, %v; want running", jobID, s.Status, err)
 	}
-	once.Do(func() { close(release) })
 
-	// Session 2: a new host polls the job to its end.
+	// Session 2: a new host finds the job in the list and polls it to its end.
+	var listedID string
 	second := dt.New(dt.WithDefault(hostBrain(func(calls []ccCall) dt.Turn {
-		if len(calls) == 0 {
+		switch len(calls) {
+		case 0:
+			return toolSearch(ccList)
+		case 1:
+			return dt.ToolCalls(dt.Call(ccList, map[string]any{"status": "running"}))
+		case 2:
+			var l struct {
+				Jobs []struct {
+					JobID string `json:"job_id"`
+				} `json:"jobs"`
+			}
+			if json.Unmarshal([]byte(calls[1].Result), &l) == nil && len(l.Jobs) == 1 {
+				listedID = l.Jobs[0].JobID
+			}
 			return toolSearch(ccPoll)
+		case 3: // the job's model answers now, while this session polls
+			once.Do(func() { close(release) })
 		}
 		last := calls[len(calls)-1]
 		if last.Name == ccPoll {
 			p := agentPayload(t, last)
-			if st, _ := p["status"].(string); jobs.Status(st).Final() || len(calls) > 10 {
+			if st, _ := p["status"].(string); jobs.Status(st).Final() || len(calls) > 12 {
 				return dt.Text(fmt.Sprintf("status %v, nonce %v: %v", p["status"], p["nonce"], p["result"]))
 			}
 		}
-		return dt.ToolCalls(dt.Call(ccPoll, map[string]any{"job_id": jobID, "wait_seconds": 20}))
+		return dt.ToolCalls(dt.Call(ccPoll, map[string]any{"job_id": listedID, "wait_seconds": 20}))
 	})))
 	t.Cleanup(second.Close)
-	r2 := runCCHost(t, second, mcpConfig, "how is job "+jobID+"?", ccPoll)
+	r2 := runCCHost(t, second, mcpConfig, "how is my running job?", ccList, ccPoll)
+	if listedID != jobID {
+		t.Fatalf("the second session's list showed %q, want the first session's job %s\n%s", listedID, jobID, r2.Output)
+	}
 	snap := assertSnapshotFile(t, dir, jobID, jobs.StatusDone)
 	if want := fmt.Sprintf("status done, nonce %s: olleh", snap.Nonce); r2.Result != want || !hexNonce.MatchString(snap.Nonce) {
 		t.Fatalf("second session ended with %q, want %q\n%s", r2.Result, want, r2.Output)
@@ -111,8 +131,8 @@ func TestClaudeCodeStdioHostJobOutlivesItsSession(t *testing.T) {
 }
 
 // Two hosts launch `bridge stdio` at the same moment with no daemon running:
-// one daemon comes up, and the job one host starts is the other's to poll
-// (by id: the list tool comes with the sessions issue) — one registry.
+// one daemon comes up, and the job one host starts is in the other's
+// deepseek_agent_list and is the other's to poll — one registry.
 func TestTwoStdioHostsShareOneRegistry(t *testing.T) {
 	jobModel := startDouble(t)
 	release := make(chan struct{})
@@ -140,6 +160,15 @@ func TestTwoStdioHostsShareOneRegistry(t *testing.T) {
 	id := started.P.JobID
 	if started.IsError || id == "" || started.P.Status != string(jobs.StatusRunning) {
 		t.Fatalf("start on host A: %+v %s", started.P, started.Text)
+	}
+	listed, err := b.CallTool(ctx, &mcp.CallToolParams{Name: "deepseek_agent_list", Arguments: map[string]any{"status": "running"}})
+	if err != nil || listed.IsError {
+		t.Fatalf("list on host B: %v %+v", err, listed)
+	}
+	raw, _ := json.Marshal(listed.StructuredContent)
+	var list server.AgentListOutput
+	if err := json.Unmarshal(raw, &list); err != nil || list.Total != 1 || len(list.Jobs) != 1 || list.Jobs[0].JobID != id || list.Jobs[0].Workspace != ws {
+		t.Fatalf("host B's list does not show host A's running job %s: %s (%v)", id, raw, err)
 	}
 	seen := callAgent(t, ctx, b, "deepseek_agent_poll", map[string]any{"job_id": id, "wait_seconds": 0}, nil)
 	if seen.IsError || seen.P.JobID != id || seen.P.Status != string(jobs.StatusRunning) {

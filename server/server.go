@@ -139,7 +139,8 @@ func instructions(agent bool) string {
 	s := "deepseek_flash hands a self-contained task (plus pasted material) to DeepSeek and returns its answer with token usage and cost."
 	if agent {
 		s += " For work that needs to read, run or change files in a workspace, deepseek_agent_start runs a DeepSeek agent job there" +
-			" (commands may wait for a human's approval); follow it with deepseek_agent_poll until it finishes, or stop it with deepseek_agent_cancel."
+			" (commands may wait for a human's approval); follow it with deepseek_agent_poll until it finishes, or stop it with deepseek_agent_cancel;" +
+			" deepseek_agent_list shows the jobs any session started."
 	}
 	return s
 }
