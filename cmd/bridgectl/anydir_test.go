@@ -179,6 +179,16 @@ func TestCommandsActOnTheRunningDaemonFromAnyDirectory(t *testing.T) {
 	if out, _ = w.must(w.other, "status"); !strings.Contains(out, "(the running daemon's)") || !strings.Contains(out, "(from the daemon)") {
 		t.Errorf("after reload the daemon still reads its file:\n%s", out)
 	}
+	// Roots edited in the file but not reloaded: status shows both, marked.
+	b, _ = os.ReadFile(envFile)
+	root := strings.TrimSpace(strings.SplitN(strings.SplitN(string(b), "DEEPSEEK_ALLOWED_ROOTS=", 2)[1], "\n", 2)[0])
+	if err := os.WriteFile(envFile, append(b, []byte("DEEPSEEK_ALLOWED_ROOTS="+w.other+"\n")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = w.must(w.other, "status")
+	if !strings.Contains(out, "roots:     "+root+" (from the daemon)") || !strings.Contains(out, envFile+" says: "+w.other+" — `bridgectl reload` applies it") {
+		t.Errorf("status with roots changed in the file:\n%s", out)
+	}
 	out, _ = w.must(w.other, "stop")
 	if !strings.Contains(out, "daemon stopped") {
 		t.Errorf("stop from elsewhere: %s", out)
