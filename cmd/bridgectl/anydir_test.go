@@ -7,14 +7,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
@@ -66,23 +63,7 @@ func newAnyDir(t *testing.T) *anyDir {
 
 // ctl runs bridgectl in dir.
 func (w *anyDir) ctl(dir string, args ...string) (string, string, int) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "bridgectl"), args...)
-	cmd.Env, cmd.Dir = w.environ, dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		w.t.Fatalf("run bridgectl: %v", err)
-	}
-	if strings.Contains(out.String()+errb.String(), testKey) {
-		w.t.Errorf("bridgectl %v printed the key", args)
-	}
-	return out.String(), errb.String(), code
+	return runCtl(w.t, w.environ, dir, args...)
 }
 
 func (w *anyDir) must(dir string, args ...string) (string, string) {

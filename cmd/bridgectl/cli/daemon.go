@@ -258,6 +258,13 @@ func (c *ctl) stopDaemon(ctx context.Context) (daemonStatus, error) {
 		if err := stopProc(ctx, s.Proc, stopGrace); err != nil {
 			return s, err
 		}
+		// A process whose leader is gone may still be closing its other
+		// threads' files, the lock among them: a daemon started now would
+		// find the lock held. Wait for it to be free.
+		deadline := time.Now().Add(5 * time.Second)
+		for holder, err := c.dir.LockHolder(); err == nil && holder == s.PID && time.Now().Before(deadline); holder, err = c.dir.LockHolder() {
+			time.Sleep(20 * time.Millisecond) // the kernel sends no event when a lock is dropped
+		}
 	}
 	os.Remove(c.dir.PIDFile())
 	if holder, err := c.dir.LockHolder(); err == nil && holder == 0 {

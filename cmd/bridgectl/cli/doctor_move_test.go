@@ -12,13 +12,7 @@ import (
 // never overwrites a per-user .env that exists.
 func TestDoctorOffersToMoveALocalEnv(t *testing.T) {
 	te := newTestEnv(t)
-	var env []string
-	for _, kv := range te.environ {
-		if !strings.HasPrefix(kv, "BRIDGE_ENV_FILE=") {
-			env = append(env, kv)
-		}
-	}
-	te.environ = env
+	te.unset("BRIDGE_ENV_FILE")
 	proj := filepath.Join(te.dir, "ts-bridge")
 	if err := os.MkdirAll(proj, 0o755); err != nil {
 		t.Fatal(err)

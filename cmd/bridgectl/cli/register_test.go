@@ -65,13 +65,7 @@ func TestRegisterPrintsPasteableConfig(t *testing.T) {
 // take it for the DeepSeek bridge, and say so.
 func TestFindBridgeRefusesIproute2(t *testing.T) {
 	te := newTestEnv(t)
-	var env []string
-	for _, kv := range te.environ {
-		if !strings.HasPrefix(kv, "BRIDGE_BIN=") {
-			env = append(env, kv)
-		}
-	}
-	te.environ = env
+	te.unset("BRIDGE_BIN")
 	fake := filepath.Join(te.pathDir, "bridge")
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 'Object \"'$1'\" is unknown, try \"bridge help\".' >&2\nexit 255\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -82,4 +76,15 @@ func TestFindBridgeRefusesIproute2(t *testing.T) {
 			t.Errorf("%v with iproute2's bridge on PATH: exit %d\n%s%s", args, code, out, errs)
 		}
 	}
+}
+
+// unset drops name from the environment bridgectl runs with.
+func (te *testEnv) unset(name string) {
+	var env []string
+	for _, kv := range te.environ {
+		if !strings.HasPrefix(kv, name+"=") {
+			env = append(env, kv)
+		}
+	}
+	te.environ = env
 }
