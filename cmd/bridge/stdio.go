@@ -26,6 +26,10 @@ import (
 // mid-session (a `bridgectl reload`) to come back before starting one.
 const reachWait = 15 * time.Second
 
+// startWait is how long `bridge stdio` waits for a daemon another host's
+// `bridge stdio` is starting at the same moment (bridgectl start's own bound).
+const startWait = 30 * time.Second
+
 // runStdio forwards the host's MCP session to the daemon of the state dir
 // over its unix socket, so the host gets every tool and jobs belong to the
 // daemon (they outlive the session). With no daemon running it starts one
@@ -82,24 +86,23 @@ type reacher struct {
 // reach returns once a daemon answers on the socket. It waits up to wait for
 // one to come back, then starts one with `bridgectl start`.
 func (r *reacher) reach(ctx context.Context, wait time.Duration) error {
-	deadline := time.Now().Add(wait)
-	for {
-		if mcpsock.Ping(ctx, r.sock) == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-		select { // no event says when a reloading daemon is back
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+	if r.waitSocket(ctx, wait) == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
 	fmt.Fprintf(r.stderr, "bridge stdio: no bridge daemon answers on %s: starting one (`bridgectl start`); it keeps running after this session, `bridgectl stop` ends it\n", r.sock)
 	r.log.Info().Str("socket", r.sock).Msg("no daemon answers: starting one with bridgectl start")
 	startErr := r.start(ctx)
-	// Another host's bridge stdio may have started it at the same moment.
+	if startErr != nil {
+		// Another host's bridge stdio may be starting one at the same
+		// moment: it holds the state dir's lock; wait for its socket.
+		if holder, err := (statedir.Dir{Root: r.cfg.StateDir}).LockHolder(); err == nil && holder != 0 {
+			r.log.Info().Int("pid", holder).Msg("another daemon holds the state dir: waiting for its socket")
+			return r.waitSocket(ctx, startWait)
+		}
+	}
 	if mcpsock.Ping(ctx, r.sock) == nil {
 		return nil
 	}
@@ -107,6 +110,23 @@ func (r *reacher) reach(ctx context.Context, wait time.Duration) error {
 		return fmt.Errorf("no daemon runs for state dir %s and starting one failed: %w", r.cfg.StateDir, startErr)
 	}
 	return fmt.Errorf("the daemon started but does not answer on %s: see `bridgectl logs`", r.sock)
+}
+
+// waitSocket returns nil once a daemon answers on the socket, polling for up
+// to wait (no event says when a starting or reloading daemon is there).
+func (r *reacher) waitSocket(ctx context.Context, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		err := mcpsock.Ping(ctx, r.sock)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // start runs `bridgectl start` with this bridge binary (BRIDGE_BIN) and this
