@@ -87,6 +87,22 @@ func TestHelpStreams(t *testing.T) {
 	}
 }
 
+// A ./.env (where the TypeScript bridge kept it) is not read unless named,
+// and bridge serve says so instead of starting without a word about it.
+func TestServeSaysLocalEnvIsNotRead(t *testing.T) {
+	cleanEnv(t, map[string]string{"MCP_PATH_SECRET": "", "BRIDGE_ENV_FILE": "", "BRIDGE_LOG_FILE": "", "XDG_CONFIG_HOME": t.TempDir()})
+	proj := t.TempDir()
+	if err := os.WriteFile(filepath.Join(proj, ".env"), []byte("MCP_PATH_SECRET="+testSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(proj)
+	var out, errb syncbuf.Buffer
+	code := run(t.Context(), []string{"serve"}, strings.NewReader(""), &out, &errb)
+	if code != exitConfig || !strings.Contains(errb.String(), filepath.Join(proj, ".env")+" is not read") || !strings.Contains(errb.String(), "bridgectl doctor --move-env") || !strings.Contains(errb.String(), "MCP_PATH_SECRET is not set") {
+		t.Fatalf("serve next to an unnamed ./.env: exit %d\n%s", code, errb.String())
+	}
+}
+
 func TestCommands(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing.env") // its directory exists
 	tests := []struct {
