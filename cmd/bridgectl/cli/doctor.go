@@ -78,7 +78,7 @@ func runDoctor(ctx context.Context, e *Env, args []string) error {
 		c.envPath = cfg.MissingEnvFile
 		r.fail("env file: %v", missingErr)
 	default:
-		r.warn("env file: no %s — settings come from the environment only; `cp .env.example %s && bridgectl secret` creates one", envPath, envPath)
+		r.warn("env file: no %s — settings come from the environment only; `bridgectl secret` creates it (then add DEEPSEEK_API_KEY; .env.example lists the rest)", envPath)
 	}
 	if cfg.IgnoredLocalEnv != "" {
 		r.warn("local .env: %s", config.LocalEnvNote(cfg.IgnoredLocalEnv, envPath))
