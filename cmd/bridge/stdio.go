@@ -100,7 +100,10 @@ func (r *reacher) reach(ctx context.Context, wait time.Duration) error {
 		// moment: it holds the state dir's lock; wait for its socket.
 		if holder, err := (statedir.Dir{Root: r.cfg.StateDir}).LockHolder(); err == nil && holder != 0 {
 			r.log.Info().Int("pid", holder).Msg("another daemon holds the state dir: waiting for its socket")
-			return r.waitSocket(ctx, startWait)
+			if err := r.waitSocket(ctx, startWait); err != nil {
+				return fmt.Errorf("a daemon (pid %d) runs for state dir %s but does not answer on %s (%v): see `bridgectl status` and `bridgectl logs`", holder, r.cfg.StateDir, r.sock, err)
+			}
+			return nil
 		}
 	}
 	if mcpsock.Ping(ctx, r.sock) == nil {
