@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -76,6 +77,7 @@ func runStdio(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 // reacher finds the daemon's socket, and starts the daemon when none answers.
 type reacher struct {
+	mu      sync.Mutex // one reach at a time: calls that fail together wait for one restart
 	cfg     config.Config
 	envFile string // --env as given ("" = the default)
 	sock    string
@@ -86,6 +88,8 @@ type reacher struct {
 // reach returns once a daemon answers on the socket. It waits up to wait for
 // one to come back, then starts one with `bridgectl start`.
 func (r *reacher) reach(ctx context.Context, wait time.Duration) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.waitSocket(ctx, wait) == nil {
 		return nil
 	}

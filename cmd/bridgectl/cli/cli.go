@@ -246,8 +246,8 @@ type flags struct {
 	e    *Env
 	env  string
 	show *bool
-	// quietLocal: the command reports an unread ./.env itself (doctor).
-	quietLocal bool
+	// quiet: the notes about which .env is read were said already (a re-read).
+	quiet bool
 }
 
 // newFlags starts the running command's flag set. withShow adds --show.
@@ -256,7 +256,7 @@ func newFlags(e *Env, withShow bool) *flags {
 	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	f := &flags{FlagSet: fs, cmd: c, e: e}
-	fs.StringVar(&f.env, "env", "", "the .env file (default: the running daemon's, then BRIDGE_ENV_FILE, then the per-user one)")
+	fs.StringVar(&f.env, "env", "", "the .env file (default: BRIDGE_ENV_FILE, then the running daemon's, then the per-user one)")
 	if withShow {
 		f.show = fs.Bool("show", false, "print secrets in full")
 	}
@@ -359,7 +359,7 @@ func (f *flags) loadWith(loadConfig func(string, config.Lookup) (config.Config, 
 	if abs, err := filepath.Abs(envPath); err == nil {
 		envPath = abs
 	}
-	if cfg.IgnoredLocalEnv != "" && !f.quietLocal {
+	if cfg.IgnoredLocalEnv != "" && !f.quiet {
 		fmt.Fprintf(e.Stderr, "note: %s\n", config.LocalEnvNote(cfg.IgnoredLocalEnv, envPath))
 	}
 	return &ctl{e: e, cfg: cfg, dir: dir, envPath: envPath, pick: pick}, nil

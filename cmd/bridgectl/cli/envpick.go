@@ -65,6 +65,9 @@ func (f *flags) pickEnv(loadConfig func(string, config.Lookup) (config.Config, e
 		return cfg, p, err
 	}
 	if p.explicit {
+		if f.quiet {
+			return cfg, p, err
+		}
 		fmt.Fprintf(e.Stderr, "note: the running daemon (pid %d) was started with %s; this command uses %s, which --env or BRIDGE_ENV_FILE names\n", p.daemonPID, p.daemon, p.picked)
 		return cfg, p, err
 	}

@@ -64,7 +64,7 @@ func (c *ctl) reread() error {
 	if _, err := os.Stat(c.envPath); err == nil {
 		envFlag = c.envPath
 	}
-	f := &flags{e: c.e, env: envFlag}
+	f := &flags{e: c.e, env: envFlag, quiet: true}
 	n, err := f.load()
 	if err != nil {
 		return err
