@@ -132,7 +132,8 @@ func TestClaudeCodeStdioHostJobOutlivesItsSession(t *testing.T) {
 
 // Two hosts launch `bridge stdio` at the same moment with no daemon running:
 // one daemon comes up, and the job one host starts is in the other's
-// deepseek_agent_list and is the other's to poll — one registry.
+// deepseek_agent_list and is the other's to poll — one registry; a reload
+// under their feet does not end their sessions.
 func TestTwoStdioHostsShareOneRegistry(t *testing.T) {
 	jobModel := startDouble(t)
 	release := make(chan struct{})
@@ -182,6 +183,12 @@ func TestTwoStdioHostsShareOneRegistry(t *testing.T) {
 	again := callAgent(t, ctx, a, "deepseek_agent_poll", map[string]any{"job_id": id, "wait_seconds": 0}, nil)
 	if again.P.Nonce != done.P.Nonce || again.P.Status != string(jobs.StatusDone) {
 		t.Fatalf("host A sees %+v, host B saw nonce %s", again.P, done.P.Nonce)
+	}
+	// A reload under the hosts' feet: their sessions go on with the new daemon.
+	ctlRun(t, envFile, "reload")
+	after := callAgent(t, ctx, a, "deepseek_agent_poll", map[string]any{"job_id": id, "wait_seconds": 0}, nil)
+	if after.IsError || after.P.Nonce != done.P.Nonce {
+		t.Fatalf("host A after a reload: %+v %s", after.P, after.Text)
 	}
 	// One daemon: the lock's holder is the daemon.json every host reached.
 	var info struct {
