@@ -6,10 +6,10 @@ package e2e
 // the first `bridge stdio` starts through bridgectl.
 //
 //	writeStdioEnv(t, jobModel, extra) (envFile, state, root)  a .env for an auto-started daemon
-//	ctlRun(t, envFile, args...) string                         bridgectl --env envFile ARGS (must succeed)
-//	hostBrain(f) dt.Turn                                       a model turn from the host's tool calls so far
-//	toolSearch(tool) dt.Turn                                   Claude Code's way to load a deferred MCP tool
-//	runCCHost(t, model, mcpConfig, prompt, allowed...) ccResult  one `claude -p` session to its end
+//	stdioCtl(t, envFile, args...) string                         bridgectl --env envFile ARGS (must succeed)
+//	stdioHostBrain(f) dt.Turn                                       a model turn from the host's tool calls so far
+//	stdioToolSearch(tool) dt.Turn                                   Claude Code's way to load a deferred MCP tool
+//	runStdioHost(t, model, mcpConfig, prompt, allowed...) stdioHostResult  one `claude -p` session to its end
 //	stdioProcs(envFile) []string                               live `bridge stdio` processes of that .env
 //	stdioClient(t, envFile) *mcp.ClientSession                 the Go SDK's client over `bridge stdio`
 
@@ -32,8 +32,8 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/syncbuf"
 )
 
-// hostSessionTimeout bounds one Claude Code host session.
-const hostSessionTimeout = 3 * time.Minute
+// stdioHostTimeout bounds one Claude Code host session.
+const stdioHostTimeout = 3 * time.Minute
 
 // writeStdioEnv writes the .env a `bridge stdio` host starts its daemon
 // with: the job model double, the pinned Claude Code, one allowed root and
@@ -67,27 +67,27 @@ func writeStdioEnv(t *testing.T, jobModel *dt.Server, extra map[string]string) (
 	registerAgentState(state)
 	t.Cleanup(func() { assertNoJobProcesses(t, state) })
 	t.Cleanup(func() {
-		ctlCmd(t, envFile, "stop").Run() // whoever started it, it stops here
+		stdioCtlCmd(t, envFile, "stop").Run() // whoever started it, it stops here
 		assertNotInFiles(t, []string{filepath.Join(state, "bridge.log")}, testSecret, jobModel.Key())
 	})
 	return envFile, state, root
 }
 
-// ctlCmd is bridgectl --env envFile ARGS, with a minimal environment.
-func ctlCmd(t *testing.T, envFile string, args ...string) *exec.Cmd {
+// stdioCtlCmd is bridgectl --env envFile ARGS, with a minimal environment.
+func stdioCtlCmd(t *testing.T, envFile string, args ...string) *exec.Cmd {
 	t.Helper()
 	binary(t, "bridge") // next to bridgectl, where it looks first
 	cmd := exec.Command(binary(t, "bridgectl"), append([]string{"--env", envFile}, args...)...)
-	cmd.Env = hostEnv(t)
+	cmd.Env = stdioHostEnv(t)
 	cmd.Dir = t.TempDir()
 	return cmd
 }
 
-// ctlRun runs bridgectl and returns its stdout; it must succeed.
-func ctlRun(t *testing.T, envFile string, args ...string) string {
+// stdioCtl runs bridgectl and returns its stdout; it must succeed.
+func stdioCtl(t *testing.T, envFile string, args ...string) string {
 	t.Helper()
 	var out, errb bytes.Buffer
-	cmd := ctlCmd(t, envFile, args...)
+	cmd := stdioCtlCmd(t, envFile, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("bridgectl %v: %v\n%s%s", args, err, out.String(), errb.String())
@@ -95,23 +95,23 @@ func ctlRun(t *testing.T, envFile string, args ...string) string {
 	return out.String()
 }
 
-// hostEnv is the environment of a host process: PATH and a fresh HOME.
-func hostEnv(t *testing.T) []string {
+// stdioHostEnv is the environment of a host process: PATH and a fresh HOME.
+func stdioHostEnv(t *testing.T) []string {
 	home := t.TempDir()
 	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_STATE_HOME=" + filepath.Join(home, ".state")}
 }
 
-// ccCall is one tool call the host's model made, with its result.
-type ccCall struct {
+// stdioHostCall is one tool call the host's model made, with its result.
+type stdioHostCall struct {
 	Name    string
 	Args    map[string]any
 	Result  string // the tool_result's text ("" while unanswered)
 	IsError bool
 }
 
-// ccCalls lists the tool calls of the conversation a request carries, in order.
-func ccCalls(r dt.Request) []ccCall {
-	var calls []ccCall
+// stdioHostCalls lists the tool calls of the conversation a request carries, in order.
+func stdioHostCalls(r dt.Request) []stdioHostCall {
+	var calls []stdioHostCall
 	at := map[string]int{}
 	for _, m := range r.Messages() {
 		blocks, _ := m["content"].([]any)
@@ -123,11 +123,11 @@ func ccCalls(r dt.Request) []ccCall {
 				name, _ := bm["name"].(string)
 				args, _ := bm["input"].(map[string]any)
 				at[id] = len(calls)
-				calls = append(calls, ccCall{Name: name, Args: args})
+				calls = append(calls, stdioHostCall{Name: name, Args: args})
 			case "tool_result":
 				id, _ := bm["tool_use_id"].(string)
 				if i, ok := at[id]; ok {
-					calls[i].Result = resultText(bm["content"])
+					calls[i].Result = stdioResultText(bm["content"])
 					calls[i].IsError, _ = bm["is_error"].(bool)
 				}
 			}
@@ -136,8 +136,8 @@ func ccCalls(r dt.Request) []ccCall {
 	return calls
 }
 
-// resultText flattens a tool_result's content (a string or text blocks).
-func resultText(v any) string {
+// stdioResultText flattens a tool_result's content (a string or text blocks).
+func stdioResultText(v any) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
@@ -152,19 +152,19 @@ func resultText(v any) string {
 	return strings.Join(parts, "\n")
 }
 
-// hostBrain is a host model turn computed from the tool calls so far.
-func hostBrain(f func(calls []ccCall) dt.Turn) dt.Turn {
-	return dt.Func(func(r dt.Request) dt.Turn { return f(ccCalls(r)) })
+// stdioHostBrain is a host model turn computed from the tool calls so far.
+func stdioHostBrain(f func(calls []stdioHostCall) dt.Turn) dt.Turn {
+	return dt.Func(func(r dt.Request) dt.Turn { return f(stdioHostCalls(r)) })
 }
 
-// toolSearch loads a deferred MCP tool the way Claude Code's model does.
-func toolSearch(tool string) dt.Turn {
+// stdioToolSearch loads a deferred MCP tool the way Claude Code's model does.
+func stdioToolSearch(tool string) dt.Turn {
 	return dt.ToolCalls(dt.Call("ToolSearch", map[string]any{"query": "select:" + tool, "max_results": 5}))
 }
 
-// agentPayload reads the structuredContent JSON Claude Code hands its
+// stdioPayload reads the structuredContent JSON Claude Code hands its
 // model as an agent tool's result.
-func agentPayload(t *testing.T, c ccCall) map[string]any {
+func stdioPayload(t *testing.T, c stdioHostCall) map[string]any {
 	var p map[string]any
 	if err := json.Unmarshal([]byte(c.Result), &p); err != nil {
 		t.Errorf("%s result is not the payload JSON (%v): %q", c.Name, err, c.Result)
@@ -172,31 +172,31 @@ func agentPayload(t *testing.T, c ccCall) map[string]any {
 	return p
 }
 
-// ccResult is the end of one host session.
-type ccResult struct {
+// stdioHostResult is the end of one host session.
+type stdioHostResult struct {
 	Result  string // the result line's text
 	IsError bool
 	Output  string // all of stdout (stream-json)
 	Stderr  string
 }
 
-// runCCHost runs one `claude -p prompt` session, registered with the
+// runStdioHost runs one `claude -p prompt` session, registered with the
 // servers of mcpConfig, its model the double model, allowed the named tools,
 // and returns when Claude Code has exited.
-func runCCHost(t *testing.T, model *dt.Server, mcpConfig []byte, prompt string, allowed ...string) ccResult {
+func runStdioHost(t *testing.T, model *dt.Server, mcpConfig []byte, prompt string, allowed ...string) stdioHostResult {
 	t.Helper()
 	dir := t.TempDir()
 	cfgFile := filepath.Join(dir, "mcp.json")
 	if err := os.WriteFile(cfgFile, mcpConfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), hostSessionTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), stdioHostTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, claudeBin(t), "-p", prompt, "--output-format", "stream-json", "--verbose",
 		"--mcp-config", cfgFile, "--strict-mcp-config", "--setting-sources", "user",
 		"--allowedTools", strings.Join(append([]string{"ToolSearch"}, allowed...), ","))
 	cmd.Dir = dir
-	cmd.Env = append(hostEnv(t),
+	cmd.Env = append(stdioHostEnv(t),
 		"CLAUDE_CONFIG_DIR="+filepath.Join(dir, "claude"),
 		"ANTHROPIC_BASE_URL="+model.URL()+"/anthropic", "ANTHROPIC_AUTH_TOKEN="+model.Key(),
 		"ANTHROPIC_MODEL=deepseek-flash", "ANTHROPIC_SMALL_FAST_MODEL=deepseek-flash",
@@ -207,7 +207,7 @@ func runCCHost(t *testing.T, model *dt.Server, mcpConfig []byte, prompt string, 
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	res := ccResult{Output: out.String(), Stderr: errb.String()}
+	res := stdioHostResult{Output: out.String(), Stderr: errb.String()}
 	sc := bufio.NewScanner(strings.NewReader(res.Output))
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	found := false
@@ -252,7 +252,7 @@ func stdioClient(t *testing.T, envFile string) *mcp.ClientSession {
 	t.Helper()
 	binary(t, "bridgectl") // next to bridge: stdio starts the daemon with it
 	cmd := exec.Command(binary(t, "bridge"), "stdio", "--env", envFile)
-	cmd.Env = hostEnv(t)
+	cmd.Env = stdioHostEnv(t)
 	var errb syncbuf.Buffer
 	cmd.Stderr = &errb
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)

@@ -24,9 +24,9 @@ import (
 )
 
 const (
-	ccStart = "mcp__deepseek__deepseek_agent_start"
-	ccPoll  = "mcp__deepseek__deepseek_agent_poll"
-	ccList  = "mcp__deepseek__deepseek_agent_list"
+	stdioStartTool = "mcp__deepseek__deepseek_agent_start"
+	stdioPollTool  = "mcp__deepseek__deepseek_agent_poll"
+	stdioListTool  = "mcp__deepseek__deepseek_agent_list"
 )
 
 // A host session starts a job through `bridge stdio` (which starts the
@@ -45,30 +45,30 @@ func TestClaudeCodeStdioHostJobOutlivesItsSession(t *testing.T) {
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	mcpConfig := []byte(ctlRun(t, envFile, "register", "cursor"))
+	mcpConfig := []byte(stdioCtl(t, envFile, "register", "cursor"))
 	if !strings.Contains(string(mcpConfig), `"stdio"`) || strings.Contains(string(mcpConfig), testSecret) {
 		t.Fatalf("register cursor:\n%s", mcpConfig)
 	}
 
 	// Session 1: load the tools, start, poll once, quit.
 	var jobID string
-	first := dt.New(dt.WithDefault(hostBrain(func(calls []ccCall) dt.Turn {
+	first := dt.New(dt.WithDefault(stdioHostBrain(func(calls []stdioHostCall) dt.Turn {
 		switch len(calls) {
 		case 0:
-			return toolSearch(ccStart)
+			return stdioToolSearch(stdioStartTool)
 		case 1:
-			return dt.ToolCalls(dt.Call(ccStart, map[string]any{"workspace": ws, "task": "reverse the word hello"}))
+			return dt.ToolCalls(dt.Call(stdioStartTool, map[string]any{"workspace": ws, "task": "reverse the word hello"}))
 		case 2:
-			return toolSearch(ccPoll)
+			return stdioToolSearch(stdioPollTool)
 		case 3:
-			id, _ := agentPayload(t, calls[1])["job_id"].(string)
-			return dt.ToolCalls(dt.Call(ccPoll, map[string]any{"job_id": id, "wait_seconds": 1}))
+			id, _ := stdioPayload(t, calls[1])["job_id"].(string)
+			return dt.ToolCalls(dt.Call(stdioPollTool, map[string]any{"job_id": id, "wait_seconds": 1}))
 		}
-		p := agentPayload(t, calls[3])
+		p := stdioPayload(t, calls[3])
 		return dt.Text(fmt.Sprintf("job %v is %v", p["job_id"], p["status"]))
 	})))
 	t.Cleanup(first.Close)
-	r1 := runCCHost(t, first, mcpConfig, "start a job", ccStart, ccPoll)
+	r1 := runStdioHost(t, first, mcpConfig, "start a job", stdioStartTool, stdioPollTool)
 	if _, err := fmt.Sscanf(r1.Result, "job %s is running", &jobID); err != nil || r1.IsError || !strings.HasSuffix(r1.Result, " is running") {
 		t.Fatalf("first session ended with %q (is_error %v); want the job running\n%s", r1.Result, r1.IsError, r1.Output)
 	}
@@ -88,12 +88,12 @@ func TestClaudeCodeStdioHostJobOutlivesItsSession(t *testing.T) {
 
 	// Session 2: a new host finds the job in the list and polls it to its end.
 	var listedID string
-	second := dt.New(dt.WithDefault(hostBrain(func(calls []ccCall) dt.Turn {
+	second := dt.New(dt.WithDefault(stdioHostBrain(func(calls []stdioHostCall) dt.Turn {
 		switch len(calls) {
 		case 0:
-			return toolSearch(ccList)
+			return stdioToolSearch(stdioListTool)
 		case 1:
-			return dt.ToolCalls(dt.Call(ccList, map[string]any{"status": "running"}))
+			return dt.ToolCalls(dt.Call(stdioListTool, map[string]any{"status": "running"}))
 		case 2:
 			var l struct {
 				Jobs []struct {
@@ -103,21 +103,21 @@ func TestClaudeCodeStdioHostJobOutlivesItsSession(t *testing.T) {
 			if json.Unmarshal([]byte(calls[1].Result), &l) == nil && len(l.Jobs) == 1 {
 				listedID = l.Jobs[0].JobID
 			}
-			return toolSearch(ccPoll)
+			return stdioToolSearch(stdioPollTool)
 		case 3: // the job's model answers now, while this session polls
 			once.Do(func() { close(release) })
 		}
 		last := calls[len(calls)-1]
-		if last.Name == ccPoll {
-			p := agentPayload(t, last)
+		if last.Name == stdioPollTool {
+			p := stdioPayload(t, last)
 			if st, _ := p["status"].(string); jobs.Status(st).Final() || len(calls) > 12 {
 				return dt.Text(fmt.Sprintf("status %v, nonce %v: %v", p["status"], p["nonce"], p["result"]))
 			}
 		}
-		return dt.ToolCalls(dt.Call(ccPoll, map[string]any{"job_id": listedID, "wait_seconds": 20}))
+		return dt.ToolCalls(dt.Call(stdioPollTool, map[string]any{"job_id": listedID, "wait_seconds": 20}))
 	})))
 	t.Cleanup(second.Close)
-	r2 := runCCHost(t, second, mcpConfig, "how is my running job?", ccList, ccPoll)
+	r2 := runStdioHost(t, second, mcpConfig, "how is my running job?", stdioListTool, stdioPollTool)
 	if listedID != jobID {
 		t.Fatalf("the second session's list showed %q, want the first session's job %s\n%s", listedID, jobID, r2.Output)
 	}
@@ -185,7 +185,7 @@ func TestTwoStdioHostsShareOneRegistry(t *testing.T) {
 		t.Fatalf("host A sees %+v, host B saw nonce %s", again.P, done.P.Nonce)
 	}
 	// A reload under the hosts' feet: their sessions go on with the new daemon.
-	ctlRun(t, envFile, "reload")
+	stdioCtl(t, envFile, "reload")
 	after := callAgent(t, ctx, a, "deepseek_agent_poll", map[string]any{"job_id": id, "wait_seconds": 0}, nil)
 	if after.IsError || after.P.Nonce != done.P.Nonce {
 		t.Fatalf("host A after a reload: %+v %s", after.P, after.Text)
