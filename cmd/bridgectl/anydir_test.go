@@ -12,9 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 )
 
 type anyDir struct {
@@ -27,14 +24,7 @@ type anyDir struct {
 }
 
 func newAnyDir(t *testing.T) *anyDir {
-	build(t)
-	double := deepseektest.New(deepseektest.WithKey(testKey), deepseektest.WithDefault(deepseektest.Text("pong")))
-	t.Cleanup(double.Close)
-	dir := t.TempDir()
-	suffix, err := ids.Hex(8)
-	if err != nil {
-		t.Fatal(err)
-	}
+	double, dir, suffix := worldBase(t)
 	w := &anyDir{t: t, proj: filepath.Join(dir, "proj"), other: filepath.Join(dir, "elsewhere"),
 		state: filepath.Join(dir, "xdg-state", "deepseek-mcp-bridge"), marker: "bridgectl-anydir-" + suffix}
 	root := filepath.Join(dir, "root")

@@ -79,15 +79,21 @@ type world struct {
 	proxyFile string
 }
 
-func newWorld(t *testing.T) *world {
+// worldBase builds the binaries and starts the double (answering "pong"),
+// and returns it with a temp dir and a random suffix for process markers.
+func worldBase(t *testing.T) (double *deepseektest.Server, dir, suffix string) {
 	build(t)
-	double := deepseektest.New(deepseektest.WithKey(testKey), deepseektest.WithDefault(deepseektest.Text("pong")))
+	double = deepseektest.New(deepseektest.WithKey(testKey), deepseektest.WithDefault(deepseektest.Text("pong")))
 	t.Cleanup(double.Close)
-	dir := t.TempDir()
 	suffix, err := ids.Hex(8)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return double, t.TempDir(), suffix
+}
+
+func newWorld(t *testing.T) *world {
+	double, dir, suffix := worldBase(t)
 	w := &world{t: t, dir: dir, envFile: filepath.Join(dir, "bridge.env"), state: filepath.Join(dir, "state"),
 		marker: "bridgectl-e2e-" + suffix, proxyFile: filepath.Join(dir, "edge-addr")}
 	env := "# settings of an end-to-end test\n" +
