@@ -60,7 +60,7 @@ func runStdio(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if cfg.IgnoredLocalEnv != "" {
 		fmt.Fprintf(stderr, "bridge stdio: note: %s\n", config.LocalEnvNote(cfg.IgnoredLocalEnv, config.ResolveEnvFile(*envFile, os.LookupEnv)))
 	}
-	r := &reacher{cfg: cfg, envFile: *envFile, sock: statedir.Dir{Root: cfg.StateDir}.SocketFile(), log: log, stderr: stderr}
+	r := &reacher{cfg: cfg, sock: statedir.Dir{Root: cfg.StateDir}.SocketFile(), log: log, stderr: stderr}
 	if err := r.reach(ctx, 0); err != nil {
 		fmt.Fprintf(stderr, "bridge stdio: %v\n", err)
 		log.Error().Err(err).Msg("no daemon to forward to")
@@ -77,12 +77,11 @@ func runStdio(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 // reacher finds the daemon's socket, and starts the daemon when none answers.
 type reacher struct {
-	mu      sync.Mutex // one reach at a time: calls that fail together wait for one restart
-	cfg     config.Config
-	envFile string // --env as given ("" = the default)
-	sock    string
-	log     zerolog.Logger
-	stderr  io.Writer
+	mu     sync.Mutex // one reach at a time: calls that fail together wait for one restart
+	cfg    config.Config
+	sock   string
+	log    zerolog.Logger
+	stderr io.Writer
 }
 
 // reach returns once a daemon answers on the socket. It waits up to wait for
