@@ -85,7 +85,7 @@ func TestCommandsActOnTheRunningDaemonFromAnyDirectory(t *testing.T) {
 
 	// status elsewhere: the daemon's file, its secret and roots.
 	out, errs := w.must(w.other, "status")
-	for _, want := range []string{"daemon:    running, pid " + strconv.Itoa(pid1), "env file:  " + envFile + " (the running daemon's)", "(from the daemon)", "socket:    " + filepath.Join(w.state, "daemon.sock")} {
+	for _, want := range []string{"daemon:    running, pid " + strconv.Itoa(pid1), "env file:  " + envFile + " (the running daemon's)", "(from the daemon)", "socket:    " + filepath.Join(w.state, "daemon.sock") + " (bridge stdio)\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status from elsewhere lacks %q:\n%s", want, out)
 		}

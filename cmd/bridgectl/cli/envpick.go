@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/envfile"
@@ -92,4 +93,30 @@ func (c *ctl) setEnv(key, value string) error {
 		}
 	}
 	return envfile.Set(c.envPath, key, value)
+}
+
+// envChanged reports whether the running daemon d started before the .env
+// file was last written: it then serves older settings (a rotated secret,
+// other roots) than the file shows.
+func (c *ctl) envChanged(d daemonStatus) bool {
+	return d.PID != 0 && d.Info != nil && envChangedSince(c.envPath, d.Info.StartedAt)
+}
+
+// envChangedNote is what status, url and smoke say when envChanged.
+func envChangedNote(envFile string) string {
+	return envFile + " changed after the daemon started: it still serves the old settings (secret, roots, ...) — `bridgectl reload`"
+}
+
+// envChangedSince reports whether the .env file at path was modified in a
+// later second than startedAt (RFC 3339, whole seconds, as daemon.json has it).
+func envChangedSince(path, startedAt string) bool {
+	start, err := time.Parse(time.RFC3339, startedAt)
+	if err != nil {
+		return false
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	return fi.ModTime().Truncate(time.Second).After(start)
 }

@@ -8,12 +8,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/mcpsock"
 )
 
 var statusCmd = &Command{
@@ -30,7 +30,8 @@ state dir is full or read-only, when audit records could not be written (the
 tool calls they would have recorded were denied), and how many job snapshots
 are damaged. The roots and the env file say where they come from: the running
 daemon (what it serves) or the .env (what the next start reads), and both are
-shown when they differ. --json prints the same as one JSON object.`,
+shown when they differ. The daemon's unix socket (what ` + "`bridge stdio`" + ` forwards to)
+is asked for /health too. --json prints the same as one JSON object.`,
 	Run: runStatus,
 }
 
@@ -80,9 +81,11 @@ type statusReport struct {
 	// file when this report read another.
 	EnvFrom       string `json:"env_from"`
 	DaemonEnvFile string `json:"daemon_env_file,omitempty"`
-	// Socket is the daemon's unix socket (bridge stdio), when it runs one.
-	Socket string    `json:"socket,omitempty"`
-	Jobs   []jobLine `json:"jobs"`
+	// Socket is the daemon's unix socket (bridge stdio), when it runs one;
+	// SocketErr is why GET /health over it failed ("" when it answered).
+	Socket    string    `json:"socket,omitempty"`
+	SocketErr string    `json:"socket_error,omitempty"`
+	Jobs      []jobLine `json:"jobs"`
 	// AuditUnwritten: audit records could not be written (a full or
 	// read-only state dir); the tool calls they would have recorded were denied.
 	AuditUnwritten string `json:"audit_unwritten,omitempty"`
@@ -193,7 +196,7 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 		fmt.Fprintf(w, "env file:  %s%s\n", r.EnvFile, ifNotEmpty("", missingNote(r.EnvFile)))
 	}
 	if r.Socket != "" {
-		fmt.Fprintf(w, "socket:    %s (bridge stdio)\n", r.Socket)
+		fmt.Fprintf(w, "socket:    %s (bridge stdio)%s\n", r.Socket, ifNotEmpty(" — does not answer: ", r.SocketErr))
 	}
 	if r.StateDirMissing {
 		fmt.Fprintf(w, "state dir: %s (does not exist: the bridge has not run with this state dir; `bridgectl start` creates it)\n", r.StateDir)
@@ -219,32 +222,6 @@ func waitingNote(js []jobLine) string {
 		return ", 1 waiting for your approval: `bridgectl pending` shows what it asks"
 	}
 	return fmt.Sprintf(", %d waiting for your approval: `bridgectl pending` shows what they ask", n)
-}
-
-// envChanged reports whether the running daemon d started before the .env
-// file was last written: it then serves older settings (a rotated secret,
-// other roots) than the file shows.
-func (c *ctl) envChanged(d daemonStatus) bool {
-	return d.PID != 0 && d.Info != nil && envChangedSince(c.envPath, d.Info.StartedAt)
-}
-
-// envChangedNote is what status, url and smoke say when envChanged.
-func envChangedNote(envFile string) string {
-	return envFile + " changed after the daemon started: it still serves the old settings (secret, roots, ...) — `bridgectl reload`"
-}
-
-// envChangedSince reports whether the .env file at path was modified in a
-// later second than startedAt (RFC 3339, whole seconds, as daemon.json has it).
-func envChangedSince(path, startedAt string) bool {
-	start, err := time.Parse(time.RFC3339, startedAt)
-	if err != nil {
-		return false
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return false
-	}
-	return fi.ModTime().Truncate(time.Second).After(start)
 }
 
 // orNone is a list for a line of output.
@@ -322,6 +299,9 @@ func (c *ctl) status(ctx context.Context) statusReport {
 	r.RootsFrom, r.EnvFrom = "file", "file"
 	if d.Info != nil {
 		r.Socket = d.Info.Socket
+		if err := mcpsock.Ping(ctx, r.Socket); r.Socket != "" && err != nil {
+			r.SocketErr = err.Error()
+		}
 		if d.Info.AllowedRoots != nil {
 			r.RootsFrom, r.AllowedRoots = "daemon", append([]string{}, *d.Info.AllowedRoots...)
 			if !slices.Equal(r.AllowedRoots, c.cfg.AllowedRoots) && !(len(r.AllowedRoots) == 0 && len(c.cfg.AllowedRoots) == 0) {
