@@ -24,6 +24,7 @@ var layers = map[string]int{
 	"policy":                12, // job policies, the floor merge (pure)
 	"logging":               10,
 	"envfile":               12, // edits .env files atomically (statedir)
+	"mcpsock":               15, // the client side of the daemon's unix socket
 	"sandbox":               20,
 	"harness":               20,
 	"deepseek":              20,

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,6 +59,9 @@ type Config struct {
 	// BRIDGE_ENV_FILE) that does not exist; only LoadMissingOK returns a
 	// Config with it set (LoadFrom refuses).
 	MissingEnvFile string
+	// IgnoredLocalEnv is ./.env (absolute) when it exists but was not read:
+	// only a file named by --env or BRIDGE_ENV_FILE is (LocalEnvNote says so).
+	IgnoredLocalEnv string
 
 	APIKey     string // DEEPSEEK_API_KEY
 	PathSecret string // MCP_PATH_SECRET
@@ -147,29 +149,19 @@ var Vars = []Var{
 	{"BRIDGE_POLICY_FLOOR_FILE", "", "JSON job policy merged over every caller's, so a caller can only narrow; invalid = the daemon does not start"},
 	{"BRIDGE_REQUIRE_POLICY", "off", "on refuses a deepseek_agent_start without a policy"},
 	{"BRIDGE_CLOUDFLARED_BIN", "cloudflared on PATH", "the cloudflared binary for bridgectl tunnel"},
-	{"BRIDGE_ENV_FILE", "./.env", "which .env bridgectl and bridge read; a file named here must exist (bridgectl secret creates it)"},
+	{"BRIDGE_ENV_FILE", "per-user config dir", "which .env bridgectl and bridge read (default $XDG_CONFIG_HOME/deepseek-mcp-bridge/.env); a file named here must exist (bridgectl secret creates it)"},
 	{"BRIDGE_DEBUG_ADDR", "", "loopback HOST:PORT for pprof and the goroutine count (make bench); empty = off"},
 }
 
 // Lookup reads one variable. Tests pass a map-backed Lookup instead of the process env.
 type Lookup func(name string) (string, bool)
 
-// Load reads envFile ("" means BRIDGE_ENV_FILE, then ./.env) and the process
-// environment, which wins over the file. The file must exist when it is named
-// (envFile or BRIDGE_ENV_FILE); ./.env is optional.
+// Load reads envFile ("" means BRIDGE_ENV_FILE, then the per-user file,
+// DefaultEnvFile) and the process environment, which wins over the file. The
+// file must exist when it is named (envFile or BRIDGE_ENV_FILE); the per-user
+// file is optional.
 func Load(envFile string) (Config, error) {
 	return LoadFrom(envFile, os.LookupEnv)
-}
-
-// ResolveEnvFile picks the .env file: the explicit one, then BRIDGE_ENV_FILE, then ./.env.
-func ResolveEnvFile(explicit string, env Lookup) string {
-	if explicit != "" {
-		return explicit
-	}
-	if v, ok := env("BRIDGE_ENV_FILE"); ok && v != "" {
-		return v
-	}
-	return ".env"
 }
 
 // ErrNoEnvFile: the .env file named explicitly (--env or BRIDGE_ENV_FILE)
@@ -178,8 +170,8 @@ var ErrNoEnvFile = errors.New("no such file")
 
 // LoadFrom is Load with an injected environment. A .env file named explicitly
 // (envFile, or BRIDGE_ENV_FILE) must exist: a missing one is a mistake the
-// user wants to hear about (ErrNoEnvFile, with how to create it). The default
-// ./.env is optional.
+// user wants to hear about (ErrNoEnvFile, with how to create it). The
+// per-user default is optional.
 func LoadFrom(envFile string, env Lookup) (Config, error) {
 	c, err := LoadMissingOK(envFile, env)
 	if err != nil {
@@ -197,7 +189,7 @@ func noEnvFileError(path, explicit string, env Lookup) error {
 		return fmt.Errorf("env file %s: %w — `bridgectl --env %s secret` creates it with a new MCP_PATH_SECRET (add DEEPSEEK_API_KEY and the rest from .env.example), or fix the path", path, ErrNoEnvFile, path)
 	}
 	v, _ := env("BRIDGE_ENV_FILE")
-	return fmt.Errorf("BRIDGE_ENV_FILE=%s: %w — `bridgectl secret` creates it with a new MCP_PATH_SECRET (add DEEPSEEK_API_KEY and the rest from .env.example), or fix the path, or unset BRIDGE_ENV_FILE to read ./.env", v, ErrNoEnvFile)
+	return fmt.Errorf("BRIDGE_ENV_FILE=%s: %w — `bridgectl secret` creates it with a new MCP_PATH_SECRET (add DEEPSEEK_API_KEY and the rest from .env.example), or fix the path, or unset BRIDGE_ENV_FILE to read %s", v, ErrNoEnvFile, DefaultEnvFile(env))
 }
 
 // LoadMissingOK is LoadFrom for the commands that create the .env file
@@ -242,6 +234,7 @@ func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 	c := Config{
 		EnvFile:            path,
 		MissingEnvFile:     missing,
+		IgnoredLocalEnv:    ignoredLocalEnv(path, missing),
 		APIKey:             get("DEEPSEEK_API_KEY"),
 		PathSecret:         get("MCP_PATH_SECRET"),
 		Host:               p.str("HOST", DefaultHost),
@@ -311,22 +304,6 @@ func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 		}
 	}
 	return c, nil
-}
-
-// DefaultStateDir is the per-user state directory: $XDG_STATE_HOME/deepseek-mcp-bridge,
-// ~/.local/state/deepseek-mcp-bridge, or the OS config dir on macOS and Windows.
-func DefaultStateDir(env Lookup) string {
-	if v, ok := env("XDG_STATE_HOME"); ok && v != "" {
-		return filepath.Join(v, "deepseek-mcp-bridge")
-	}
-	home, _ := os.UserHomeDir()
-	switch runtime.GOOS {
-	case "windows", "darwin":
-		if dir, err := os.UserConfigDir(); err == nil {
-			return filepath.Join(dir, "deepseek-mcp-bridge", "state")
-		}
-	}
-	return filepath.Join(home, ".local", "state", "deepseek-mcp-bridge")
 }
 
 // Addr is HOST:PORT.
@@ -429,5 +406,5 @@ func envFileDirExists(path, explicit string, env Lookup) error {
 	if explicit != "" {
 		return fmt.Errorf("env file %s: its directory %s does not exist (fix the path)", path, dir)
 	}
-	return fmt.Errorf("BRIDGE_ENV_FILE=%s: its directory %s does not exist (fix the path, or unset BRIDGE_ENV_FILE to read ./.env)", path, dir)
+	return fmt.Errorf("BRIDGE_ENV_FILE=%s: its directory %s does not exist (fix the path, or unset BRIDGE_ENV_FILE to read the per-user .env)", path, dir)
 }

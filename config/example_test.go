@@ -20,8 +20,10 @@ var requiredVars = map[string]bool{"DEEPSEEK_API_KEY": true, "MCP_PATH_SECRET": 
 // meaning and default, commented out except the required ones.
 func exampleFile() string {
 	var b strings.Builder
-	b.WriteString("# deepseek-mcp-bridge configuration. Copy this file to .env and fill in the\n")
-	b.WriteString("# two required values (`bridgectl secret` writes MCP_PATH_SECRET for you).\n")
+	b.WriteString("# deepseek-mcp-bridge configuration. The bridge reads the per-user .env,\n")
+	b.WriteString("# ~/.config/deepseek-mcp-bridge/.env ($XDG_CONFIG_HOME/deepseek-mcp-bridge/.env;\n")
+	b.WriteString("# --env FILE or BRIDGE_ENV_FILE name another): `bridgectl secret` creates it\n")
+	b.WriteString("# with MCP_PATH_SECRET; add DEEPSEEK_API_KEY and whatever else below you change.\n")
 	b.WriteString("# Real environment variables win over .env lines. Every other line shows a\n")
 	b.WriteString("# variable's default: uncomment it to change it.\n")
 	b.WriteString("# This file is checked against config.Vars by config/example_test.go\n")

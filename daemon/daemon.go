@@ -1,7 +1,8 @@
 // Package daemon is what `bridge serve` is: it holds the state dir's lock,
 // runs the agent jobs (registry, guard, model proxy, approval watcher) and
-// the HTTP MCP endpoint, writes daemon.json while it listens, and stops it
-// all in order on Close.
+// the MCP endpoint — over HTTP with the path secret, and over a unix socket
+// in the state dir without it —, writes daemon.json while it listens, and
+// stops it all in order on Close.
 package daemon
 
 import (
@@ -53,6 +54,15 @@ type Info struct {
 	// still has them, never a process that reuses the pid.
 	Exe       string `json:"exe,omitempty"`
 	ProcStart string `json:"proc_start,omitempty"`
+	// Socket is the unix socket serving MCP without the path secret ("" when
+	// it could not be made: the log says why).
+	Socket string `json:"socket,omitempty"`
+	// EnvFile is the .env the daemon was started with ("" when none: the
+	// environment alone); bridgectl acts on this file from any directory.
+	EnvFile string `json:"env_file,omitempty"`
+	// AllowedRoots are the roots the daemon admits workspaces in, so status
+	// can tell them from what the file says now.
+	AllowedRoots []string `json:"allowed_roots"`
 }
 
 // Daemon is one `bridge serve`. Build it with New, start it with Run, and
@@ -69,6 +79,8 @@ type Daemon struct {
 	stop    context.CancelFunc
 
 	addr      string
+	socket    string        // the unix socket's path ("" when it could not be made)
+	sockDone  chan struct{} // closed when serving the socket has ended (nil: not started)
 	serving   bool          // Run started serving: done closes when it ends
 	done      chan struct{} // closed when serving has ended
 	serveErr  error         // why serving ended (nil: Close); read after done
@@ -131,6 +143,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return fmt.Errorf("listen on %s: %w", d.cfg.Addr(), err)
 	}
 	d.addr = ln.Addr().String()
+	d.serveSocket()
 	if err := d.writeInfo(); err != nil {
 		ln.Close()
 		return err
@@ -144,6 +157,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}()
 	return nil
 }
+
+// Socket is the unix socket's path ("" before Run, or when it could not be made).
+func (d *Daemon) Socket() string { return d.socket }
 
 // Addr is the address the daemon listens on ("" before Run).
 func (d *Daemon) Addr() string { return d.addr }
@@ -171,6 +187,9 @@ func (d *Daemon) Close(ctx context.Context) error {
 			<-d.done
 		} else {
 			close(d.done)
+		}
+		if d.sockDone != nil {
+			<-d.sockDone
 		}
 		if d.stopDebug != nil {
 			d.stopDebug()
@@ -204,6 +223,8 @@ func (d *Daemon) writeInfo() error {
 		StartedAt: time.Now().UTC().Format(time.RFC3339),
 		Harness:   d.agent.info, Sandbox: d.agent.guard.SandboxMode(), Approval: d.agent.guard.ApprovalMode(),
 		Path: d.agent.path, PolicyFloor: cmp.Or(d.cfg.PolicyFloorFile, "none"),
+		Socket: d.socket, EnvFile: d.cfg.EnvFile,
+		AllowedRoots: append([]string{}, d.cfg.AllowedRoots...),
 	}
 	if self, err := statedir.Identify(os.Getpid()); err == nil {
 		info.Exe, info.ProcStart = self.Exe, self.Start

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -235,5 +236,56 @@ func TestApprovalSink(t *testing.T) {
 	s.SetWaiting("w", nil)
 	if want := []string{"r=req1:Bash: rm -rf build", "w=running"}; !slices.Equal(reg.set, want) {
 		t.Errorf("SetWaiting calls %v, want %v", reg.set, want)
+	}
+}
+
+// The daemon also serves MCP on <state>/daemon.sock: mode 0600 in a 0700
+// dir, no path secret, named in daemon.json with the .env it started with;
+// the socket is gone after Close.
+func TestDaemonServesUnixSocket(t *testing.T) {
+	var logs syncbuf.Buffer
+	d := newTestDaemon(t, &logs)
+	if err := d.Run(t.Context()); err != nil {
+		d.Close(t.Context())
+		t.Fatal(err)
+	}
+	sock := filepath.Join(d.cfg.StateDir, "daemon.sock")
+	if d.Socket() != sock {
+		t.Fatalf("Socket() = %q, want %q", d.Socket(), sock)
+	}
+	for p, want := range map[string]os.FileMode{sock: 0o600, d.cfg.StateDir: 0o700} {
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v (%v), want %04o", p, fi.Mode().Perm(), err, want)
+		}
+	}
+	var info Info
+	if err := statedir.ReadJSON(filepath.Join(d.cfg.StateDir, "daemon.json"), &info); err != nil {
+		t.Fatal(err)
+	}
+	if info.Socket != sock || info.EnvFile != d.cfg.EnvFile || info.EnvFile == "" || info.AllowedRoots == nil {
+		t.Errorf("daemon.json socket %q env_file %q roots %v; want %q, %q, []", info.Socket, info.EnvFile, info.AllowedRoots, sock, d.cfg.EnvFile)
+	}
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://x/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "deepseek_agent_start") {
+		t.Errorf("tools/list over the socket: %d %s", resp.StatusCode, body)
+	}
+	hc.CloseIdleConnections()
+	if err := d.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket after Close: %v, want gone", err)
 	}
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"io"
+	"os"
 
 	"github.com/rs/zerolog"
 
@@ -32,6 +33,9 @@ func LoadEnv(cmd, envFile string, stderr io.Writer) (*Env, error) {
 		return nil, err
 	}
 	log = log.With().Str("cmd", cmd).Logger()
+	if cfg.IgnoredLocalEnv != "" { // a TypeScript bridge owner's ./.env: never silently skipped
+		log.Warn().Msg(config.LocalEnvNote(cfg.IgnoredLocalEnv, config.ResolveEnvFile(envFile, os.LookupEnv)))
+	}
 	if cfg.APIKey == "" {
 		log.Warn().Msg("DEEPSEEK_API_KEY is not set: the server runs, but deepseek_flash answers with an error until you set it and restart")
 	}

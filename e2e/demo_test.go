@@ -40,6 +40,7 @@ func TestDemo(t *testing.T) {
 		"no process of the demo is left",
 		"answer.txt holds the witness reversed, byte for byte",
 		`"status": "done"`,
+		"its settings: the per-user .env of a throwaway config home",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("demo output lacks %q", want)

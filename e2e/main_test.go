@@ -241,6 +241,9 @@ func startBridgeBin(t testing.TB, bin string, env map[string]string) *bridgeProc
 		"BRIDGE_LOG_FILE":       filepath.Join(p.stateDir, "bridge.log"),
 		"BRIDGE_LOG_LEVEL":      "debug",
 		"RATE_LIMIT_PER_MINUTE": "6000",
+		// A config home of its own: the per-user .env of whoever runs the
+		// tests is never read.
+		"XDG_CONFIG_HOME": filepath.Join(base, "config"),
 	}, env)
 	t.Cleanup(func() {
 		p.mu.Lock()

@@ -86,3 +86,11 @@ func hiddenInRuntime(roots []string, home string) []string {
 	}
 	return out
 }
+
+// CheckRuntimeRoots is the start-up check of BRIDGE_RUNTIME_ROOTS on its
+// own, for bridgectl to run before it stops a daemon to restart it: a root
+// the new daemon would refuse leaves the running one untouched.
+func CheckRuntimeRoots(cfg config.Config, home string) error {
+	_, err := checkRuntimeRoots(cfg, cfg.StateDir, home)
+	return err
+}

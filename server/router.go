@@ -23,15 +23,18 @@ import (
 const mcpRoute = "/mcp/{secret}"
 
 // router: the body limit first (nothing else looks at a request before its
-// size is known), then the access log, then routing.
-func (s *Server) router() http.Handler {
+// size is known), then the access log, then routing. Every method is routed
+// to the MCP entry so that the secret is checked before the method: a wrong
+// secret is a 404 whatever the method, and only the right secret learns that
+// POST is the one allowed (405 otherwise).
+func (s *Server) router() http.Handler { return s.routes(mcpRoute, s.mcpEntry) }
+
+// routes is /health and the MCP endpoint at route, behind the limits.
+func (s *Server) routes(route string, mcp http.HandlerFunc) http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.limitBody, s.accessLog)
 	r.Get("/health", s.health)
-	// Every method is routed here so that the secret is checked before the
-	// method: a wrong secret is a 404 whatever the method, and only the right
-	// secret learns that POST is the one allowed (405 otherwise).
-	r.HandleFunc(mcpRoute, s.mcpEntry)
+	r.HandleFunc(route, mcp)
 	return r
 }
 
@@ -51,12 +54,26 @@ func (s *Server) secretOK(got string) bool {
 	return subtle.ConstantTimeCompare(h[:], s.secretHash[:]) == 1
 }
 
+// socketRoute is the MCP route on the daemon's unix socket: no secret, the
+// socket file's mode (0600 in a 0700 dir) is the credential.
+const socketRoute = "/mcp"
+
+// socketRouter is router for the unix socket: the same limits and MCP
+// handling, without the capability path.
+func (s *Server) socketRouter() http.Handler { return s.routes(socketRoute, s.mcpPost) }
+
 func (s *Server) mcpEntry(w http.ResponseWriter, r *http.Request) {
 	if !s.secretOK(chi.URLParam(r, "secret")) {
 		// Byte for byte what chi answers for a path that does not exist.
 		http.NotFound(w, r)
 		return
 	}
+	s.mcpPost(w, r)
+}
+
+// mcpPost is everything the MCP endpoint does once the caller is admitted
+// (the right path secret over TCP, the socket's file mode over unix).
+func (s *Server) mcpPost(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "method not allowed: this endpoint takes POST (stateless Streamable HTTP)", http.StatusMethodNotAllowed)

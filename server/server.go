@@ -1,9 +1,9 @@
 // Package server is the bridge's MCP endpoint: the chi router with its limits
 // (body size, capability path, Origin, rate limit), the mcp-go Streamable HTTP
 // handler and the tools it serves, and serving it on a listener with graceful
-// shutdown. The daemon (package daemon) listens and owns daemon.json;
-// `bridge stdio` serves the same MCPServer (built without agent jobs, so
-// deepseek_flash and deepseek_models alone) through MCP().
+// shutdown. The daemon (package daemon) listens — on TCP with the path
+// secret, and on a unix socket without it (ServeSocket) — and owns
+// daemon.json.
 package server
 
 import (
@@ -74,6 +74,7 @@ type Server struct {
 	mcp        *mcpserver.MCPServer
 	stream     *mcpserver.StreamableHTTPServer
 	handler    http.Handler
+	socket     http.Handler // handler without the path secret, for the daemon's unix socket
 	limiter    *callLimiter
 	secretHash [sha256.Size]byte
 
@@ -147,6 +148,7 @@ func New(o Options) (*Server, error) {
 		mcpserver.WithStreamableHTTPLogger(slog.New(zerolog.NewSlogHandler(s.log.With().Str("component", "mcp-go").Logger()))),
 	)
 	s.handler = s.router()
+	s.socket = s.socketRouter()
 	return s, nil
 }
 
@@ -155,7 +157,8 @@ func instructions(agent bool) string {
 	s := "deepseek_flash hands a self-contained task (plus pasted material) to DeepSeek and returns its answer with token usage and cost."
 	if agent {
 		s += " For work that needs to read, run or change files in a workspace, deepseek_agent_start runs a DeepSeek agent job there" +
-			" (commands may wait for a human's approval); follow it with deepseek_agent_poll until it finishes, or stop it with deepseek_agent_cancel."
+			" (commands may wait for a human's approval); follow it with deepseek_agent_poll until it finishes, or stop it with deepseek_agent_cancel;" +
+			" deepseek_agent_list shows the jobs any session started."
 	}
 	return s
 }
@@ -172,10 +175,21 @@ func (s *Server) MCP() *mcpserver.MCPServer { return s.mcp }
 // shutting down (answerShutdown), and connections still open at the end are
 // closed. ln is closed when Serve returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return s.serve(ctx, ln, s.handler, "http://"+ln.Addr().String())
+}
+
+// ServeSocket is Serve for the daemon's unix socket: the same MCP endpoint
+// at /mcp, without the path secret (whoever can open the socket file is the
+// owner), and /health. Both may run at once; each shuts down on its ctx.
+func (s *Server) ServeSocket(ctx context.Context, ln net.Listener) error {
+	return s.serve(ctx, ln, s.socket, "unix socket "+ln.Addr().String())
+}
+
+func (s *Server) serve(ctx context.Context, ln net.Listener, handler http.Handler, where string) error {
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
 	hs := &http.Server{
-		Handler:           s.handler,
+		Handler:           handler,
 		ReadHeaderTimeout: readHeaderTimeout,
 		// No ReadTimeout or WriteTimeout: either would cut a long SSE answer
 		// (a read deadline left in place cancels the request context). The
@@ -185,8 +199,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		BaseContext:    func(net.Listener) context.Context { return baseCtx },
 		ErrorLog:       log.New(zerologWriter{s.log}, "", 0),
 	}
-	addr := ln.Addr().String()
-	s.log.Info().Str("addr", addr).Str("version", s.o.Version).Msg("listening on http://" + addr)
+	s.log.Info().Str("addr", ln.Addr().String()).Str("version", s.o.Version).Msg("listening on " + where)
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }() // owner: Serve; joined below

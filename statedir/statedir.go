@@ -105,6 +105,11 @@ func (d Dir) TunnelInfoFile() string { return filepath.Join(d.Root, "tunnel.json
 // DaemonInfoFile is written by `bridge serve` once it listens: pid, address, harness, sandbox.
 func (d Dir) DaemonInfoFile() string { return filepath.Join(d.Root, "daemon.json") }
 
+// SocketFile is the daemon's unix socket (mode 0600, in this 0700 dir): the
+// same MCP endpoint as the HTTP one, without the path secret — the file's
+// permissions are the credential. `bridge stdio` and bridgectl connect to it.
+func (d Dir) SocketFile() string { return filepath.Join(d.Root, "daemon.sock") }
+
 // SpendFile is the model proxy's total of all jobs on one UTC day
 // (day is YYYY-MM-DD): spend-YYYY-MM-DD.json, read back at start so
 // BRIDGE_DAILY_MAX_COST_USD survives a restart.

@@ -6,17 +6,19 @@ const usage = `bridge — lets MCP hosts hand work to DeepSeek.
 
 Usage:
   bridge serve [--env FILE]       run the HTTP daemon: POST http://HOST:PORT/mcp/<MCP_PATH_SECRET>
-  bridge stdio [--env FILE]       serve deepseek_flash and deepseek_models over stdin/stdout (for hosts that launch a
-                                  command); the agent tools need the daemon (bridge serve)
+  bridge stdio [--env FILE]       every tool over stdin/stdout, for hosts that launch a command: forwards
+                                  to the daemon's unix socket, starting the daemon when none runs
   bridge approval-prompt --config FILE
                                   the permission-prompt child Claude Code starts for agent jobs
   bridge version                  print the version
   bridge help [COMMAND]           this text, or a command's
 
 Configuration comes from the environment and a .env file (--env FILE, else
-BRIDGE_ENV_FILE, else ./.env); real environment variables win. A file named by
---env or BRIDGE_ENV_FILE must exist (` + "`bridgectl secret`" + ` creates it); ./.env is
-optional. Every variable is listed with its default in .env.example. Run
+BRIDGE_ENV_FILE, else the per-user $XDG_CONFIG_HOME/deepseek-mcp-bridge/.env —
+~/.config/deepseek-mcp-bridge/.env on Linux); real environment variables win. A
+file named by --env or BRIDGE_ENV_FILE must exist (` + "`bridgectl secret`" + ` creates
+it); the per-user one is optional. A ./.env in the working directory is read
+only when named (` + "`bridgectl doctor --move-env`" + ` moves it to the per-user place). Every variable is listed with its default in .env.example. Run
 ` + "`bridge help serve`" + ` for the daemon's.
 `
 
@@ -33,9 +35,12 @@ Runs the HTTP daemon until SIGINT or SIGTERM (in-flight calls get 10 s to finish
 
   POST http://HOST:PORT/mcp/<MCP_PATH_SECRET>   the MCP endpoint (Streamable HTTP, stateless)
   GET  http://HOST:PORT/health                  {"status":"ok","version":…}
+  <BRIDGE_STATE_DIR>/daemon.sock                the same endpoint (POST /mcp, GET /health) over a
+                                                unix socket, mode 0600: no secret (bridge stdio)
 
 Anything else, and a wrong secret, is 404. Once listening it writes
-<BRIDGE_STATE_DIR>/daemon.json (pid, address) and removes it on a clean stop.
+<BRIDGE_STATE_DIR>/daemon.json (pid, address, socket, the .env it read) and
+removes it on a clean stop.
 
 Agent jobs reach DeepSeek through the model proxy, on its own loopback port
 (daemon.json: harness.model_proxy). It alone holds DEEPSEEK_API_KEY; each job
@@ -55,7 +60,7 @@ Logging:
 The path secret and the API key never appear in the log.
 
 Flags:
-  --env FILE   read this .env file (default: BRIDGE_ENV_FILE, then ./.env)
+  --env FILE   read this .env file (default: BRIDGE_ENV_FILE, then the per-user one)
 `
 
 const approvalHelp = `Usage: bridge approval-prompt --config FILE
@@ -66,13 +71,24 @@ not run by hand.
 
 const stdioUsage = `Usage: bridge stdio [--env FILE]
 
-Serves deepseek_flash over stdin/stdout (newline-delimited JSON-RPC), for MCP
-hosts that launch a server as a command, e.g.
+Every tool of the bridge (deepseek_flash, deepseek_agent_start, _poll, _cancel)
+over stdin/stdout (newline-delimited JSON-RPC), for MCP hosts that launch a
+server as a command:
 
-  claude mcp add deepseek -- bridge stdio --env /path/to/.env
+  claude mcp add deepseek -- /path/to/bin/bridge stdio
 
-Only deepseek_flash: the agent tools (deepseek_agent_start, _poll, _cancel)
-need the daemon, which owns the one job registry of a state dir — register
-bridge serve's URL for those. No path secret is needed. Logs go to
+(` + "`bridgectl register claude|codex|cursor`" + ` prints the exact line for your install.)
+
+It forwards each message to the daemon of the state dir over its unix socket
+(<BRIDGE_STATE_DIR>/daemon.sock; no path secret: the file's mode 0600 is the
+credential), so agent jobs belong to the daemon: they outlive the host's
+session and are approved with bridgectl as usual. When no daemon answers, it
+starts one with ` + "`bridgectl start`" + ` (bridgectl next to this binary, else on PATH),
+says so on stderr, and forwards; the daemon keeps running afterwards
+(` + "`bridgectl stop`" + ` ends it). Progress notifications reach the host; a host's
+notifications/cancelled ends its call in the daemon. Logs go to
 BRIDGE_LOG_FILE or stderr, never stdout.
+
+Flags:
+  --env FILE   read this .env file (default: BRIDGE_ENV_FILE, then the per-user one)
 `

@@ -9,12 +9,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/syncbuf"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/mcpsock"
 )
 
 const testSecret = "test-secret-0123456789abcdef"
@@ -81,6 +84,22 @@ func TestHelpStreams(t *testing.T) {
 				t.Fatalf("exit %d (want %d); stdout %q; stderr %q", code, tt.code, out.String(), errb.String())
 			}
 		})
+	}
+}
+
+// A ./.env (where the TypeScript bridge kept it) is not read unless named,
+// and bridge serve says so instead of starting without a word about it.
+func TestServeSaysLocalEnvIsNotRead(t *testing.T) {
+	cleanEnv(t, map[string]string{"MCP_PATH_SECRET": "", "BRIDGE_ENV_FILE": "", "BRIDGE_LOG_FILE": "", "XDG_CONFIG_HOME": t.TempDir()})
+	proj := t.TempDir()
+	if err := os.WriteFile(filepath.Join(proj, ".env"), []byte("MCP_PATH_SECRET="+testSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(proj)
+	var out, errb syncbuf.Buffer
+	code := run(t.Context(), []string{"serve"}, strings.NewReader(""), &out, &errb)
+	if code != exitConfig || !strings.Contains(errb.String(), filepath.Join(proj, ".env")+" is not read") || !strings.Contains(errb.String(), "bridgectl doctor --move-env") || !strings.Contains(errb.String(), "MCP_PATH_SECRET is not set") {
+		t.Fatalf("serve next to an unnamed ./.env: exit %d\n%s", code, errb.String())
 	}
 }
 
@@ -194,9 +213,20 @@ func TestServe(t *testing.T) {
 	}
 }
 
-// TestStdio drives `bridge stdio` with newline-delimited JSON-RPC.
+// TestStdio drives `bridge stdio` with newline-delimited JSON-RPC against a
+// running daemon (`bridge serve`, in-process): every tool is offered, calls
+// reach the daemon over its socket, ids come back with every digit.
 func TestStdio(t *testing.T) {
-	cleanEnv(t, map[string]string{"MCP_PATH_SECRET": ""}) // stdio needs no secret
+	dir := cleanEnv(t, nil)
+	serveCtx, stopServe := context.WithCancel(t.Context())
+	served := make(chan int, 1)
+	go func() { served <- run(serveCtx, []string{"serve"}, strings.NewReader(""), io.Discard, io.Discard) }()
+	t.Cleanup(func() { stopServe(); <-served })
+	sock := filepath.Join(dir, "state", "daemon.sock")
+	if !poll.Until(15*time.Second, func() bool { return mcpsock.Ping(t.Context(), sock) == nil }) {
+		t.Fatal("the daemon's socket does not answer")
+	}
+
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	var errb syncbuf.Buffer
@@ -239,8 +269,16 @@ func TestStdio(t *testing.T) {
 			Tools []struct{ Name string } `json:"tools"`
 		} `json:"result"`
 	}
-	if err := json.Unmarshal(b, &tools); err != nil || len(tools.Result.Tools) != 2 || tools.Result.Tools[0].Name != "deepseek_flash" || tools.Result.Tools[1].Name != "deepseek_models" {
-		t.Fatalf("tools/list: %s, want deepseek_flash and deepseek_models alone (the agent tools need the daemon)", b)
+	if err := json.Unmarshal(b, &tools); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Result.Tools {
+		names = append(names, tl.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"deepseek_agent_cancel", "deepseek_agent_list", "deepseek_agent_poll", "deepseek_agent_start", "deepseek_flash", "deepseek_models"}; !slices.Equal(names, want) {
+		t.Fatalf("tools/list over stdio: %v, want %v", names, want)
 	}
 	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"deepseek_flash","arguments":{"task":"hi"}}}`)
 	call := read(3)
@@ -262,6 +300,25 @@ func TestStdio(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("stdio did not end on EOF")
+	}
+	if strings.Contains(errb.String(), "starting one") {
+		t.Errorf("stdio started a daemon although one ran: %s", errb.String())
+	}
+}
+
+// With no daemon running and no bridgectl to start one, bridge stdio says
+// both, and what to do, and exits 1 without writing to the host.
+func TestStdioWithoutDaemonOrBridgectl(t *testing.T) {
+	cleanEnv(t, map[string]string{"PATH": t.TempDir()})
+	var out, errb syncbuf.Buffer
+	code := run(t.Context(), []string{"stdio"}, strings.NewReader(""), &out, &errb)
+	if code != exitFail || out.Len() != 0 {
+		t.Fatalf("exit %d stdout %q", code, out.String())
+	}
+	for _, want := range []string{"no bridge daemon answers on", "starting one (`bridgectl start`)", "bridgectl was not found next to bridge or on PATH"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+		}
 	}
 }
 

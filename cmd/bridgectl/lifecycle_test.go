@@ -79,15 +79,21 @@ type world struct {
 	proxyFile string
 }
 
-func newWorld(t *testing.T) *world {
+// worldBase builds the binaries and starts the double (answering "pong"),
+// and returns it with a temp dir and a random suffix for process markers.
+func worldBase(t *testing.T) (double *deepseektest.Server, dir, suffix string) {
 	build(t)
-	double := deepseektest.New(deepseektest.WithKey(testKey), deepseektest.WithDefault(deepseektest.Text("pong")))
+	double = deepseektest.New(deepseektest.WithKey(testKey), deepseektest.WithDefault(deepseektest.Text("pong")))
 	t.Cleanup(double.Close)
-	dir := t.TempDir()
 	suffix, err := ids.Hex(8)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return double, t.TempDir(), suffix
+}
+
+func newWorld(t *testing.T) *world {
+	double, dir, suffix := worldBase(t)
 	w := &world{t: t, dir: dir, envFile: filepath.Join(dir, "bridge.env"), state: filepath.Join(dir, "state"),
 		marker: "bridgectl-e2e-" + suffix, proxyFile: filepath.Join(dir, "edge-addr")}
 	env := "# settings of an end-to-end test\n" +
@@ -118,11 +124,15 @@ func newWorld(t *testing.T) *world {
 }
 
 // ctl runs the bridgectl binary.
-func (w *world) ctl(args ...string) (string, string, int) {
+func (w *world) ctl(args ...string) (string, string, int) { return runCtl(w.t, w.environ, "", args...) }
+
+// runCtl runs the bridgectl binary in dir ("" = this one) with environ and
+// fails the test if it printed the path secret or the key.
+func runCtl(t *testing.T, environ []string, dir string, args ...string) (string, string, int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "bridgectl"), args...)
-	cmd.Env = w.environ
+	cmd.Env, cmd.Dir = environ, dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -130,11 +140,11 @@ func (w *world) ctl(args ...string) (string, string, int) {
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		w.t.Fatalf("run bridgectl: %v", err)
+		t.Fatalf("run bridgectl: %v", err)
 	}
 	for _, s := range []string{testSecret, testKey} {
 		if strings.Contains(out.String()+errb.String(), s) {
-			w.t.Errorf("bridgectl %s printed a secret:\n%s%s", strings.Join(args, " "), out.String(), errb.String())
+			t.Errorf("bridgectl %s printed a secret:\n%s%s", strings.Join(args, " "), out.String(), errb.String())
 		}
 	}
 	return out.String(), errb.String(), code

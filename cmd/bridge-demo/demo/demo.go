@@ -24,6 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 )
@@ -251,6 +252,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	url := "http://" + addr + "/mcp/" + secret
 	say("bridge serve (pid %d) listening on http://%s/mcp/<secret> (a throwaway %d-character secret)", bridge.pid(), addr, len(secret))
+	say("its settings: the per-user .env of a throwaway config home, %s (yours is not read)", filepath.Join(dir, "config", config.AppDir, ".env"))
 
 	// A real MCP client: mcp-go's, the SDK the bridge serves with.
 	e := newEnv(dir, o.Out)
@@ -383,20 +385,23 @@ func startDouble(ctx context.Context, bin, scriptFile, dir string) (*child, stri
 	return nil, "", fmt.Errorf("deepseek-double did not say where it listens within %v", startTimeout)
 }
 
-// startBridge runs `bridge serve` and waits for <state>/daemon.json and a 200
-// from /health. It returns the child even on error, so the caller stops it.
+// startBridge writes env into the per-user .env of a config dir inside dir
+// (XDG_CONFIG_HOME, so the owner's own per-user .env is never read), runs
+// `bridge serve` on it, and waits for <state>/daemon.json and a 200 from
+// /health. It returns the child even on error, so the caller stops it.
 func startBridge(ctx context.Context, bin string, env map[string]string, dir string) (*child, string, error) {
 	out, err := os.Create(filepath.Join(dir, "bridge.out"))
 	if err != nil {
 		return nil, "", err
 	}
 	defer out.Close()
-	cmd := exec.Command(bin, "serve")
-	cmd.Dir = dir // no stray .env from the caller's directory
-	cmd.Env = baseEnv()
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
+	cfgHome := filepath.Join(dir, "config")
+	if err := writeUserEnv(cfgHome, env); err != nil {
+		return nil, "", err
 	}
+	cmd := exec.Command(bin, "serve")
+	cmd.Dir = dir
+	cmd.Env = append(baseEnv(), "XDG_CONFIG_HOME="+cfgHome)
 	cmd.Stdout, cmd.Stderr = out, out
 	c, err := startChild("bridge serve", cmd)
 	if err != nil {
@@ -438,18 +443,6 @@ func startBridge(ctx context.Context, bin string, env map[string]string, dir str
 			return c, addr, nil
 		}
 	}
-}
-
-// baseEnv is the part of the demo's own environment the children inherit:
-// enough to run, nothing that could carry a real key or secret.
-func baseEnv() []string {
-	var env []string
-	for _, k := range []string{"PATH", "HOME", "USER", "LANG", "TMPDIR", "SYSTEMROOT", "USERPROFILE", "LOCALAPPDATA", "APPDATA"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	return env
 }
 
 // withLog adds the tail of a log file (secret masked) to err.

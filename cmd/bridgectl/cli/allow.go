@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/envfile"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -110,7 +109,7 @@ func runAllow(ctx context.Context, e *Env, args []string) error {
 		}
 		roots = append(roots, dir)
 	}
-	if err := envfile.Set(c.envPath, "DEEPSEEK_ALLOWED_ROOTS", strings.Join(roots, string(os.PathListSeparator))); err != nil {
+	if err := c.setEnv("DEEPSEEK_ALLOWED_ROOTS", strings.Join(roots, string(os.PathListSeparator))); err != nil {
 		return err
 	}
 	if c.overriddenByEnv("DEEPSEEK_ALLOWED_ROOTS") {

@@ -41,7 +41,7 @@ func commands() []*Command {
 	return []*Command{
 		startCmd, stopCmd, restartCmd, reloadCmd, statusCmd, logsCmd,
 		enableCmd, disableCmd, uninstallCmd,
-		secretCmd, rotateCmd, urlCmd, allowCmd,
+		secretCmd, rotateCmd, urlCmd, registerCmd, allowCmd,
 		jobsCmd, jobCmd,
 		pendingCmd, approveCmd, denyCmd, auditCmd, approvalCmd,
 		tunnelCmd, untunnelCmd,
@@ -204,8 +204,11 @@ func printHelp(w io.Writer) {
 		fmt.Fprintf(w, "  %-*s  %s\n", width, c.Usage, c.Short)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, ".env discovery: --env FILE, then BRIDGE_ENV_FILE, then ./.env; real environment variables win.")
-	fmt.Fprintln(w, "A file named by --env or BRIDGE_ENV_FILE must exist (`bridgectl secret` creates it); ./.env is optional.")
+	fmt.Fprintln(w, ".env discovery: --env FILE, then BRIDGE_ENV_FILE, then the running daemon's file, then the per-user")
+	fmt.Fprintln(w, "$XDG_CONFIG_HOME/deepseek-mcp-bridge/.env (~/.config/deepseek-mcp-bridge/.env); real environment variables win.")
+	fmt.Fprintln(w, "Every command acts on the running daemon's file from any directory, and says so when that is not the one")
+	fmt.Fprintln(w, "it would have picked. A ./.env is read only when named (`bridgectl doctor --move-env` moves it).")
+	fmt.Fprintln(w, "A file named by --env or BRIDGE_ENV_FILE must exist (`bridgectl secret` creates it); the per-user one is optional.")
 	fmt.Fprintln(w, "Secrets (path secret, API key, tunnel token, credentials in a URL) are masked in every output unless --show is given.")
 	fmt.Fprintln(w, "`bridgectl COMMAND --help` explains one command.")
 }
@@ -243,6 +246,8 @@ type flags struct {
 	e    *Env
 	env  string
 	show *bool
+	// quiet: the notes about which .env is read were said already (a re-read).
+	quiet bool
 }
 
 // newFlags starts the running command's flag set. withShow adds --show.
@@ -251,7 +256,7 @@ func newFlags(e *Env, withShow bool) *flags {
 	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	f := &flags{FlagSet: fs, cmd: c, e: e}
-	fs.StringVar(&f.env, "env", "", "the .env file (default: BRIDGE_ENV_FILE, then ./.env)")
+	fs.StringVar(&f.env, "env", "", "the .env file (default: BRIDGE_ENV_FILE, then the running daemon's, then the per-user one)")
 	if withShow {
 		f.show = fs.Bool("show", false, "print secrets in full")
 	}
@@ -308,6 +313,9 @@ type ctl struct {
 	cfg     config.Config
 	dir     statedir.Dir
 	envPath string // the .env file to edit (absolute; may not exist yet)
+	pick    envPick
+	// startedFor names who asked for a start (start --for), in the log's marker.
+	startedFor string
 }
 
 // load reads the config the way the daemon does and registers its secrets
@@ -322,17 +330,19 @@ func (f *flags) loadCreatingEnv() (*ctl, error) { return f.loadWith(config.LoadM
 
 func (f *flags) loadWith(loadConfig func(string, config.Lookup) (config.Config, error)) (*ctl, error) {
 	e := f.e
-	cfg, err := loadConfig(f.env, e.Getenv)
-	if errors.Is(err, config.ErrNoEnvFile) {
-		return nil, err // it says how to create the file
-	}
+	cfg, pick, err := f.pickEnv(loadConfig)
 	if err != nil {
-		// A bad value: say where it may come from. A .env that cannot be
-		// read at all (its directory is missing) is named by err already.
-		if _, serr := os.Stat(config.ResolveEnvFile(f.env, e.Getenv)); serr != nil {
-			return nil, err
+		if !errors.Is(err, config.ErrNoEnvFile) { // that one says how to create the file
+			// A bad value: say where it may come from. A .env that cannot be
+			// read at all (its directory is missing) is named by err already.
+			if _, serr := os.Stat(config.ResolveEnvFile(f.env, e.Getenv)); serr == nil {
+				err = fmt.Errorf("%w (fix the value in %s or the environment)", err, config.ResolveEnvFile(f.env, e.Getenv))
+			}
 		}
-		return nil, fmt.Errorf("%w (fix the value in %s or the environment)", err, config.ResolveEnvFile(f.env, e.Getenv))
+		if pick.daemonPID != 0 {
+			err = fmt.Errorf("%w; the running daemon (pid %d) is untouched", err, pick.daemonPID)
+		}
+		return nil, err
 	}
 	e.mask.add(cfg.Secrets()...)
 	dir, err := statedir.At(cfg.StateDir)
@@ -349,7 +359,10 @@ func (f *flags) loadWith(loadConfig func(string, config.Lookup) (config.Config, 
 	if abs, err := filepath.Abs(envPath); err == nil {
 		envPath = abs
 	}
-	return &ctl{e: e, cfg: cfg, dir: dir, envPath: envPath}, nil
+	if cfg.IgnoredLocalEnv != "" && !f.quiet {
+		fmt.Fprintf(e.Stderr, "note: %s\n", config.LocalEnvNote(cfg.IgnoredLocalEnv, envPath))
+	}
+	return &ctl{e: e, cfg: cfg, dir: dir, envPath: envPath, pick: pick}, nil
 }
 
 // createDir creates the state dir (mode 0700) for a command that writes

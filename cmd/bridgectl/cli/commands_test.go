@@ -346,7 +346,7 @@ func TestDoctorOnAFreshMachine(t *testing.T) {
 		t.Fatalf("doctor passed on a fresh machine:\n%s", out.String())
 	}
 	want := []string{
-		"WARN env file: no .env — settings come from the environment only",
+		"WARN env file: no " + filepath.Join(home, ".config", "deepseek-mcp-bridge", ".env") + " — settings come from the environment only",
 		"FAIL API key: DEEPSEEK_API_KEY is not set",
 		"FAIL secret: MCP_PATH_SECRET is not set: run `bridgectl secret`",
 		"OK   port: PORT=0",

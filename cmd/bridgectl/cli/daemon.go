@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -35,6 +36,10 @@ type daemonInfo struct {
 	PolicyFloor string `json:"policy_floor,omitempty"`
 	Exe         string `json:"exe,omitempty"`
 	ProcStart   string `json:"proc_start,omitempty"`
+	Socket      string `json:"socket,omitempty"`
+	EnvFile     string `json:"env_file,omitempty"`
+	// AllowedRoots: nil when the daemon did not say (an older one).
+	AllowedRoots *[]string `json:"allowed_roots,omitempty"`
 }
 
 // daemonStatus is what bridgectl can tell about the daemon without asking it.
@@ -131,7 +136,12 @@ func findBridge(e *Env) (string, error) {
 		}
 	}
 	if p, err := lookPath(e, "bridge"); err == nil {
-		return p, nil
+		// Linux has another `bridge` on PATH (iproute2's, /sbin/bridge):
+		// take one only when it says it is this one.
+		if out, err := exec.Command(p, "version").Output(); err == nil && strings.HasPrefix(string(out), "bridge ") && strings.Count(string(out), "\n") == 1 {
+			return p, nil
+		}
+		return "", fmt.Errorf("the `bridge` on PATH (%s) is not the DeepSeek MCP bridge (iproute2 has one too), and none is next to bridgectl: run `make build` (it writes bin/bridge) or set BRIDGE_BIN", p)
 	}
 	return "", errors.New("the `bridge` binary was not found next to bridgectl or on PATH: run `make build` (it writes bin/bridge) or set BRIDGE_BIN")
 }
@@ -198,6 +208,9 @@ func (c *ctl) startDaemon(ctx context.Context, pinPort int, justFreed bool) (dae
 	// A daemon.json left by a killed daemon must not be mistaken for the new one.
 	os.Remove(c.dir.DaemonInfoFile())
 	marker := startMarker("start", c.e.Now())
+	if c.startedFor != "" {
+		marker = strings.TrimSuffix(marker, " ===") + " for " + visible(c.startedFor, 80) + " ==="
+	}
 	ch, err := spawnDetached(bin, c.daemonArgs(), env, "", c.dir.LogFile(), marker)
 	if err != nil {
 		return daemonStatus{}, err
@@ -246,6 +259,13 @@ func (c *ctl) stopDaemon(ctx context.Context) (daemonStatus, error) {
 	if s.PID != 0 {
 		if err := stopProc(ctx, s.Proc, stopGrace); err != nil {
 			return s, err
+		}
+		// A process whose leader is gone may still be closing its other
+		// threads' files, the lock among them: a daemon started now would
+		// find the lock held. Wait for it to be free.
+		deadline := time.Now().Add(5 * time.Second)
+		for holder, err := c.dir.LockHolder(); err == nil && holder == s.PID && time.Now().Before(deadline); holder, err = c.dir.LockHolder() {
+			time.Sleep(20 * time.Millisecond) // the kernel sends no event when a lock is dropped
 		}
 	}
 	os.Remove(c.dir.PIDFile())

@@ -23,7 +23,7 @@ const maxClockSkew = 2 * time.Minute
 
 var doctorCmd = &Command{
 	Name:  "doctor",
-	Usage: "doctor [--dry]",
+	Usage: "doctor [--dry] [--move-env]",
 	Short: "check this machine, one line per check: OK, or what to do",
 	Long: `Checks: the .env file; DEEPSEEK_API_KEY is present and the API accepts it (GET
 /models with the key; --dry skips every network call); MCP_PATH_SECRET; the
@@ -32,22 +32,33 @@ bridge binary; the harness binary (Claude Code) and its --version; bubblewrap
 (and socat) for the sandbox; cloudflared for tunnels; the allowed roots (and
 any directory of the daemon's PATH inside one); the clock (against the API's
 Date header). Exits 1 if any check FAILs; WARN lines are advice. Doctor never
-creates or changes anything.`,
+creates or changes anything, except with --move-env.
+
+A ./.env in the working directory (where the TypeScript bridge kept it) is not
+read unless named: doctor says so and offers --move-env, which moves it to the
+per-user file ($XDG_CONFIG_HOME/deepseek-mcp-bridge/.env, mode 0600) when that
+does not exist yet.`,
 	Run: runDoctor,
 }
 
 func runDoctor(ctx context.Context, e *Env, args []string) error {
 	f := newFlags(e, false)
 	dry := f.Bool("dry", false, "no network: skip the API key probe and the clock comparison")
+	move := f.Bool("move-env", false, "move ./.env to the per-user .env (when that does not exist yet)")
 	if _, err := f.parse(args); err != nil {
 		return err
 	}
 	r := &report{w: e.Stdout}
-	envPath := config.ResolveEnvFile(f.env, e.Getenv)
+	if *move {
+		if err := moveLocalEnv(e, f.env); err != nil {
+			return err
+		}
+	}
 	// A named .env file that is missing is one FAIL line; the other checks
 	// still run on the rest of the configuration.
+	cfg, _, err := f.pickEnv(config.LoadMissingOK)
+	envPath := config.ResolveEnvFile(f.env, e.Getenv)
 	_, missingErr := config.LoadFrom(f.env, e.Getenv)
-	cfg, err := config.LoadMissingOK(f.env, e.Getenv)
 	if err != nil {
 		if _, serr := os.Stat(envPath); serr != nil {
 			r.fail("config: %v", err) // the .env itself cannot be read: err names it
@@ -67,7 +78,10 @@ func runDoctor(ctx context.Context, e *Env, args []string) error {
 		c.envPath = cfg.MissingEnvFile
 		r.fail("env file: %v", missingErr)
 	default:
-		r.warn("env file: no %s — settings come from the environment only; `cp .env.example %s && bridgectl secret` creates one", envPath, envPath)
+		r.warn("env file: no %s — settings come from the environment only; `bridgectl secret` creates it (then add DEEPSEEK_API_KEY; .env.example lists the rest)", envPath)
+	}
+	if cfg.IgnoredLocalEnv != "" {
+		r.warn("local .env: %s", config.LocalEnvNote(cfg.IgnoredLocalEnv, envPath))
 	}
 
 	var apiDate time.Time

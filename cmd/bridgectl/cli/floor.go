@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -15,7 +16,7 @@ func (c *ctl) floorLine(d daemonStatus) string {
 	if d.Info != nil && d.Info.PolicyFloor != "" {
 		line := d.Info.PolicyFloor + " (reported by the daemon)"
 		if d.Info.PolicyFloor != "none" && d.Info.PolicyFloor != c.cfg.PolicyFloorFile {
-			line += "; the config now names " + orNone(c.cfg.PolicyFloorFile) + ", used at the next start"
+			line += "; the config now names " + cmp.Or(c.cfg.PolicyFloorFile, "none") + ", used at the next start"
 		}
 		return line
 	}
@@ -43,13 +44,6 @@ func (c *ctl) doctorFloor(r *report) {
 	if c.cfg.RequirePolicy {
 		r.ok("policy: required for every job (BRIDGE_REQUIRE_POLICY=on)")
 	}
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
 }
 
 // printPolicy shows a job's model and thinking, the policy it ran under and

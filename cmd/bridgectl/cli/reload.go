@@ -11,7 +11,10 @@ var reloadCmd = &Command{
 	Usage: "reload",
 	Short: "restart the daemon only; the tunnel and its public URL stay",
 	Long: `Stops the daemon and starts it again with the current .env (a new secret, new
-roots, ...). The tunnel process is not touched, so its public URL stays the same.
+roots, ...) — the .env the daemon was started with, from any directory. The
+new configuration is checked first (the file parses, every value is valid,
+the secret, the runtime roots, a changed port is free): if it would not
+start, nothing is stopped and the reason is printed. The tunnel process is not touched, so its public URL stays the same.
 The daemon comes back on the same port (with PORT=0 the port it had is reused),
 so the tunnel's origin keeps working. Unfinished agent jobs (queued, running,
 waiting for approval) end as interrupted: reload names them afterwards
@@ -49,6 +52,9 @@ func (c *ctl) reloadDaemon(ctx context.Context) (daemonStatus, *interruptWatch, 
 	s := c.daemon(ctx)
 	if s.PID == 0 {
 		return daemonStatus{}, nil, errNotRunning
+	}
+	if err := c.checkBeforeStop(s); err != nil {
+		return daemonStatus{}, nil, err
 	}
 	prevPort := portOf(s.Addr)
 	pin := 0

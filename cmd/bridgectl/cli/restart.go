@@ -13,7 +13,8 @@ var restartCmd = &Command{
 started again: a named tunnel keeps its hostname, a quick tunnel gets a NEW
 trycloudflare URL. To keep the tunnel and its URL, use ` + "`bridgectl reload`" + `.
 Unfinished agent jobs (queued, running, waiting for approval) end as
-interrupted; restart names them.`,
+interrupted; restart names them. The configuration is checked before anything
+stops, as for reload.`,
 	Run: runRestart,
 }
 
@@ -24,6 +25,11 @@ func runRestart(ctx context.Context, e *Env, args []string) error {
 	}
 	if c.disabled() {
 		return errDisabled
+	}
+	if s := c.daemon(ctx); s.PID != 0 {
+		if err := c.checkBeforeStop(s); err != nil {
+			return err
+		}
 	}
 	var prev *tunnelInfo
 	if t := c.tunnel(); t.PID != 0 && t.Info != nil {

@@ -19,7 +19,9 @@ tool is available (wl-copy, xclip, pbcopy, clip.exe; a tool that fails is
 named with its exit status and first line of output) and printed masked
 (--show prints it in full). Update the connector URL in your MCP host.
 Unfinished agent jobs end as interrupted, as with reload (they are named): a
-leaked secret is revoked at once.`,
+leaked secret is revoked at once. It acts on the running daemon's .env from any
+directory, and checks the rest of the configuration before it writes the
+secret or stops anything.`,
 	Run: runRotate,
 }
 
@@ -29,7 +31,17 @@ func runRotate(ctx context.Context, e *Env, args []string) error {
 		return err
 	}
 	oldSecret := c.cfg.PathSecret
-	wasRunning := c.daemon(ctx).PID != 0
+	running := c.daemon(ctx)
+	wasRunning := running.PID != 0
+	if wasRunning {
+		// The new secret will be valid; the rest of the file must be too,
+		// before the file or the daemon is touched.
+		probe := *c
+		probe.cfg.PathSecret = "rotate-check-0123456789abcdef"
+		if err := probe.checkBeforeStop(running); err != nil {
+			return err
+		}
+	}
 	if _, err := c.writeSecret(); err != nil {
 		return err
 	}

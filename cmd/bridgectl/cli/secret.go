@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/envfile"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 )
 
@@ -47,7 +46,7 @@ func (c *ctl) writeSecret() (string, error) {
 		return "", err
 	}
 	c.e.mask.add(s)
-	if err := envfile.Set(c.envPath, "MCP_PATH_SECRET", s); err != nil {
+	if err := c.setEnv("MCP_PATH_SECRET", s); err != nil {
 		return "", err
 	}
 	if c.overriddenByEnv("MCP_PATH_SECRET") {
@@ -65,7 +64,7 @@ func (c *ctl) reread() error {
 	if _, err := os.Stat(c.envPath); err == nil {
 		envFlag = c.envPath
 	}
-	f := &flags{e: c.e, env: envFlag}
+	f := &flags{e: c.e, env: envFlag, quiet: true}
 	n, err := f.load()
 	if err != nil {
 		return err

@@ -9,7 +9,7 @@ import (
 
 var startCmd = &Command{
 	Name:  "start",
-	Usage: "start [--foreground]",
+	Usage: "start [--foreground] [--for WHO]",
 	Short: "start the daemon in the background and wait until /health answers",
 	Long: `Runs ` + "`bridge serve --env FILE`" + ` in its own session with a pid file (<state>/bridge.pid)
 and its output appended to <state>/bridge.log after a start marker line (the
@@ -22,7 +22,9 @@ Preflight: a missing or short MCP_PATH_SECRET and a taken port fail; a missing
 DEEPSEEK_API_KEY only warns (the daemon serves and each DeepSeek call explains it).
 
 The bridge binary is BRIDGE_BIN, else ` + "`bridge`" + ` next to bridgectl, else on PATH.
---foreground replaces bridgectl with the daemon (for systemd or a terminal).`,
+--foreground replaces bridgectl with the daemon (for systemd or a terminal).
+--for WHO names who asked for the start in the log's start marker (` + "`bridge stdio`" + `
+passes itself when it starts the daemon for a host).`,
 	Run: runStart,
 }
 
@@ -32,6 +34,7 @@ var errDisabled = errors.New("the bridge is disabled (`bridgectl disable`): run 
 func runStart(ctx context.Context, e *Env, args []string) error {
 	f := newFlags(e, false)
 	fg := f.Bool("foreground", false, "run the daemon in this terminal instead of the background")
+	forWho := f.String("for", "", "who asked for this start, for the log's start marker")
 	if _, err := f.parse(args); err != nil {
 		return err
 	}
@@ -39,6 +42,7 @@ func runStart(ctx context.Context, e *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	c.startedFor = *forWho
 	if c.disabled() {
 		return errDisabled
 	}

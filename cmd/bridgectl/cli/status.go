@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/mcpsock"
 )
 
 var statusCmd = &Command{
@@ -26,7 +28,10 @@ The daemon is the process holding the state dir's lock; a pid file naming any
 other process is reported as stale (and never signalled). It also says when the
 state dir is full or read-only, when audit records could not be written (the
 tool calls they would have recorded were denied), and how many job snapshots
-are damaged. --json prints the same as one JSON object.`,
+are damaged. The roots and the env file say where they come from: the running
+daemon (what it serves) or the .env (what the next start reads), and both are
+shown when they differ. The daemon's unix socket (what ` + "`bridge stdio`" + ` forwards to)
+is asked for /health too. --json prints the same as one JSON object.`,
 	Run: runStatus,
 }
 
@@ -66,7 +71,22 @@ type statusReport struct {
 	Harness       string          `json:"harness"`
 	DaemonReports json.RawMessage `json:"daemon_reports,omitempty"`
 	AllowedRoots  []string        `json:"allowed_roots"`
-	Jobs          []jobLine       `json:"jobs"`
+	// RootsFrom says where AllowedRoots come from: "daemon" (what the
+	// running daemon admits in) or "file" (the .env: no daemon runs, or it
+	// did not say). FileRoots is the .env's list when it differs from the
+	// daemon's (a reload applies it).
+	RootsFrom string   `json:"roots_from"`
+	FileRoots []string `json:"file_roots,omitempty"`
+	// EnvFrom: "daemon" when EnvFile is the running daemon's file, "file"
+	// when no daemon runs or it read none; DaemonEnvFile names the daemon's
+	// file when this report read another.
+	EnvFrom       string `json:"env_from"`
+	DaemonEnvFile string `json:"daemon_env_file,omitempty"`
+	// Socket is the daemon's unix socket (bridge stdio), when it runs one;
+	// SocketErr is why GET /health over it failed ("" when it answered).
+	Socket    string    `json:"socket,omitempty"`
+	SocketErr string    `json:"socket_error,omitempty"`
+	Jobs      []jobLine `json:"jobs"`
 	// AuditUnwritten: audit records could not be written (a full or
 	// read-only state dir); the tool calls they would have recorded were denied.
 	AuditUnwritten string `json:"audit_unwritten,omitempty"`
@@ -146,10 +166,17 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 	fmt.Fprintf(w, "sandbox:   %s\n", r.Sandbox)
 	fmt.Fprintf(w, "floor:     %s\n", r.PolicyFloor)
 	fmt.Fprintf(w, "harness:   %s\n", r.Harness)
+	from := " (from the daemon)"
+	if r.RootsFrom == "file" {
+		from = " (from " + r.EnvFile + ")"
+	}
 	if len(r.AllowedRoots) == 0 {
-		fmt.Fprintln(w, "roots:     none — every agent workspace is refused; `bridgectl allow DIR` grants one")
+		fmt.Fprintf(w, "roots:     none%s — every agent workspace is refused; `bridgectl allow DIR` grants one\n", from)
 	} else {
-		fmt.Fprintf(w, "roots:     %s\n", strings.Join(r.AllowedRoots, ", "))
+		fmt.Fprintf(w, "roots:     %s%s\n", strings.Join(r.AllowedRoots, ", "), from)
+	}
+	if r.FileRoots != nil {
+		fmt.Fprintf(w, "           %s says: %s — `bridgectl reload` applies it\n", r.EnvFile, orNone(r.FileRoots))
 	}
 	if len(r.Jobs) == 0 {
 		fmt.Fprintln(w, "jobs:      none running")
@@ -162,7 +189,17 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 	if r.DamagedJobs > 0 {
 		fmt.Fprintf(w, "           %d job %s cannot be read as jobs (damaged or set aside): `bridgectl jobs` says what is still known\n", r.DamagedJobs, plural(r.DamagedJobs, "snapshot", "snapshots"))
 	}
-	fmt.Fprintf(w, "env file:  %s%s\n", r.EnvFile, ifNotEmpty("", missingNote(r.EnvFile)))
+	switch {
+	case r.EnvFrom == "daemon":
+		fmt.Fprintf(w, "env file:  %s (the running daemon's)%s\n", r.EnvFile, ifNotEmpty("", missingNote(r.EnvFile)))
+	case r.DaemonEnvFile != "":
+		fmt.Fprintf(w, "env file:  %s%s — the running daemon reads %s\n", r.EnvFile, ifNotEmpty("", missingNote(r.EnvFile)), r.DaemonEnvFile)
+	default:
+		fmt.Fprintf(w, "env file:  %s%s\n", r.EnvFile, ifNotEmpty("", missingNote(r.EnvFile)))
+	}
+	if r.Socket != "" {
+		fmt.Fprintf(w, "socket:    %s (bridge stdio)%s\n", r.Socket, ifNotEmpty(" — does not answer: ", r.SocketErr))
+	}
 	if r.StateDirMissing {
 		fmt.Fprintf(w, "state dir: %s (does not exist: the bridge has not run with this state dir; `bridgectl start` creates it)\n", r.StateDir)
 	} else {
@@ -189,30 +226,12 @@ func waitingNote(js []jobLine) string {
 	return fmt.Sprintf(", %d waiting for your approval: `bridgectl pending` shows what they ask", n)
 }
 
-// envChanged reports whether the running daemon d started before the .env
-// file was last written: it then serves older settings (a rotated secret,
-// other roots) than the file shows.
-func (c *ctl) envChanged(d daemonStatus) bool {
-	return d.PID != 0 && d.Info != nil && envChangedSince(c.envPath, d.Info.StartedAt)
-}
-
-// envChangedNote is what status, url and smoke say when envChanged.
-func envChangedNote(envFile string) string {
-	return envFile + " changed after the daemon started: it still serves the old settings (secret, roots, ...) — `bridgectl reload`"
-}
-
-// envChangedSince reports whether the .env file at path was modified in a
-// later second than startedAt (RFC 3339, whole seconds, as daemon.json has it).
-func envChangedSince(path, startedAt string) bool {
-	start, err := time.Parse(time.RFC3339, startedAt)
-	if err != nil {
-		return false
+// orNone is a list for a line of output.
+func orNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return false
-	}
-	return fi.ModTime().Truncate(time.Second).After(start)
+	return strings.Join(l, ", ")
 }
 
 func closeParen(s string) string {
@@ -279,7 +298,24 @@ func (c *ctl) status(ctx context.Context) statusReport {
 	default:
 		r.Daemon = "stopped"
 	}
+	r.RootsFrom, r.EnvFrom = "file", "file"
 	if d.Info != nil {
+		r.Socket = d.Info.Socket
+		if err := mcpsock.Ping(ctx, r.Socket); r.Socket != "" && err != nil {
+			r.SocketErr = err.Error()
+		}
+		if d.Info.AllowedRoots != nil {
+			r.RootsFrom, r.AllowedRoots = "daemon", append([]string{}, *d.Info.AllowedRoots...)
+			if !slices.Equal(r.AllowedRoots, c.cfg.AllowedRoots) && !(len(r.AllowedRoots) == 0 && len(c.cfg.AllowedRoots) == 0) {
+				r.FileRoots = append([]string{}, c.cfg.AllowedRoots...)
+			}
+		}
+		switch {
+		case d.Info.EnvFile != "" && config.SameFile(d.Info.EnvFile, c.envPath):
+			r.EnvFrom = "daemon"
+		case d.Info.EnvFile != "":
+			r.DaemonEnvFile = d.Info.EnvFile
+		}
 		r.StartedAt = d.Info.StartedAt
 		r.EnvChanged = c.envChanged(d)
 		if rep, err := json.Marshal(map[string]json.RawMessage{"harness": d.Info.Harness, "sandbox": d.Info.Sandbox, "approval": d.Info.Approval}); err == nil && (d.Info.Harness != nil || d.Info.Sandbox != nil || d.Info.Approval != nil) {

@@ -2,19 +2,25 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
 var urlCmd = &Command{
 	Name:  "url",
-	Usage: "url [--show]",
+	Usage: "url [--show] [--bare]",
 	Short: "print the local and public MCP endpoints (masked unless --show)",
-	Long:  `The local endpoint is http://ADDR/mcp/SECRET on the daemon's address; the public one is the tunnel's URL with the same path. The SECRET is the one in .env: when .env changed after the daemon started, a note says so (the daemon still answers the old secret until ` + "`bridgectl reload`" + `). --show prints the secret in full — it is a credential: anyone with the URL can spend your DeepSeek balance.`,
+	Long:  `The local endpoint is http://ADDR/mcp/SECRET on the daemon's address; the public one is the tunnel's URL with the same path. The SECRET is the one in .env: when .env changed after the daemon started, a note says so (the daemon still answers the old secret until ` + "`bridgectl reload`" + `). --show prints the secret in full — it is a credential: anyone with the URL can spend your DeepSeek balance. --bare prints the local URL alone on one line, for scripts (` + "`claude mcp add --transport http deepseek \"$(bridgectl url --bare --show)\"`" + `); it fails when the port is not known yet (PORT=0 and no daemon running).`,
 	Run:   runURL,
 }
 
 func runURL(ctx context.Context, e *Env, args []string) error {
-	c, err := parseAndLoad(e, args, true)
+	f := newFlags(e, true)
+	bare := f.Bool("bare", false, "print the local URL alone (for scripts)")
+	if _, err := f.parse(args); err != nil {
+		return err
+	}
+	c, err := f.load()
 	if err != nil {
 		return err
 	}
@@ -22,6 +28,13 @@ func runURL(ctx context.Context, e *Env, args []string) error {
 		return err
 	}
 	d := c.daemon(ctx)
+	if *bare {
+		if portOf(d.Addr) == 0 {
+			return errors.New("the port is not known yet: PORT=0 picks it at start — `bridgectl start` first")
+		}
+		fmt.Fprintln(e.Stdout, localEndpoint(d.Addr, c.cfg.PathSecret))
+		return nil
+	}
 	note := ""
 	if !d.Healthy {
 		note = "   (daemon not running)"

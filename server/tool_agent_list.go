@@ -1,0 +1,111 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+)
+
+// AgentLister is what deepseek_agent_list needs of the registry: every job
+// it holds, oldest first.
+type AgentLister interface {
+	List() []jobs.Snapshot
+}
+
+var _ AgentLister = (*jobs.Registry)(nil)
+
+// Limits of deepseek_agent_list.
+const (
+	defaultListLimit = 20
+	maxListLimit     = 100
+	listTaskChars    = 200 // a task is shown this long at most
+)
+
+// agentStatuses are the statuses a job can have, for the status filter.
+var agentStatuses = []string{
+	string(jobs.StatusQueued), string(jobs.StatusRunning), string(jobs.StatusWaitingApproval),
+	string(jobs.StatusDone), string(jobs.StatusError), string(jobs.StatusCancelled), string(jobs.StatusInterrupted),
+}
+
+// AgentListOutput is deepseek_agent_list's structuredContent.
+type AgentListOutput struct {
+	Jobs  []AgentListEntry `json:"jobs" jsonschema:"the jobs, newest first"`
+	Total int              `json:"total" jsonschema:"how many jobs match, before the limit"`
+}
+
+// AgentListEntry is one job of the list: enough to pick it, not its result
+// (deepseek_agent_poll gives that, with the nonce).
+type AgentListEntry struct {
+	JobID     string `json:"job_id" jsonschema:"pass it to deepseek_agent_poll or deepseek_agent_cancel"`
+	Status    string `json:"status" jsonschema:"queued, running, waiting_approval, done, error, cancelled or interrupted"`
+	Task      string `json:"task" jsonschema:"the task as given, cut to 200 characters"`
+	Workspace string `json:"workspace" jsonschema:"the job's workspace"`
+	Steps     int    `json:"steps" jsonschema:"tool calls so far"`
+	CreatedAt string `json:"created_at" jsonschema:"when the job was accepted (RFC 3339, UTC)"`
+}
+
+// AgentListTool is deepseek_agent_list: the daemon's jobs, whoever started
+// them (another host session, another host), newest first. Read-only: no
+// result or nonce — poll a job for those.
+func AgentListTool(l AgentLister) (mcp.Tool, mcpserver.ToolHandlerFunc) {
+	tool := mcp.NewTool("deepseek_agent_list",
+		mcp.WithDescription("List the bridge's agent jobs, newest first, whichever session or host started them: "+
+			"id, status, task, workspace, steps. To read a job's result (and its nonce), pass its job_id to deepseek_agent_poll."),
+		mcp.WithTitleAnnotation("List DeepSeek agent jobs"),
+		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
+		mcp.WithString("status", mcp.Enum(agentStatuses...), mcp.Description("only jobs with this status; all when absent")),
+		mcp.WithInteger("limit", mcp.Min(1), mcp.Max(maxListLimit), mcp.DefaultNumber(defaultListLimit),
+			mcp.Description(fmt.Sprintf("at most this many jobs, 1 to %d (default %d)", maxListLimit, defaultListLimit))),
+		mcp.WithOutputSchema[AgentListOutput](),
+	)
+	handler := withArgs(tool, func(_ context.Context, _ mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
+		status := a.String("status")
+		limit, _ := a.Int("limit")
+		all := l.List()
+		out := AgentListOutput{Jobs: []AgentListEntry{}}
+		var text strings.Builder
+		for i := len(all) - 1; i >= 0; i-- {
+			s := all[i]
+			if status != "" && string(s.Status) != status {
+				continue
+			}
+			out.Total++
+			if len(out.Jobs) >= limit {
+				continue
+			}
+			e := AgentListEntry{JobID: s.ID, Status: string(s.Status), Task: cut(s.Task, listTaskChars),
+				Workspace: s.Workspace, Steps: s.Steps, CreatedAt: s.CreatedAt.UTC().Format(time.RFC3339)}
+			out.Jobs = append(out.Jobs, e)
+			fmt.Fprintf(&text, "%s  %-16s %3d steps  %s\n", e.JobID, e.Status, e.Steps, cut(e.Task, 80))
+		}
+		if out.Total == 0 {
+			text.WriteString("no agent jobs")
+			if status != "" {
+				text.WriteString(" with status " + status)
+			}
+			text.WriteString("\n")
+		} else if out.Total > len(out.Jobs) {
+			fmt.Fprintf(&text, "(%d more: raise limit)\n", out.Total-len(out.Jobs))
+		}
+		return mcp.NewToolResultStructured(out, strings.TrimRight(text.String(), "\n")), nil
+	})
+	return tool, handler
+}
+
+// cut shortens s to n runes, marking the cut.
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
