@@ -65,6 +65,7 @@ func AgentListTool(l AgentLister) (mcp.Tool, mcpserver.ToolHandlerFunc) {
 		mcp.WithString("status", mcp.Enum(agentStatuses...), mcp.Description("only jobs with this status; all when absent")),
 		mcp.WithInteger("limit", mcp.Min(1), mcp.Max(maxListLimit), mcp.DefaultNumber(defaultListLimit),
 			mcp.Description(fmt.Sprintf("at most this many jobs, 1 to %d (default %d)", maxListLimit, defaultListLimit))),
+		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[AgentListOutput](),
 	)
 	handler := withArgs(tool, func(_ context.Context, _ mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
