@@ -15,6 +15,7 @@ require (
 )
 
 require (
+	github.com/aymanbagabas/go-udiff v0.4.2 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect

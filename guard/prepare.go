@@ -51,8 +51,24 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 
 	// The walk for the workspace's own secret files runs alongside the
 	// approval config's fsync; only the settings need its answer.
+	// The same walk lists the workspace's files: the record of the job's
+	// start its changes are compared with (package changes), taken before
+	// the harness starts.
 	secrets := make(chan []string, 1)
-	go func() { secrets <- g.workspaceSecrets(spec.JobID, spec.Workspace) }() // owner: Prepare; joined below
+	recorded := make(chan error, 1)
+	go func() { // owner: Prepare; joined below (secrets first, then recorded)
+		scan, err := g.workspaceScan(spec.JobID, spec.Workspace)
+		secrets <- scan.Paths
+		recorded <- g.recordStart(spec.JobID, spec.Workspace, scan, err)
+	}()
+	recordJoined := false
+	joinRecord := func() error {
+		if recordJoined {
+			return nil
+		}
+		recordJoined = true
+		return <-recorded
+	}
 	secretsJoined := false
 	joinSecrets := func() []string {
 		if secretsJoined {
@@ -61,6 +77,7 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 		secretsJoined = true
 		return <-secrets
 	}
+	defer joinRecord()
 	defer joinSecrets()
 
 	// The record of what runs later, for the audit at the job's end, is
@@ -153,6 +170,10 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 		return err
 	}
 
+	if err := joinRecord(); err != nil {
+		return err
+	}
+
 	if g.bwrap != "" {
 		wrap, err := g.jail(spec, []string{approvalPath, mcpPath, settingsPath, filepath.Join(hd, baselineFile)})
 		if err != nil {
@@ -168,7 +189,7 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 	return nil
 }
 
-// workspaceSecrets lists the workspace's own secret files (sandbox.WorkspaceSecrets)
+// workspaceScan lists the workspace's own secret files (sandbox.WorkspaceSecrets)
 // present at the job's start, for the job's settings to hide: from its
 // commands through the OS sandbox's denyRead (when the sandbox is on), and
 // from Claude Code's own file tools, which run outside the sandbox, through
@@ -176,13 +197,13 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 // would stop a Read of the workspace's .env). It logs how many it found and
 // what it could not look at, never what they hold; a walk that fails hides
 // nothing more and says so.
-func (g *Guard) workspaceSecrets(jobID, ws string) []string {
+func (g *Guard) workspaceScan(jobID, ws string) (sandbox.SecretScan, error) {
 	start := time.Now()
-	scan, err := sandbox.WorkspaceSecrets(ws, sandbox.DefaultSecretScanLimit)
+	scan, err := sandbox.WorkspaceScan(ws, sandbox.DefaultSecretScanLimit, true)
 	log := g.log.With().Str("job", jobID).Logger()
 	if err != nil {
 		log.Warn().Err(err).Msg("could not look for the workspace's secret files: this job can read any .env in it")
-		return nil
+		return sandbox.SecretScan{}, err
 	}
 	log.Info().Int("secret_files", len(scan.Paths)).Int("entries", scan.Visited).
 		Dur("took", time.Since(start)).Msg("the workspace's secret files are hidden from the job")
@@ -196,7 +217,7 @@ func (g *Guard) workspaceSecrets(jobID, ws string) []string {
 	if len(scan.HardLinked) > 0 {
 		log.Warn().Strs("files", scan.HardLinked).Msg("secret files of the workspace have other hard links, which stay readable by the job")
 	}
-	return scan.Paths
+	return scan, nil
 }
 
 func writeJSON(path string, v any) error {

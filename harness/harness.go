@@ -120,6 +120,9 @@ type ToolResult struct {
 	ExitCode *int
 	Denied   bool   // refused by the permission layer, never ran
 	Text     string // the first few hundred characters
+	// Tail is the end of the output: its last TailLines lines, at most
+	// TailBytes, with control characters escaped (OutputTail).
+	Tail string
 }
 
 // Usage counts tokens the way the Anthropic API reports them.

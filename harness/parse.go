@@ -204,7 +204,7 @@ func parseUser(l line, now time.Time) []Event {
 			continue
 		}
 		text := resultText(b.Content)
-		tr := &ToolResult{ToolUseID: b.ToolUseID, IsError: b.IsError, Denied: denied[b.ToolUseID], Text: Clip(text, maxResultText)}
+		tr := &ToolResult{ToolUseID: b.ToolUseID, IsError: b.IsError, Denied: denied[b.ToolUseID], Text: Clip(text, maxResultText), Tail: OutputTail(text)}
 		tr.ExitCode = exitCode(b.IsError, text, l.ToolUseResult)
 		evs = append(evs, Event{Kind: KindToolResult, Time: now, ToolResult: tr})
 	}

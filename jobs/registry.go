@@ -62,6 +62,9 @@ type ModelGateway interface {
 type Metered struct {
 	Usage   Usage
 	CostUSD float64
+	// UpstreamError is the class (ModelRateLimit, …) of the upstream's last
+	// answer to the job when that was an error ("" when it was not).
+	UpstreamError string
 }
 
 // Options configure a Registry. Zero limits take the config defaults.
@@ -118,8 +121,7 @@ type job struct {
 	timeout  time.Duration
 
 	run        harness.Run
-	stopStatus Status // set by the first stop request: what the job ends as
-	stopReason string
+	stop       *Stop // set by the first stop request: why the job ends
 	slot       bool // holds a running slot
 
 	seq        uint64 // snapshot version, bumped on every change
@@ -361,9 +363,26 @@ func (r *Registry) Wait(ctx context.Context, id string, d time.Duration, onChang
 	}
 }
 
-// Cancel ends a job as cancelled and returns its snapshot once it is final
-// (or after ctx ends). A finished job is returned unchanged.
+// Cancel ends a job as cancelled by its caller (CancelBy).
 func (r *Registry) Cancel(ctx context.Context, id string) (Snapshot, error) {
+	return r.CancelBy(ctx, id, StopCancelledByCaller)
+}
+
+// cancelText says who cancelled a job.
+func cancelText(by StopReason) string {
+	if by == StopCancelledByOwner {
+		return "cancelled by the owner (bridgectl job kill)"
+	}
+	return "cancelled by the caller"
+}
+
+// CancelBy ends a job as cancelled, by the caller (StopCancelledByCaller)
+// or the owner (StopCancelledByOwner), and returns its snapshot once it is
+// final (or after ctx ends). A finished job is returned unchanged.
+func (r *Registry) CancelBy(ctx context.Context, id string, by StopReason) (Snapshot, error) {
+	if by != StopCancelledByOwner {
+		by = StopCancelledByCaller
+	}
 	r.mu.Lock()
 	j, ok := r.jobs[id]
 	if !ok {
@@ -378,13 +397,13 @@ func (r *Registry) Cancel(ctx context.Context, id string) (Snapshot, error) {
 		return s, nil
 	case j.snap.Status == StatusQueued:
 		r.slots.remove(j)
-		r.endLocked(j, outcome{status: StatusCancelled, reason: "cancelled by the caller before it started"})
+		r.endLocked(j, outcome{stop: Stop{Reason: by, Text: cancelText(by) + " before it started"}})
 		r.notifyQueueLocked()
 		r.commitLocked(j, tellSettled)
 		r.mu.Unlock()
 		return r.Get(id)
 	default:
-		r.stopLocked(j, StatusCancelled, "cancelled by the caller")
+		r.stopLocked(j, Stop{Reason: by, Text: cancelText(by)})
 		r.mu.Unlock()
 	}
 	select {
@@ -394,13 +413,13 @@ func (r *Registry) Cancel(ctx context.Context, id string) (Snapshot, error) {
 	return r.Get(id)
 }
 
-// Abort ends a running job as error with reason (the model proxy calls it on
-// a spent budget or a rejected key). The partial work is attached; no nonce.
-func (r *Registry) Abort(id, reason string) {
+// Abort ends a running job for st (the model proxy calls it on a spent
+// budget or a rejected key: FaultStop). The partial work is attached; no nonce.
+func (r *Registry) Abort(id string, st Stop) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if j, ok := r.jobs[id]; ok {
-		r.stopLocked(j, StatusError, reason)
+		r.stopLocked(j, st)
 	}
 }
 
@@ -409,7 +428,7 @@ func (r *Registry) Abort(id, reason string) {
 func (r *Registry) SetWaiting(id string, a *ApprovalInfo) {
 	r.mu.Lock()
 	j, ok := r.jobs[id]
-	if !ok || j.snap.Status.Final() || j.snap.Status == StatusQueued || j.stopStatus != "" {
+	if !ok || j.snap.Status.Final() || j.snap.Status == StatusQueued || j.stop != nil {
 		r.mu.Unlock()
 		return
 	}
@@ -441,11 +460,11 @@ func (r *Registry) Close(ctx context.Context) error {
 	r.closed = true
 	queued := r.slots.drain()
 	for _, j := range queued {
-		r.endLocked(j, outcome{status: StatusInterrupted, reason: "the bridge shut down before the job started"})
+		r.endLocked(j, failed(StopInterruptedByRestart, "the bridge shut down before the job started"))
 	}
 	for _, j := range r.jobs {
 		if !j.snap.Status.Final() {
-			r.stopLocked(j, StatusInterrupted, "the bridge shut down while the job was running")
+			r.stopLocked(j, Stop{Reason: StopInterruptedByRestart, Text: "the bridge shut down while the job was running"})
 		}
 	}
 	for _, j := range queued {

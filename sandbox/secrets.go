@@ -132,6 +132,22 @@ type SecretScan struct {
 	// HardLinked are secret files with more than one hard link: the same
 	// contents are readable under another name this scan cannot know.
 	HardLinked []string
+	// Files is the manifest of the regular files and symlinks the walk
+	// listed (WorkspaceScan with manifest only), sorted by path: the
+	// record a job's changes are compared against.
+	Files []FileEntry
+}
+
+// FileEntry is one file of a workspace manifest. Only metadata: the walk
+// reads no file's contents.
+type FileEntry struct {
+	// Path is relative to the workspace, with "/" separators.
+	Path    string      `json:"path"`
+	Size    int64       `json:"size"`
+	ModTime int64       `json:"mtime_ns"` // modification time, Unix nanoseconds
+	Mode    fs.FileMode `json:"mode"`
+	// Secret: a secret file by name (IsSecretName); its contents are never read.
+	Secret bool `json:"secret,omitempty"`
 }
 
 // WorkspaceSecrets lists the secret-looking files (IsSecretName) that exist
@@ -149,6 +165,15 @@ type SecretScan struct {
 // A symlink is denied when its own name or its target's name is a secret;
 // its target is denied too when it resolves inside the workspace.
 func WorkspaceSecrets(workspace string, limit int) (SecretScan, error) {
+	return WorkspaceScan(workspace, limit, false)
+}
+
+// WorkspaceScan is WorkspaceSecrets, and with manifest it also lists every
+// regular file and symlink it passes in Files (one lstat each; the skipped
+// dirs and what lies past the limit are not listed), so the one bounded walk
+// at a job's start serves both the secret denials and the record of what
+// the workspace held.
+func WorkspaceScan(workspace string, limit int, manifest bool) (SecretScan, error) {
 	var scan SecretScan
 	if workspace == "" || !filepath.IsAbs(workspace) {
 		return scan, fmt.Errorf("workspace %q is not an absolute path", workspace)
@@ -161,6 +186,7 @@ func WorkspaceSecrets(workspace string, limit int) (SecretScan, error) {
 	if err != nil {
 		return scan, fmt.Errorf("workspace %s: %w", ws, err)
 	}
+	var files []FileEntry // appended by visit, which walkLevels calls on one goroutine
 	seen := map[string]bool{}
 	add := func(p string) {
 		if !seen[p] {
@@ -178,6 +204,9 @@ func WorkspaceSecrets(workspace string, limit int) (SecretScan, error) {
 		}
 		for _, e := range entries {
 			name := e.Name()
+			if manifest && !e.IsDir() {
+				files = append(files, fileEntry(ws, filepath.Join(dir, name), e))
+			}
 			switch t := e.Type(); {
 			case t.IsDir():
 				if !skippedDirs[name] {
@@ -200,7 +229,22 @@ func WorkspaceSecrets(workspace string, limit int) (SecretScan, error) {
 		return scan, err
 	}
 	slices.Sort(scan.Paths)
+	slices.SortFunc(files, func(a, b FileEntry) int { return strings.Compare(a.Path, b.Path) })
+	scan.Files = files
 	return scan, nil
+}
+
+// fileEntry is the manifest line of p, a non-directory entry of the walk.
+func fileEntry(ws, p string, e fs.DirEntry) FileEntry {
+	rel, err := filepath.Rel(ws, p)
+	if err != nil {
+		rel = p
+	}
+	fe := FileEntry{Path: filepath.ToSlash(rel), Mode: e.Type(), Secret: IsSecretName(e.Name())}
+	if info, err := e.Info(); err == nil {
+		fe.Size, fe.ModTime, fe.Mode = info.Size(), info.ModTime().UnixNano(), info.Mode()
+	}
+	return fe
 }
 
 // walked says whether walkLevels stopped at its limit.

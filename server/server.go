@@ -48,6 +48,9 @@ type Options struct {
 	Config  config.Config
 	Flash   FlashClient
 	Jobs    AgentJobs // nil: the agent tools are not offered
+	// OwnerToken marks a call as the owner's (bridgectl's, which reads it
+	// from the state dir): see AgentToolOptions.OwnerToken.
+	OwnerToken string
 	Logger  zerolog.Logger
 	Version string // shown by /health and in serverInfo ("dev" when empty)
 

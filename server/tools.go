@@ -13,7 +13,7 @@ func (s *Server) tools() []mcpserver.ServerTool {
 		serverTool(FlashTool(s.o.Flash)),
 	}
 	if s.o.Jobs != nil {
-		ao := AgentToolOptions{SyncWindow: cfg.SyncWindow, MaxSteps: cfg.MaxSteps, JobTimeout: cfg.JobTimeout}
+		ao := AgentToolOptions{SyncWindow: cfg.SyncWindow, MaxSteps: cfg.MaxSteps, JobTimeout: cfg.JobTimeout, OwnerToken: s.o.OwnerToken}
 		tools = append(tools,
 			serverTool(AgentStartTool(s.o.Jobs, ao)),
 			serverTool(AgentPollTool(s.o.Jobs, ao)),

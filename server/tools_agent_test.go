@@ -26,7 +26,8 @@ type fakeJobs struct {
 	changes   []jobs.Snapshot // fed to onChange during Wait
 	gotWait   []time.Duration
 	gotStart  []jobs.StartRequest
-	cancelled []string
+	cancelled   []string
+	cancelledBy []jobs.StopReason
 }
 
 func (f *fakeJobs) Start(ctx context.Context, req jobs.StartRequest) (jobs.Snapshot, error) {
@@ -57,15 +58,16 @@ func (f *fakeJobs) Wait(ctx context.Context, id string, d time.Duration, onChang
 	return s, nil
 }
 
-func (f *fakeJobs) Cancel(ctx context.Context, id string) (jobs.Snapshot, error) {
+func (f *fakeJobs) CancelBy(ctx context.Context, id string, by jobs.StopReason) (jobs.Snapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.cancelled = append(f.cancelled, id)
+	f.cancelledBy = append(f.cancelledBy, by)
 	s, ok := f.waitSnaps[id]
 	if !ok {
 		return jobs.Snapshot{}, fmt.Errorf("%w %q", jobs.ErrUnknownJob, id)
 	}
-	s.Status = jobs.StatusCancelled
+	s.Status, s.StopReason = jobs.StatusCancelled, by
 	s.Error = "cancelled by the caller"
 	s.Partial = &jobs.Partial{Label: jobs.PartialLabel}
 	return s, nil
