@@ -120,9 +120,9 @@ type job struct {
 	done     chan struct{} // closed once the job is final
 	timeout  time.Duration
 
-	run        harness.Run
-	stop       *Stop // set by the first stop request: why the job ends
-	slot       bool // holds a running slot
+	run  harness.Run
+	stop *Stop // set by the first stop request: why the job ends
+	slot bool  // holds a running slot
 
 	seq        uint64 // snapshot version, bumped on every change
 	traceTimer *time.Timer

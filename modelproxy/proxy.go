@@ -151,7 +151,7 @@ type job struct {
 	// lastError is the class of the upstream's last answer when it was an
 	// error (result.errClass), "" after an answer that was not.
 	lastError string
-	closed   bool
+	closed    bool
 }
 
 // New checks o and returns a Proxy that is not listening yet.

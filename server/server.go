@@ -45,14 +45,14 @@ const (
 
 // Options configure a Server.
 type Options struct {
-	Config  config.Config
-	Flash   FlashClient
-	Jobs    AgentJobs // nil: the agent tools are not offered
+	Config config.Config
+	Flash  FlashClient
+	Jobs   AgentJobs // nil: the agent tools are not offered
 	// OwnerToken marks a call as the owner's (bridgectl's, which reads it
 	// from the state dir): see AgentToolOptions.OwnerToken.
 	OwnerToken string
-	Logger  zerolog.Logger
-	Version string // shown by /health and in serverInfo ("dev" when empty)
+	Logger     zerolog.Logger
+	Version    string // shown by /health and in serverInfo ("dev" when empty)
 
 	// KeepaliveInterval is the longest silence during a tools/call (0 = 15 s).
 	KeepaliveInterval time.Duration

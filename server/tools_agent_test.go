@@ -18,14 +18,14 @@ import (
 
 // fakeJobs is an AgentJobs whose answers the test sets.
 type fakeJobs struct {
-	mu        sync.Mutex
-	startErr  error
-	startSnap jobs.Snapshot
-	waitSnaps map[string]jobs.Snapshot
-	waitErr   error
-	changes   []jobs.Snapshot // fed to onChange during Wait
-	gotWait   []time.Duration
-	gotStart  []jobs.StartRequest
+	mu          sync.Mutex
+	startErr    error
+	startSnap   jobs.Snapshot
+	waitSnaps   map[string]jobs.Snapshot
+	waitErr     error
+	changes     []jobs.Snapshot // fed to onChange during Wait
+	gotWait     []time.Duration
+	gotStart    []jobs.StartRequest
 	cancelled   []string
 	cancelledBy []jobs.StopReason
 }

@@ -100,8 +100,8 @@ func runJob(ctx context.Context, e *Env, args []string) error {
 	var after struct {
 		Status     jobs.Status     `json:"status"`
 		StopReason jobs.StopReason `json:"stop_reason"`
-		Steps     int         `json:"steps"`
-		ElapsedMS int64       `json:"elapsed_ms"`
+		Steps      int             `json:"steps"`
+		ElapsedMS  int64           `json:"elapsed_ms"`
 	}
 	if b, err := json.Marshal(res.StructuredContent); err != nil || json.Unmarshal(b, &after) != nil || after.Status == "" {
 		return fmt.Errorf("the daemon's answer to cancelling job %s carries no status; `bridgectl jobs %s` shows the job", id, id)
