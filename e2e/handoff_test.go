@@ -206,3 +206,43 @@ func TestHandoffUnresolvedFailures(t *testing.T) {
 		t.Errorf("snapshot unresolved_failures = %q", snap.UnresolvedFailures)
 	}
 }
+
+// assertStopReason checks that an ended job's stop_reason, its text, its
+// summary and its next step agree, and that the snapshot on disk says the
+// same: the text names the reason, the next step says there is no result
+// and what to do (hint).
+func assertStopReason(t *testing.T, c agentCall, want jobs.StopReason, hint string) {
+	t.Helper()
+	if c.P.StopReason != string(want) {
+		t.Fatalf("stop_reason %q, want %q: %s", c.P.StopReason, want, c.Text)
+	}
+	if string(jobs.StatusOf(want)) != c.P.Status {
+		t.Errorf("status %s does not follow from stop_reason %s", c.P.Status, want)
+	}
+	if !strings.Contains(c.Text, "(stop_reason: "+string(want)+")") || !strings.Contains(c.P.Summary, "("+string(want)+")") {
+		t.Errorf("text or summary does not name %s:\n%s\nsummary: %s", want, c.Text, c.P.Summary)
+	}
+	if !strings.Contains(c.P.NextStep, "no result and no nonce") || !strings.Contains(c.P.NextStep, hint) || !strings.Contains(c.Text, "Next step: "+c.P.NextStep) {
+		t.Errorf("next_step %q (want it to mention %q, and the text to carry it)", c.P.NextStep, hint)
+	}
+}
+
+// A `bridgectl job kill` is the owner's cancel, told apart from the
+// caller's: the job reads cancelled_by_owner, in its poll and on disk.
+func TestHandoffOwnerKill(t *testing.T) {
+	t.Parallel()
+	a := startAgentBridge(t, false, map[string]string{"BRIDGE_SYNC_WINDOW_MS": "1000"})
+	cs := goSDKClient(t, a.URL())
+	id, _ := a.startTailJob(t, cs)
+	out, err := a.bridgectl(t, "job", "kill", id)
+	if err != nil || !strings.Contains(out, "cancelled job "+id+" (cancelled_by_owner)") {
+		t.Fatalf("bridgectl job kill = %v:\n%s", err, out)
+	}
+	c := callAgent(t, t.Context(), cs, "deepseek_agent_poll", map[string]any{"job_id": id, "wait_seconds": 0}, nil)
+	assertNotDone(t, c, jobs.StatusCancelled)
+	assertStopReason(t, c, jobs.StopCancelledByOwner, "bridgectl job kill")
+	if s := assertSnapshotFile(t, a.dir(), id, jobs.StatusCancelled); s.StopReason != jobs.StopCancelledByOwner || !strings.Contains(s.Error, "owner") {
+		t.Errorf("snapshot: stop_reason %q, error %q", s.StopReason, s.Error)
+	}
+	assertJobTreeGone(t, id)
+}
