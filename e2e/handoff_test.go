@@ -5,6 +5,7 @@ package e2e
 // real Claude Code in its jail and the double as the model.
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -245,4 +246,41 @@ func TestHandoffOwnerKill(t *testing.T) {
 		t.Errorf("snapshot: stop_reason %q, error %q", s.StopReason, s.Error)
 	}
 	assertJobTreeGone(t, id)
+}
+
+// Claude Code as the MCP host hands its model the structuredContent of a
+// tool result, not its text: the tool result its model reads — after it
+// loaded the tool through ToolSearch — carries next_step, the summary and
+// the nonce to quote.
+func TestHandoffReachesClaudeCodeHostModel(t *testing.T) {
+	t.Parallel()
+	a := startAgentBridge(t, false, nil)
+	ws := a.workspace(t, map[string]string{"a.txt": "x\n"})
+	a.d.ScriptAnthropic(dt.Text("The job's answer."))
+	run := runClaudeHost(t, a.URL(), "Hand the task to DeepSeek.",
+		toolSearch(ccHostServer, "deepseek_agent_start"),
+		mcpCall(ccHostServer, "deepseek_agent_start", map[string]any{"task": "Answer.", "workspace": ws}),
+		dt.Text("The bridge answered."),
+	)
+	snaps, _ := jobs.LoadAll(a.dir())
+	if len(snaps) != 1 || snaps[0].Status != jobs.StatusDone || !hexNonce.MatchString(snaps[0].Nonce) {
+		t.Fatalf("the host's call started no done job: %+v\nhost stdout:\n%s", snaps, run.Stdout)
+	}
+	nonce := snaps[0].Nonce
+	var got string
+	for _, r := range run.toolResults() {
+		if strings.Contains(r, snaps[0].ID) {
+			got = r
+		}
+	}
+	if got == "" {
+		t.Fatalf("the host's model never got the tool's result; tool results it got: %q\nhost stdout:\n%s", run.toolResults(), run.Stdout)
+	}
+	var p server.AgentJobPayload
+	if err := json.Unmarshal([]byte(got), &p); err != nil {
+		t.Fatalf("the host's model got %q, not the structuredContent JSON: %v", got, err)
+	}
+	if p.Nonce != nonce || !strings.Contains(p.NextStep, "quote the nonce "+nonce) || p.Summary == "" || p.StopReason != "completed" {
+		t.Errorf("what the host's model read: nonce %q next_step %q summary %q stop_reason %q", p.Nonce, p.NextStep, p.Summary, p.StopReason)
+	}
 }
