@@ -80,7 +80,7 @@ func Compare(ws, dir string) (Report, error) {
 		notes = append(notes, "git could not be asked at the start ("+rec.Git.Error+")")
 	}
 	if rec.Uncopied > 0 {
-		notes = append(notes, fmt.Sprintf("%d text files had no copy kept at the start (over %d MiB of copies): a change to one is listed without a diff", rec.Uncopied, MaxCopyTotal>>20))
+		notes = append(notes, fmt.Sprintf("%d files had no copy kept at the start (past %d MiB or %d files of copies): a change to one is listed without a diff", rec.Uncopied, MaxCopyTotal>>20, MaxCopyFiles))
 	}
 	now := make(map[string]sandbox.FileEntry, len(scan.Files))
 	for _, f := range scan.Files {
@@ -208,7 +208,7 @@ func (c comparer) oldContent(e Entry) ([]byte, string) {
 	case e.Binary:
 		return nil, "binary"
 	case e.Copy != "":
-		b, err := os.ReadFile(filepath.Join(c.dir, copiesDir, e.Copy))
+		b, err := readCopy(filepath.Join(c.dir, packFile), e)
 		if err != nil {
 			return nil, "its copy from the start is gone (" + err.Error() + ")"
 		}

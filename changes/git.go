@@ -33,10 +33,10 @@ var gitArgs = []string{
 func git(ws string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
-	argv := append(append([]string{"--git-dir=" + filepath.Join(ws, ".git"), "--work-tree=" + ws}, gitArgs...), args...)
-	cmd := exec.CommandContext(ctx, "git", argv...)
+	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, gitArgs...), args...)...)
 	cmd.Dir = ws
-	cmd.Env = gitEnv()
+	// git looks for the repository no higher than the workspace.
+	cmd.Env = append(gitEnv(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(ws))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -62,13 +62,14 @@ func gitEnv() []string {
 	return env
 }
 
-// gitStart asks git about ws when ws is the top of a git work tree whose
-// .git is a directory: HEAD, the dirty paths, and the object id of every
-// tracked file (path → id). It returns nil when ws is not one; a git that
-// fails is recorded as the state's Error, and every file is then copied.
+// gitStart asks git about ws when ws is the top of a git work tree (its
+// .git a directory, or a gitfile as in a worktree or submodule; never a
+// link): HEAD, the dirty paths, and the object id of every tracked file
+// (path → id). It returns nil when ws is not one; a git that fails is
+// recorded as the state's Error, and every file is then copied.
 func gitStart(ws string) (*GitState, map[string]string) {
 	st, err := os.Lstat(filepath.Join(ws, ".git"))
-	if err != nil || !st.IsDir() {
+	if err != nil || !(st.IsDir() || st.Mode().IsRegular()) {
 		return nil, nil
 	}
 	g := &GitState{}

@@ -12,14 +12,17 @@
 package changes
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
@@ -30,8 +33,10 @@ import (
 const (
 	// MaxCopyFile is the largest file a copy is kept of at the start.
 	MaxCopyFile = 256 << 10
-	// MaxCopyTotal is the most bytes of copies one job keeps.
+	// MaxCopyTotal is the most bytes of copies one job keeps, MaxCopyFiles
+	// the most files it reads for them.
 	MaxCopyTotal = 8 << 20
+	MaxCopyFiles = 5000
 	// sniffBytes of a file decide whether it is text (no NUL byte in them).
 	sniffBytes = 8000
 )
@@ -42,7 +47,7 @@ const RecordVersion = 1
 // Files of a job's changes dir (statedir.Dir.ChangesDir).
 const (
 	recordFile = "start.json"
-	copiesDir  = "copies"
+	packFile   = "copies.pack"
 	// DiffFile is the whole unified diff of the job's text files.
 	DiffFile = "diff.patch"
 )
@@ -50,9 +55,12 @@ const (
 // Entry is one file of the start record.
 type Entry struct {
 	sandbox.FileEntry
-	// Copy is the sha256 of the copy kept in copies/ ("" when none was kept:
-	// a secret, binary, large or budget-exceeding file, or one git holds).
-	Copy string `json:"copy,omitempty"`
+	// Copy is the sha256 of the copy kept in the pack ("" when none was
+	// kept: a secret, binary, large or budget-exceeding file, or one git
+	// holds), CopyOff and CopyLen where it lies there.
+	Copy    string `json:"copy,omitempty"`
+	CopyOff int64  `json:"copy_off,omitempty"`
+	CopyLen int64  `json:"copy_len,omitempty"`
 	// Blob is the git object id of a tracked file that was clean at the
 	// start: its old contents are in the repository.
 	Blob string `json:"blob,omitempty"`
@@ -73,8 +81,8 @@ type Record struct {
 	Unlisted  int  `json:"unlisted,omitempty"`
 	// Git is set when the workspace is the top of a git work tree.
 	Git *GitState `json:"git,omitempty"`
-	// CopiedBytes is what the copies hold; Uncopied counts the text files
-	// left without a copy because of MaxCopyTotal.
+	// CopiedBytes is what the copies hold; Uncopied counts the files left
+	// without a copy because of MaxCopyTotal or MaxCopyFiles.
 	CopiedBytes int64 `json:"copied_bytes"`
 	Uncopied    int   `json:"uncopied,omitempty"`
 }
@@ -100,7 +108,7 @@ func Start(ws string, scan sandbox.SecretScan, dir string) (*Record, error) {
 		Version: RecordVersion, Workspace: ws, Taken: time.Now().UTC(),
 		Files: make(map[string]Entry, len(scan.Files)), Truncated: scan.Truncated, Unlisted: scan.Unlisted,
 	}
-	if err := os.MkdirAll(filepath.Join(dir, copiesDir), 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("changes dir: %w", err)
 	}
 	var tracked map[string]string
@@ -113,50 +121,138 @@ func Start(ws string, scan sandbox.SecretScan, dir string) (*Record, error) {
 			dirty[p] = true
 		}
 	}
-	for _, f := range scan.Files {
-		e := Entry{FileEntry: f}
+	// What to copy is decided from the manifest's sizes, in path order, so
+	// the budget is spent the same way every time; the reads and writes then
+	// run on a few goroutines (the start of a job waits for them).
+	var toCopy []*Entry
+	entries := make([]Entry, len(scan.Files))
+	var budget int64
+	for i, f := range scan.Files {
+		e := &entries[i]
+		e.FileEntry = f
 		switch {
 		case f.Secret || !f.Mode.IsRegular():
 		case tracked[f.Path] != "" && !dirty[f.Path]:
 			e.Blob = tracked[f.Path]
-		case f.Size > MaxCopyFile:
-			e.Binary = !isTextFile(filepath.Join(ws, filepath.FromSlash(f.Path)))
+		case f.Size > MaxCopyFile || budget+f.Size > MaxCopyTotal || len(toCopy) >= MaxCopyFiles:
+			if f.Size <= MaxCopyFile {
+				rec.Uncopied++
+			}
 		default:
-			rec.keepCopy(ws, dir, &e)
+			budget += f.Size
+			toCopy = append(toCopy, e)
 		}
-		rec.Files[f.Path] = e
 	}
-	if err := statedir.WriteJSON(filepath.Join(dir, recordFile), rec); err != nil {
+	written, err := copyAll(ws, filepath.Join(dir, packFile), toCopy)
+	if err != nil {
+		return nil, fmt.Errorf("copies of the workspace's text files: %w", err)
+	}
+	rec.CopiedBytes = written
+	for _, e := range entries {
+		rec.Files[e.Path] = e
+	}
+	// Without an fsync, like the job's other harness files: a crash of the
+	// daemon keeps it (the kernel has it); only a crash of the machine
+	// could lose it, and then the job's end says its changes are unknown.
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("start record: %w", err)
+	}
+	if err := statedir.WriteFileAtomicNoSync(filepath.Join(dir, recordFile), b); err != nil {
 		return nil, fmt.Errorf("start record: %w", err)
 	}
 	return rec, nil
 }
 
-// keepCopy copies e's file into dir/copies (named by its sha256) when it is
-// text and the budget allows, and marks it binary when it is not text.
-func (rec *Record) keepCopy(ws, dir string, e *Entry) {
-	b, err := readSmall(filepath.Join(ws, filepath.FromSlash(e.Path)), MaxCopyFile)
-	if err != nil {
-		return
-	}
-	if !isText(b) {
-		e.Binary = true
-		return
-	}
-	if rec.CopiedBytes+int64(len(b)) > MaxCopyTotal {
-		rec.Uncopied++
-		return
-	}
-	sum := sha256.Sum256(b)
-	name := hex.EncodeToString(sum[:])
-	dst := filepath.Join(dir, copiesDir, name)
-	if _, err := os.Stat(dst); err != nil {
-		if err := os.WriteFile(dst, b, 0o600); err != nil {
-			return
+// copyWorkers is how many files the record reads at once.
+const copyWorkers = 4
+
+// copyAll keeps a copy of each text file of es in one file, pack (identical
+// contents once), and marks the others binary; it returns the bytes
+// written. The files are read on a few goroutines and written in order,
+// in one sequential write: thousands of small files written one by one
+// cost the job's start far more.
+func copyAll(ws, pack string, es []*Entry) (int64, error) {
+	contents := make([][]byte, len(es))
+	var (
+		mu   sync.Mutex
+		next int
+		wg   sync.WaitGroup
+	)
+	work := func() {
+		defer wg.Done()
+		for {
+			mu.Lock()
+			i := next
+			next++
+			mu.Unlock()
+			if i >= len(es) {
+				return
+			}
+			b, err := readSmall(filepath.Join(ws, filepath.FromSlash(es[i].Path)), MaxCopyFile)
+			switch {
+			case err != nil:
+			case !isText(b):
+				es[i].Binary = true
+			default:
+				contents[i] = b
+			}
 		}
-		rec.CopiedBytes += int64(len(b))
 	}
-	e.Copy = name
+	n := min(copyWorkers, len(es))
+	wg.Add(n)
+	for range n {
+		go work() // owner: copyAll; joined by wg.Wait
+	}
+	wg.Wait()
+
+	f, err := os.OpenFile(pack, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var off int64
+	at := map[[sha256.Size]byte]int64{}
+	for i, b := range contents {
+		if b == nil {
+			continue
+		}
+		sum := sha256.Sum256(b)
+		e := es[i]
+		e.Copy, e.CopyLen = hex.EncodeToString(sum[:]), int64(len(b))
+		if o, ok := at[sum]; ok {
+			e.CopyOff = o
+			continue
+		}
+		if _, err := w.Write(b); err != nil {
+			f.Close()
+			return 0, err
+		}
+		at[sum], e.CopyOff = off, off
+		off += int64(len(b))
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return 0, err
+	}
+	return off, f.Close()
+}
+
+// readCopy reads e's copy back from pack and checks it against its hash.
+func readCopy(pack string, e Entry) ([]byte, error) {
+	f, err := os.Open(pack)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, e.CopyLen)
+	if _, err := f.ReadAt(b, e.CopyOff); err != nil {
+		return nil, err
+	}
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != e.Copy {
+		return nil, errors.New("the copy does not match its hash")
+	}
+	return b, nil
 }
 
 // LoadRecord reads the start record kept in dir.
@@ -202,16 +298,4 @@ func readSmall(p string, limit int64) ([]byte, error) {
 // isText: no NUL byte in the first sniffBytes.
 func isText(b []byte) bool {
 	return !bytes.Contains(b[:min(len(b), sniffBytes)], []byte{0})
-}
-
-// isTextFile sniffs the start of a file.
-func isTextFile(p string) bool {
-	f, err := openNoFollow(p)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	b := make([]byte, sniffBytes)
-	n, _ := io.ReadFull(f, b)
-	return isText(b[:n])
 }
