@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/changes"
+	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
 )

@@ -68,7 +68,9 @@ func TestStopReasonOfEveryEnd(t *testing.T) {
 		{"no result line", nil, func(e *env, r *fakeRun, id string) {
 			r.end(harness.Exit{Code: 2, Stderr: "segfault"})
 		}, StopHarnessFailed, "", "without a result"},
-		{"rate limited", func(o *Options) { o.Gateway = upstreamGateway{DirectGateway: o.Gateway.(DirectGateway), class: ModelRateLimit} }, func(e *env, r *fakeRun, id string) {
+		{"rate limited", func(o *Options) {
+			o.Gateway = upstreamGateway{DirectGateway: o.Gateway.(DirectGateway), class: ModelRateLimit}
+		}, func(e *env, r *fakeRun, id string) {
 			r.send(evResult("success", true, "API Error: 429"))
 			r.end(harness.Exit{Code: 1})
 		}, StopModelError, ModelRateLimit, "DeepSeek's last answer to it was an error: rate_limit"},
