@@ -36,7 +36,7 @@ const (
 	// MaxCopyTotal is the most bytes of copies one job keeps, MaxCopyFiles
 	// the most files it reads for them.
 	MaxCopyTotal = 8 << 20
-	MaxCopyFiles = 5000
+	MaxCopyFiles = 2000
 	// sniffBytes of a file decide whether it is text (no NUL byte in them).
 	sniffBytes = 8000
 )
@@ -189,7 +189,7 @@ func copyAll(ws, pack string, es []*Entry) (int64, error) {
 			if i >= len(es) {
 				return
 			}
-			b, err := readSmall(filepath.Join(ws, filepath.FromSlash(es[i].Path)), MaxCopyFile)
+			b, err := readStart(filepath.Join(ws, filepath.FromSlash(es[i].Path)), es[i].Size)
 			switch {
 			case err != nil:
 			case !isText(b):
@@ -269,6 +269,29 @@ func LoadRecord(dir string) (*Record, error) {
 
 // errTooLarge: a file over the bound it was read with.
 var errTooLarge = errors.New("too large")
+
+// readStart reads a file the walk listed as regular, of size bytes, in
+// three system calls (open without following a link, one read, close): the
+// start of a job waits for thousands of them. A file that is not that size
+// any more is an error.
+func readStart(p string, size int64) ([]byte, error) {
+	if openFileFlags == 0 {
+		if st, err := os.Lstat(p); err != nil || !st.Mode().IsRegular() {
+			return nil, errors.New("not a regular file")
+		}
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|openFileFlags, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, size+1)
+	n, _ := io.ReadFull(f, b) // a short read is expected: one byte more than size was asked for
+	if int64(n) != size {
+		return nil, errors.New("the file changed while it was read")
+	}
+	return b[:n], nil
+}
 
 // readSmall reads a regular file of at most limit bytes without following a
 // symlink; a larger one is an error.

@@ -186,7 +186,7 @@ func WorkspaceScan(workspace string, limit int, manifest bool) (SecretScan, erro
 	if err != nil {
 		return scan, fmt.Errorf("workspace %s: %w", ws, err)
 	}
-	var files []FileEntry // appended by visit, which walkLevels calls on one goroutine
+	var listed []listedFile // appended by visit, which walkLevels calls on one goroutine
 	seen := map[string]bool{}
 	add := func(p string) {
 		if !seen[p] {
@@ -205,7 +205,7 @@ func WorkspaceScan(workspace string, limit int, manifest bool) (SecretScan, erro
 		for _, e := range entries {
 			name := e.Name()
 			if manifest && !e.IsDir() {
-				files = append(files, fileEntry(ws, filepath.Join(dir, name), e))
+				listed = append(listed, listedFile{filepath.Join(dir, name), e})
 			}
 			switch t := e.Type(); {
 			case t.IsDir():
@@ -229,9 +229,52 @@ func WorkspaceScan(workspace string, limit int, manifest bool) (SecretScan, erro
 		return scan, err
 	}
 	slices.Sort(scan.Paths)
-	slices.SortFunc(files, func(a, b FileEntry) int { return strings.Compare(a.Path, b.Path) })
-	scan.Files = files
+	if manifest {
+		scan.Files = manifestOf(ws, listed)
+	}
 	return scan, nil
+}
+
+// listedFile is a non-directory entry of the walk, for the manifest.
+type listedFile struct {
+	path string
+	e    fs.DirEntry
+}
+
+// manifestOf stats the listed files on scanWorkers goroutines (one lstat
+// each: the walk waits on the file system, not the CPU) and returns their
+// manifest sorted by path.
+func manifestOf(ws string, listed []listedFile) []FileEntry {
+	files := make([]FileEntry, len(listed))
+	var (
+		mu   sync.Mutex
+		next int
+		wg   sync.WaitGroup
+	)
+	work := func() {
+		defer wg.Done()
+		for {
+			mu.Lock()
+			i := next
+			next++
+			mu.Unlock()
+			if i >= len(listed) {
+				return
+			}
+			files[i] = fileEntry(ws, listed[i].path, listed[i].e)
+		}
+	}
+	n := min(scanWorkers, len(listed))
+	wg.Add(n)
+	for range n - 1 {
+		go work() // owner: manifestOf; joined by wg.Wait
+	}
+	if n > 0 {
+		work()
+	}
+	wg.Wait()
+	slices.SortFunc(files, func(a, b FileEntry) int { return strings.Compare(a.Path, b.Path) })
+	return files
 }
 
 // fileEntry is the manifest line of p, a non-directory entry of the walk.
