@@ -160,8 +160,11 @@ func TestHandoffUnresolvedFailures(t *testing.T) {
 	a := startAgentBridge(t, false, nil)
 	a.approveEverything(t)
 	ws := a.workspace(t, map[string]string{
-		"go.mod":     "module example.com/m\n\ngo 1.21\n",
-		"m_test.go":  "package m\n\nimport \"testing\"\n\nfunc TestFails(t *testing.T) { t.Fatal(\"still broken\") }\n",
+		"go.mod": "module example.com/m\n\ngo 1.21\n",
+		// A test file that does not parse: go test fails before it compiles
+		// anything (a cold build of the testing package alone can outlast
+		// Claude Code's two-minute command limit on a loaded machine).
+		"m_test.go":  "package m\n\nimport \"testing\"\n\nfunc TestFails(t *testing.T) { t.Fatal(\"still broken\")\n",
 		"resolve.sh": "test -f flag\n",
 	})
 	a.d.ScriptAnthropic(

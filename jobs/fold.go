@@ -130,7 +130,10 @@ func (p *progress) toolResult(ev harness.Event) {
 			delete(p.cmdAt, tr.ToolUseID)
 			c := &s.Commands[ref.i]
 			c.ExitCode, c.Denied = tr.ExitCode, tr.Denied
-			if tr.ExitCode == nil && !tr.Denied && tr.IsError {
+			switch {
+			case tr.Background != "":
+				c.Note = noteBackground + tr.Background + ")"
+			case tr.ExitCode == nil && !tr.Denied && tr.IsError:
 				c.Note = notePrefixFailed + firstLine(tr.Text, 160)
 			}
 			if !tr.Denied {

@@ -135,6 +135,7 @@ const (
 	NoteNotRun       = "not run: the job ended while it waited for approval"
 	NoteNoResult     = "no result: the job ended before the command reported one (it may have run in part)"
 	notePrefixFailed = "failed without an exit status: "
+	noteBackground   = "no exit status: moved to the background, still running when reported (task "
 )
 
 // Status is how the command ended, in words: "denied", "exit N", its Note,
