@@ -150,7 +150,8 @@ func TestAgentB_FixAndRerun(t *testing.T) {
 			t.Errorf("command %d = %+v, want exit %d", i, cmd, want)
 		}
 	}
-	if !strings.Contains(c.Text, "sh check.sh (exit 1)") || !strings.Contains(c.Text, "sh check.sh (exit 0)") {
+	// With its evidence: duration, how often it ran, the end of its output.
+	if !strings.Contains(c.Text, "sh check.sh (exit 1, ") || !strings.Contains(c.Text, "run 2 times, output ends: broken)") || !strings.Contains(c.Text, "sh check.sh (exit 0, ") {
 		t.Errorf("text lacks the exit statuses:\n%s", c.Text)
 	}
 	if b, _ := os.ReadFile(script); !strings.Contains(string(b), "exit 0") {
