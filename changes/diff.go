@@ -13,13 +13,7 @@ const diffContext = 3
 // unified is the git-style unified diff of one file: a/ and b/ labels, and
 // /dev/null for the side a created or deleted file lacks.
 func unified(ch Change, before, after string) string {
-	from, to := "a/"+ch.Path, "b/"+ch.Path
-	switch ch.Change {
-	case Created:
-		from = "/dev/null"
-	case Deleted:
-		to = "/dev/null"
-	}
+	from, to := labels(ch)
 	edits := udiff.Lines(before, after)
 	if len(edits) == 0 {
 		return ""
@@ -33,14 +27,20 @@ func unified(ch Change, before, after string) string {
 
 // binaryDiff says, as git does, that a binary file differs.
 func binaryDiff(ch Change) string {
-	from, to := "a/"+ch.Path, "b/"+ch.Path
+	from, to := labels(ch)
+	return header(ch) + fmt.Sprintf("Binary files %s and %s differ\n", from, to)
+}
+
+// labels are the old and new names of a changed file in a diff.
+func labels(ch Change) (from, to string) {
+	from, to = "a/"+ch.Path, "b/"+ch.Path
 	switch ch.Change {
 	case Created:
 		from = "/dev/null"
 	case Deleted:
 		to = "/dev/null"
 	}
-	return header(ch) + fmt.Sprintf("Binary files %s and %s differ\n", from, to)
+	return from, to
 }
 
 func header(ch Change) string {

@@ -22,9 +22,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/workers"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -174,37 +174,16 @@ const copyWorkers = 4
 // cost the job's start far more.
 func copyAll(ws, pack string, es []*Entry) (int64, error) {
 	contents := make([][]byte, len(es))
-	var (
-		mu   sync.Mutex
-		next int
-		wg   sync.WaitGroup
-	)
-	work := func() {
-		defer wg.Done()
-		for {
-			mu.Lock()
-			i := next
-			next++
-			mu.Unlock()
-			if i >= len(es) {
-				return
-			}
-			b, err := readStart(filepath.Join(ws, filepath.FromSlash(es[i].Path)), es[i].Size)
-			switch {
-			case err != nil:
-			case !isText(b):
-				es[i].Binary = true
-			default:
-				contents[i] = b
-			}
+	workers.Each(len(es), copyWorkers, func(i int) {
+		b, err := readStart(filepath.Join(ws, filepath.FromSlash(es[i].Path)), es[i].Size)
+		switch {
+		case err != nil:
+		case !isText(b):
+			es[i].Binary = true
+		default:
+			contents[i] = b
 		}
-	}
-	n := min(copyWorkers, len(es))
-	wg.Add(n)
-	for range n {
-		go work() // owner: copyAll; joined by wg.Wait
-	}
-	wg.Wait()
+	})
 
 	f, err := os.OpenFile(pack, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {

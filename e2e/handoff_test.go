@@ -44,11 +44,7 @@ func TestHandoffCommandChangesAreReported(t *testing.T) {
 		bashTurn("echo made by a command > b.txt"),
 		dt.Text("Edited a.txt and made b.txt."),
 	)
-	cs := goSDKClient(t, a.URL())
-	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Edit a.txt with sed and make b.txt.", "workspace": ws}, nil)
-	if c.P.Status != "done" {
-		c = waitSettled(t, cs, c.P.JobID, jobLimit)
-	}
+	c := a.runToEnd(t, "Edit a.txt with sed and make b.txt.", ws)
 	if c.IsError || c.P.Status != "done" || c.P.StopReason != string(jobs.StopCompleted) {
 		t.Fatalf("job = %s (%s): %s", c.P.Status, c.P.StopReason, c.Text)
 	}
@@ -116,11 +112,7 @@ func TestHandoffDeletedAndSecretFiles(t *testing.T) {
 		bashTurn("cp seed.txt .env"),
 		dt.Text("Removed gone.txt and wrote .env."),
 	)
-	cs := goSDKClient(t, a.URL())
-	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Remove gone.txt, write .env.", "workspace": ws}, nil)
-	if c.P.Status != "done" {
-		c = waitSettled(t, cs, c.P.JobID, jobLimit)
-	}
+	c := a.runToEnd(t, "Remove gone.txt, write .env.", ws)
 	if c.P.Status != "done" {
 		t.Fatalf("job = %s: %s", c.P.Status, c.Text)
 	}
@@ -174,11 +166,7 @@ func TestHandoffUnresolvedFailures(t *testing.T) {
 		bashTurn("go test ./..."),
 		dt.Text("I ran the tests."),
 	)
-	cs := goSDKClient(t, a.URL())
-	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Run the tests.", "workspace": ws}, nil)
-	if c.P.Status != "done" {
-		c = waitSettled(t, cs, c.P.JobID, jobLimit)
-	}
+	c := a.runToEnd(t, "Run the tests.", ws)
 	if c.P.Status != "done" || !hexNonce.MatchString(c.P.Nonce) {
 		t.Fatalf("job = %s: %s", c.P.Status, c.Text)
 	}
@@ -209,6 +197,18 @@ func TestHandoffUnresolvedFailures(t *testing.T) {
 	if !slices.Equal(snap.UnresolvedFailures, []string{"go test ./..."}) {
 		t.Errorf("snapshot unresolved_failures = %q", snap.UnresolvedFailures)
 	}
+}
+
+// runToEnd starts a job with task in ws, with the Go SDK client, and
+// polls it until it has ended.
+func (a *agentBridge) runToEnd(t *testing.T, task, ws string) agentCall {
+	t.Helper()
+	cs := goSDKClient(t, a.URL())
+	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": task, "workspace": ws}, nil)
+	if c.IsError || jobs.Status(c.P.Status).Final() {
+		return c
+	}
+	return waitSettled(t, cs, c.P.JobID, jobLimit)
 }
 
 // assertStopReason checks that an ended job's stop_reason, its text, its

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/workers"
 )
 
 // DefaultSecretScanLimit is how many directory entries WorkspaceSecrets
@@ -246,33 +248,9 @@ type listedFile struct {
 // manifest sorted by path.
 func manifestOf(ws string, listed []listedFile) []FileEntry {
 	files := make([]FileEntry, len(listed))
-	var (
-		mu   sync.Mutex
-		next int
-		wg   sync.WaitGroup
-	)
-	work := func() {
-		defer wg.Done()
-		for {
-			mu.Lock()
-			i := next
-			next++
-			mu.Unlock()
-			if i >= len(listed) {
-				return
-			}
-			files[i] = fileEntry(ws, listed[i].path, listed[i].e)
-		}
-	}
-	n := min(scanWorkers, len(listed))
-	wg.Add(n)
-	for range n - 1 {
-		go work() // owner: manifestOf; joined by wg.Wait
-	}
-	if n > 0 {
-		work()
-	}
-	wg.Wait()
+	workers.Each(len(listed), scanWorkers, func(i int) {
+		files[i] = fileEntry(ws, listed[i].path, listed[i].e)
+	})
 	slices.SortFunc(files, func(a, b FileEntry) int { return strings.Compare(a.Path, b.Path) })
 	return files
 }
@@ -349,40 +327,21 @@ type dirListing struct {
 // ended.
 func listLevel(level []string, ws string, limit int, visited *int) []dirListing {
 	out := make([]dirListing, len(level))
-	var (
-		mu   sync.Mutex
-		next int
-		wg   sync.WaitGroup
-	)
-	work := func() {
-		defer wg.Done()
-		for {
-			mu.Lock()
-			i := next
-			next++
-			full := *visited >= limit
-			mu.Unlock()
-			if i >= len(level) {
-				return
-			}
-			out[i].dir = level[i]
-			if full && level[i] != ws {
-				out[i].skipped = true
-				continue
-			}
-			out[i].entries, out[i].err = listDir(level[i])
-			mu.Lock()
-			*visited += len(out[i].entries)
-			mu.Unlock()
+	var mu sync.Mutex // guards *visited
+	workers.Each(len(level), scanWorkers, func(i int) {
+		mu.Lock()
+		full := *visited >= limit
+		mu.Unlock()
+		out[i].dir = level[i]
+		if full && level[i] != ws {
+			out[i].skipped = true
+			return
 		}
-	}
-	n := min(scanWorkers, len(level))
-	wg.Add(n)
-	for range n - 1 {
-		go work() // owner: listLevel; joined by wg.Wait
-	}
-	work()
-	wg.Wait()
+		out[i].entries, out[i].err = listDir(level[i])
+		mu.Lock()
+		*visited += len(out[i].entries)
+		mu.Unlock()
+	})
 	return out
 }
 
