@@ -249,3 +249,23 @@ func BenchmarkWalkOnly(b *testing.B) {
 		}
 	}
 }
+
+// A job that makes more files than a report lists: the first MaxChanges are
+// listed, the rest counted, and the note says so.
+func TestCompareBoundsTheList(t *testing.T) {
+	ws := t.TempDir()
+	dir, _ := record(t, ws)
+	for i := range MaxChanges + 5 {
+		write(t, ws, "gen/f"+strconv.Itoa(10000+i)+".txt", "x\n")
+	}
+	rep, err := Compare(ws, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Changes) != MaxChanges || rep.Unlisted != 5 || !strings.Contains(rep.Note, "5 more changed files are not listed") {
+		t.Fatalf("%d listed, %d unlisted, note %q", len(rep.Changes), rep.Unlisted, rep.Note)
+	}
+	if n := strings.Count(rep.Diff, "diff --git"); n != MaxChanges {
+		t.Fatalf("%d files in the diff, want %d", n, MaxChanges)
+	}
+}

@@ -102,6 +102,9 @@ func Compare(ws, dir string) (Report, error) {
 	for _, p := range paths {
 		old, had := rec.Files[p]
 		cur, has := now[p]
+		// Past either bound no more file is read: what still differs by
+		// its size, time or mode is listed (or counted) unread.
+		c.full = diff.Len() >= MaxDiffTotal || len(rep.Changes) >= MaxChanges
 		ch, d, ok := c.compare(p, old, had, cur, has)
 		if !ok {
 			continue
@@ -137,7 +140,11 @@ func Compare(ws, dir string) (Report, error) {
 type comparer struct {
 	ws, dir string
 	rec     *Record
+	full    bool // the report is full: read no more files
 }
+
+// notRead notes a change listed without reading the file: the report was full.
+const notRead = "not read: the diff or the list reached its bound (its size, time or mode differ)"
 
 // compare says whether path changed, how, and its diff ("" when none).
 func (c comparer) compare(p string, old Entry, had bool, cur sandbox.FileEntry, has bool) (Change, string, bool) {
@@ -159,6 +166,10 @@ func (c comparer) compare(p string, old Entry, had bool, cur sandbox.FileEntry, 
 			ch.Note = joinNote(ch.Note, "not a regular file: not diffed")
 			return ch, "", true
 		}
+		if c.full {
+			ch.Note = joinNote(ch.Note, notRead)
+			return ch, "", true
+		}
 		before, why := c.oldContent(old)
 		after, err := readSmall(c.path(p), MaxDiffFile)
 		if why == "" && err == nil && bytes.Equal(before, after) && old.Mode == cur.Mode {
@@ -170,6 +181,10 @@ func (c comparer) compare(p string, old Entry, had bool, cur sandbox.FileEntry, 
 		if ch.Secret || !old.Mode.IsRegular() {
 			return ch, "", true
 		}
+		if c.full {
+			ch.Note = notRead
+			return ch, "", true
+		}
 		before, why := c.oldContent(old)
 		return c.diffed(ch, before, why, nil, nil)
 	default:
@@ -179,6 +194,10 @@ func (c comparer) compare(p string, old Entry, had bool, cur sandbox.FileEntry, 
 		}
 		if !cur.Mode.IsRegular() {
 			ch.Note = "not a regular file: not diffed"
+			return ch, "", true
+		}
+		if c.full {
+			ch.Note = notRead
 			return ch, "", true
 		}
 		after, err := readSmall(c.path(p), MaxDiffFile)
