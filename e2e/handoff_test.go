@@ -223,7 +223,7 @@ func assertStopReason(t *testing.T, c agentCall, want jobs.StopReason, hint stri
 	if string(jobs.StatusOf(want)) != c.P.Status {
 		t.Errorf("status %s does not follow from stop_reason %s", c.P.Status, want)
 	}
-	if !strings.Contains(c.Text, "(stop_reason: "+string(want)+")") || !strings.Contains(c.P.Summary, "("+string(want)+")") {
+	if !strings.Contains(c.Text, "(stop_reason: "+string(want)+")") || !strings.Contains(c.P.Summary, "("+string(want)) {
 		t.Errorf("text or summary does not name %s:\n%s\nsummary: %s", want, c.Text, c.P.Summary)
 	}
 	if !strings.Contains(c.P.NextStep, "no result and no nonce") || !strings.Contains(c.P.NextStep, hint) || !strings.Contains(c.Text, "Next step: "+c.P.NextStep) {
