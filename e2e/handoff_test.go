@@ -287,3 +287,24 @@ func TestHandoffReachesClaudeCodeHostModel(t *testing.T) {
 		t.Errorf("what the host's model read: nonce %q next_step %q summary %q stop_reason %q", p.Nonce, p.NextStep, p.Summary, p.StopReason)
 	}
 }
+
+// A job whose approval request nobody answered in time, and which then ends
+// without an answer, reads approval_timeout: the host learns that a human
+// was missing, not that the agent failed.
+func TestHandoffApprovalTimeout(t *testing.T) {
+	t.Parallel()
+	g := startGuardedBridge(t, map[string]string{"BRIDGE_APPROVAL_TIMEOUT_MS": "2000"})
+	ws := g.workspace(t, nil)
+	g.d.ScriptAnthropic(
+		dt.ToolCalls(bash("mkdir -p out; touch out/x")),
+		// No answer after the deny (Claude Code asks again after an empty
+		// one; a spare turn is left over).
+		dt.Text(""), dt.Text(""), dt.Text(""),
+	)
+	c := g.runToEnd(t, "Prepare out/.", ws)
+	assertNotDone(t, c, jobs.StatusError)
+	assertStopReason(t, c, jobs.StopApprovalTimeout, "bridgectl approve --watch")
+	if len(c.P.Commands) != 1 || !c.P.Commands[0].Denied {
+		t.Errorf("commands = %+v", c.P.Commands)
+	}
+}
