@@ -6,7 +6,9 @@
 // registry.go holds the calls (Start, Wait, Cancel, Close); run.go one job's
 // run from its slot to its end; fold.go what each harness event changes in
 // a snapshot; slots.go the running slots and the queue; persist.go the
-// snapshot files and their expiry; damaged.go snapshots it cannot read.
+// snapshot files and their expiry; damaged.go snapshots it cannot read;
+// stop.go why a job ended; workspace.go the guard it runs jobs through and
+// what a job changed on disk.
 package jobs
 
 import (
