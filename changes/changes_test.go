@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -267,5 +268,45 @@ func TestCompareBoundsTheList(t *testing.T) {
 	}
 	if n := strings.Count(rep.Diff, "diff --git"); n != MaxChanges {
 		t.Fatalf("%d files in the diff, want %d", n, MaxChanges)
+	}
+}
+
+// The daemon runs git outside every sandbox: the record of the start and
+// the comparison at the end run no program a repository's config names —
+// here a clean filter for every file, which `git status` would run on a
+// file whose stat changed.
+func TestGitRunsNoFilter(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	ws := t.TempDir()
+	marker := filepath.Join(t.TempDir(), "filter-ran")
+	gitRun := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.email=t@e", "-c", "user.name=t"}, args...)...)
+		cmd.Dir = ws
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	write(t, ws, ".gitattributes", "* filter=x\n")
+	write(t, ws, "a.txt", "one\n")
+	gitRun("init", "-q")
+	gitRun("add", ".")
+	gitRun("commit", "-q", "-m", "start")
+	gitRun("config", "filter.x.clean", "touch "+marker+"; cat")
+	write(t, ws, "a.txt", "two\n") // stat-dirty: git status would clean it through the filter
+	bump(t, ws, "a.txt")
+	dir, rec := record(t, ws)
+	if rec.Git == nil || rec.Git.Error != "" || !slices.Contains(rec.Git.Dirty, "a.txt") {
+		t.Fatalf("git state %+v: want a.txt dirty", rec.Git)
+	}
+	write(t, ws, "a.txt", "three\n")
+	bump(t, ws, "a.txt")
+	if _, err := Compare(ws, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the repository's clean filter ran")
 	}
 }

@@ -90,8 +90,9 @@ type Record struct {
 // GitState is what git said about the workspace at the start.
 type GitState struct {
 	Head string `json:"head,omitempty"` // the commit HEAD named ("" in a repository without one)
-	// Dirty are the paths `git status --porcelain` listed (modified,
-	// added, untracked): their old contents come from copies, not git.
+	// Dirty are the tracked files whose size or mtime differ from what the
+	// index recorded (or that are racily clean): their old contents come
+	// from copies, like untracked files', not from git.
 	Dirty []string `json:"dirty,omitempty"`
 	// Error says why git could not be asked ("" when it answered).
 	Error string `json:"error,omitempty"`
@@ -111,15 +112,9 @@ func Start(ws string, scan sandbox.SecretScan, dir string) (*Record, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("changes dir: %w", err)
 	}
-	var tracked map[string]string
-	if g, t := gitStart(ws); g != nil {
-		rec.Git, tracked = g, t
-	}
-	dirty := map[string]bool{}
-	if rec.Git != nil {
-		for _, p := range rec.Git.Dirty {
-			dirty[p] = true
-		}
+	var clean map[string]string // path → git object id of a clean tracked file
+	if g, c := gitStart(ws, scan.Files); g != nil {
+		rec.Git, clean = g, c
 	}
 	// What to copy is decided from the manifest's sizes, in path order, so
 	// the budget is spent the same way every time; the reads and writes then
@@ -132,8 +127,8 @@ func Start(ws string, scan sandbox.SecretScan, dir string) (*Record, error) {
 		e.FileEntry = f
 		switch {
 		case f.Secret || !f.Mode.IsRegular():
-		case tracked[f.Path] != "" && !dirty[f.Path]:
-			e.Blob = tracked[f.Path]
+		case clean[f.Path] != "":
+			e.Blob = clean[f.Path]
 		case f.Size > MaxCopyFile || budget+f.Size > MaxCopyTotal || len(toCopy) >= MaxCopyFiles:
 			if f.Size <= MaxCopyFile {
 				rec.Uncopied++
