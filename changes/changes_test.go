@@ -47,6 +47,16 @@ func byPath(r Report) map[string]Change {
 	return m
 }
 
+// gitIn runs the owner's git in ws.
+func gitIn(t *testing.T, ws string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.email=t@e", "-c", "user.name=t"}, args...)...)
+	cmd.Dir = ws
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
 // bump makes a later write visible by mtime even on a coarse clock.
 func bump(t *testing.T, ws, rel string) {
 	t.Helper()
@@ -126,14 +136,7 @@ func TestCompareInGit(t *testing.T) {
 		t.Skip("no git")
 	}
 	ws := t.TempDir()
-	gitRun := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.email=t@e", "-c", "user.name=t"}, args...)...)
-		cmd.Dir = ws
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	gitRun := func(args ...string) { t.Helper(); gitIn(t, ws, args...) }
 	write(t, ws, "tracked.go", "package x\n\nfunc A() {}\n")
 	write(t, ws, "dirty.txt", "committed\n")
 	gitRun("init", "-q")
@@ -281,14 +284,7 @@ func TestGitRunsNoFilter(t *testing.T) {
 	}
 	ws := t.TempDir()
 	marker := filepath.Join(t.TempDir(), "filter-ran")
-	gitRun := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.email=t@e", "-c", "user.name=t"}, args...)...)
-		cmd.Dir = ws
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	gitRun := func(args ...string) { t.Helper(); gitIn(t, ws, args...) }
 	write(t, ws, ".gitattributes", "* filter=x\n")
 	write(t, ws, "a.txt", "one\n")
 	gitRun("init", "-q")
