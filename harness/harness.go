@@ -132,6 +132,12 @@ type ToolResult struct {
 	ExitCode *int
 	Denied   bool   // refused by the permission layer, never ran
 	Text     string // the first few hundred characters
+	// Tail is the end of the output: its last TailLines lines, at most
+	// TailBytes, with control characters escaped (OutputTail).
+	Tail string
+	// Background is the task id of a Bash command that was moved to the
+	// background, still running (then ExitCode is nil).
+	Background string
 }
 
 // Usage counts tokens the way the Anthropic API reports them.
