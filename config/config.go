@@ -102,6 +102,7 @@ type Config struct {
 
 	PolicyFloorFile string // BRIDGE_POLICY_FLOOR_FILE: the owner's job policy floor ("" = none)
 	RequirePolicy   bool   // BRIDGE_REQUIRE_POLICY: a job without a policy is refused
+	WorkspaceLock   bool   // BRIDGE_WORKSPACE_LOCK (on unless "off"): one live job per workspace
 
 	CloudflaredBin string // BRIDGE_CLOUDFLARED_BIN
 
@@ -148,6 +149,7 @@ var Vars = []Var{
 	{"BRIDGE_DAILY_MAX_COST_USD", "0", "spend ceiling across all jobs per UTC day (0 = off)"},
 	{"BRIDGE_POLICY_FLOOR_FILE", "", "JSON job policy merged over every caller's, so a caller can only narrow; invalid = the daemon does not start"},
 	{"BRIDGE_REQUIRE_POLICY", "off", "on refuses a deepseek_agent_start without a policy"},
+	{"BRIDGE_WORKSPACE_LOCK", "on", "one running or waiting job per workspace (one inside another counts); off allows parallel jobs"},
 	{"BRIDGE_CLOUDFLARED_BIN", "cloudflared on PATH", "the cloudflared binary for bridgectl tunnel"},
 	{"BRIDGE_ENV_FILE", "per-user config dir", "which .env bridgectl and bridge read (default $XDG_CONFIG_HOME/deepseek-mcp-bridge/.env); a file named here must exist (bridgectl secret creates it)"},
 	{"BRIDGE_DEBUG_ADDR", "", "loopback HOST:PORT for pprof and the goroutine count (make bench); empty = off"},
@@ -267,6 +269,7 @@ func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 		DailyMaxCostUSD:    p.float("BRIDGE_DAILY_MAX_COST_USD", 0),
 		PolicyFloorFile:    get("BRIDGE_POLICY_FLOOR_FILE"),
 		RequirePolicy:      p.offOn("BRIDGE_REQUIRE_POLICY"),
+		WorkspaceLock:      p.onOff("BRIDGE_WORKSPACE_LOCK"),
 		CloudflaredBin:     get("BRIDGE_CLOUDFLARED_BIN"),
 		DebugAddr:          get("BRIDGE_DEBUG_ADDR"),
 	}

@@ -156,6 +156,7 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
 		Floor:         floor,
 		FloorFile:     cfg.PolicyFloorFile,
 		RequirePolicy: cfg.RequirePolicy,
+		WorkspaceLock: cfg.WorkspaceLock,
 		Logger:        &log,
 	})
 	if err != nil {

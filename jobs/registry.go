@@ -94,6 +94,9 @@ type Options struct {
 	Floor         policy.Policy
 	FloorFile     string
 	RequirePolicy bool
+	// WorkspaceLock refuses a job on a workspace a live job holds (or one
+	// inside or around it): BRIDGE_WORKSPACE_LOCK.
+	WorkspaceLock bool
 
 	Logger *zerolog.Logger
 }
@@ -276,6 +279,10 @@ func (r *Registry) Start(ctx context.Context, req StartRequest) (Snapshot, error
 		running, queued := r.slots.running, len(r.slots.queue)
 		r.mu.Unlock()
 		return Snapshot{}, fmt.Errorf("%w: %d jobs are running and %d are waiting (BRIDGE_MAX_CONCURRENT=%d, BRIDGE_MAX_QUEUE=%d); try again when one has finished", ErrQueueFull, running, queued, r.opts.MaxConcurrent, r.opts.MaxQueue)
+	}
+	if err := r.busyLocked(ws); err != nil {
+		r.mu.Unlock()
+		return Snapshot{}, err
 	}
 	r.jobs[id] = j
 	if r.slots.free() {

@@ -249,7 +249,8 @@ func (o AgentToolOptions) now() time.Time { return o.Now() }
 
 func startError(err error) *mcp.CallToolResult {
 	switch {
-	case errors.Is(err, jobs.ErrWorkspace), errors.Is(err, jobs.ErrBadInput), errors.Is(err, jobs.ErrQueueFull), errors.Is(err, jobs.ErrClosed):
+	case errors.Is(err, jobs.ErrWorkspace), errors.Is(err, jobs.ErrBadInput), errors.Is(err, jobs.ErrQueueFull), errors.Is(err, jobs.ErrClosed),
+		errors.Is(err, jobs.ErrWorkspaceBusy):
 		return mcp.NewToolResultError("The job was not started. " + err.Error())
 	default:
 		return mcp.NewToolResultError("The job was not started: " + err.Error())
