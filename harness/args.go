@@ -149,6 +149,9 @@ func Args(spec Spec) []string {
 	if spec.AppendSystemPrompt != "" {
 		args = append(args, "--append-system-prompt", spec.AppendSystemPrompt)
 	}
+	if spec.Resume != "" {
+		args = append(args, "--resume", spec.Resume)
+	}
 	return args
 }
 

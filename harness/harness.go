@@ -78,6 +78,10 @@ type Spec struct {
 	// Policy is the job's enforced policy, for the guard's files (nil: none).
 	Policy *policy.Enforced
 
+	// Resume is the Claude Code session the run resumes (--resume); its
+	// files must be in ConfigDir already. "" starts a new session.
+	Resume string
+
 	// Optional hooks for the approval and sandbox layers.
 	SettingsFile         string // --settings
 	MCPConfigFile        string // --mcp-config (with --strict-mcp-config always on)

@@ -220,6 +220,13 @@ func (r *Registry) newJob(snap Snapshot) *job {
 // job: ctx only bounds the admission, and a caller hanging up later changes
 // nothing.
 func (r *Registry) Start(ctx context.Context, req StartRequest) (Snapshot, error) {
+	return r.start(ctx, req, nil)
+}
+
+// start is Start, or Continue when parent is set: the job then runs in the
+// parent's workspace under its policy (narrowed by req.Policy) and resumes
+// its session.
+func (r *Registry) start(ctx context.Context, req StartRequest, parent *Snapshot) (Snapshot, error) {
 	accepted := time.Now()
 	if err := ctx.Err(); err != nil {
 		return Snapshot{}, err
@@ -235,7 +242,15 @@ func (r *Registry) Start(ctx context.Context, req StartRequest) (Snapshot, error
 	case req.Timeout < 0:
 		return Snapshot{}, fmt.Errorf("%w: timeout_seconds must be positive (at most %d)", ErrBadInput, int(r.opts.JobTimeout/time.Second))
 	}
-	enforced, err := r.enforced(req.Policy)
+	var enforced policy.Enforced
+	var err error
+	if parent != nil {
+		req.Workspace = parent.Workspace
+		req.Model, req.Thinking = cmp.Or(req.Model, parent.Model), cmp.Or(req.Thinking, parent.Thinking)
+		enforced, err = r.narrowed(parent.Policy, req.Policy)
+	} else {
+		enforced, err = r.enforced(req.Policy)
+	}
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -267,6 +282,9 @@ func (r *Registry) Start(ctx context.Context, req StartRequest) (Snapshot, error
 		FilesWritten: []string{}, Commands: []Command{},
 		Model: cmp.Or(req.Model, r.opts.Model), Thinking: thinking, Policy: &enforced,
 	})
+	if parent != nil {
+		j.snap.Parent, j.snap.ResumeSession = parent.ID, parent.SessionID
+	}
 	j.timeout = timeout
 	j.spawnTimes = spawnTimes{accepted: accepted, admission: time.Since(accepted)}
 
@@ -283,6 +301,12 @@ func (r *Registry) Start(ctx context.Context, req StartRequest) (Snapshot, error
 	if err := r.busyLocked(ws); err != nil {
 		r.mu.Unlock()
 		return Snapshot{}, err
+	}
+	if parent != nil {
+		if err := r.continuableLocked(parent.ID); err != nil {
+			r.mu.Unlock()
+			return Snapshot{}, err
+		}
 	}
 	r.jobs[id] = j
 	if r.slots.free() {

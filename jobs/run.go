@@ -78,7 +78,14 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 		spec.Tools = pol.Offered(harness.DefaultTools)
 		spec.AppendSystemPrompt = pol.AppendSystemPrompt
 	}
+	parent, resume := j.snap.Parent, j.snap.ResumeSession
 	r.mu.Unlock()
+	if resume != "" {
+		if err := seedSession(r.opts.Dir.HarnessDir(parent), spec.ConfigDir); err != nil {
+			return failed(StopHarnessFailed, "could not resume the session of job "+parent+": "+err.Error())
+		}
+		spec.Resume = resume
+	}
 	prepared := time.Now()
 	err := r.opts.Guard.Prepare(r.ctx, &spec)
 	j.spawnTimes.prepare = time.Since(prepared)

@@ -267,9 +267,13 @@ type Snapshot struct {
 	// QueuePosition is 1 for the next queued job; 0 when not queued.
 	QueuePosition int `json:"queue_position,omitempty"`
 
-	SessionID  string `json:"session_id,omitempty"`
-	NumTurns   int    `json:"num_turns,omitempty"`
-	HarnessPID int    `json:"harness_pid,omitempty"`
+	SessionID string `json:"session_id,omitempty"`
+	// Parent is the job a continued job resumes (deepseek_agent_continue),
+	// and ResumeSession the parent's Claude Code session it resumes.
+	Parent        string `json:"parent,omitempty"`
+	ResumeSession string `json:"resume_session,omitempty"`
+	NumTurns      int    `json:"num_turns,omitempty"`
+	HarnessPID    int    `json:"harness_pid,omitempty"`
 
 	Trace        []TraceEntry `json:"trace,omitempty"`
 	TraceDropped int          `json:"trace_dropped,omitempty"` // oldest entries dropped to keep the bound
@@ -281,6 +285,11 @@ type Snapshot struct {
 	Ledger      []LedgerEntry    `json:"ledger,omitempty"`       // the last MaxLedger entries
 	LedgerTotal int              `json:"ledger_total,omitempty"` // every entry, dropped ones included
 }
+
+// CanContinue reports whether deepseek_agent_continue can pick the job up:
+// it ended and its harness began a session (whose files the state dir keeps
+// until the job expires).
+func (s *Snapshot) CanContinue() bool { return s.Status.Final() && s.SessionID != "" }
 
 // Elapsed is the time since the job was created, up to its end.
 func (s *Snapshot) Elapsed(now time.Time) time.Duration {

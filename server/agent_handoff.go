@@ -110,7 +110,11 @@ func nextStep(s jobs.Snapshot) string {
 		}
 		return step
 	}
-	return "There is no result and no nonce: do not present anything from this job as its result. " + stopAdvice(s)
+	step := "There is no result and no nonce: do not present anything from this job as its result. " + stopAdvice(s)
+	if s.CanContinue() {
+		step += fmt.Sprintf(" It can be continued where it stopped: call deepseek_agent_continue with job_id %q and a task such as \"go on\" (a new job in the same workspace resumes its conversation, with fresh ceilings).", s.ID)
+	}
+	return step
 }
 
 // stopAdvice says what a host can do about a job that ended without a result.

@@ -161,7 +161,7 @@ func instructions(agent bool) string {
 	if agent {
 		s += " For work that needs to read, run or change files in a workspace, deepseek_agent_start runs a DeepSeek agent job there" +
 			" (commands may wait for a human's approval); follow it with deepseek_agent_poll until it finishes, or stop it with deepseek_agent_cancel;" +
-			" deepseek_agent_list shows the jobs any session started."
+			" deepseek_agent_continue picks up a job that ended (a ceiling, a cancel, a restart) with a new message; deepseek_agent_list shows the jobs any session started."
 	}
 	return s
 }

@@ -20,6 +20,9 @@ func (s *Server) tools() []mcpserver.ServerTool {
 			serverTool(AgentPollTool(s.o.Jobs, ao)),
 			serverTool(AgentCancelTool(s.o.Jobs, ao)),
 		)
+		if c, ok := s.o.Jobs.(AgentContinuer); ok {
+			tools = append(tools, serverTool(AgentContinueTool(s.o.Jobs, c, ao)))
+		}
 		if l, ok := s.o.Jobs.(AgentLister); ok {
 			tools = append(tools, serverTool(AgentListTool(l)))
 		}

@@ -76,6 +76,10 @@ type AgentJobPayload struct {
 	Ledger      []jobs.LedgerEntry `json:"ledger" jsonschema:"the last 50 tool calls, each with its verdict and reason"`
 	LedgerTotal int                `json:"ledger_total" jsonschema:"how many tool calls the ledger holds in all (the job's trace has every one)"`
 
+	// Sessions: the job this one continues, and whether it can be continued.
+	Parent      string `json:"parent,omitempty" jsonschema:"the job this one continues (deepseek_agent_continue)"`
+	CanContinue bool   `json:"can_continue,omitempty" jsonschema:"the job has ended and deepseek_agent_continue can resume its conversation"`
+
 	Handoff
 }
 
@@ -135,19 +139,25 @@ func AgentStartTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHa
 		if err != nil {
 			return startError(err), nil
 		}
-		p := newProgress(ctx, req, o)
-		defer p.stop()
-		p.report(snap)
-		// The job belongs to the registry: the caller hanging up ends this wait, not the job.
-		wctx, onChange, cancel := untilApproval(ctx, p.report)
-		defer cancel()
-		final, err := j.Wait(wctx, snap.ID, o.SyncWindow, onChange)
-		if err != nil {
-			return mcp.NewToolResultError(err.Error()), nil
-		}
-		return agentResult(final, o.now()), nil
+		return waitInline(ctx, req, j, o, snap), nil
 	})
 	return tool, handler
+}
+
+// waitInline waits up to the sync window for a job just accepted, with
+// progress, and answers with its state then.
+func waitInline(ctx context.Context, req mcp.CallToolRequest, j AgentJobs, o AgentToolOptions, snap jobs.Snapshot) *mcp.CallToolResult {
+	p := newProgress(ctx, req, o)
+	defer p.stop()
+	p.report(snap)
+	// The job belongs to the registry: the caller hanging up ends this wait, not the job.
+	wctx, onChange, cancel := untilApproval(ctx, p.report)
+	defer cancel()
+	final, err := j.Wait(wctx, snap.ID, o.SyncWindow, onChange)
+	if err != nil {
+		return mcp.NewToolResultError(err.Error())
+	}
+	return agentResult(final, o.now())
 }
 
 // AgentPollTool is deepseek_agent_poll.
@@ -273,7 +283,8 @@ func Payload(s jobs.Snapshot, now time.Time) AgentJobPayload {
 		Approval: s.Approval, QueuePosition: s.QueuePosition,
 		Quarantined: quarantined(s.Quarantined), AuditNote: s.AuditNote,
 		Model: s.Model, Thinking: s.Thinking, Policy: s.Policy, LedgerTotal: s.LedgerTotal,
-		Ledger:  jobs.LastLedger(s.Ledger, jobs.PayloadLedger),
+		Ledger: jobs.LastLedger(s.Ledger, jobs.PayloadLedger),
+		Parent: s.Parent, CanContinue: s.CanContinue(),
 		Handoff: handoff(s),
 	}
 	if s.Status != jobs.StatusDone { // belt and braces: never a nonce or result off done

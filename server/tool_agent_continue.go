@@ -1,0 +1,76 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+)
+
+// AgentContinuer is what deepseek_agent_continue needs of the registry.
+type AgentContinuer interface {
+	Continue(ctx context.Context, req jobs.ContinueRequest) (jobs.Snapshot, error)
+}
+
+var _ AgentContinuer = (*jobs.Registry)(nil)
+
+// AgentContinueTool is deepseek_agent_continue: a new job that resumes the
+// conversation of one that ended (done or not), in the same workspace.
+func AgentContinueTool(j AgentJobs, c AgentContinuer, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHandlerFunc) {
+	o = o.withDefaults()
+	tool := mcp.NewTool("deepseek_agent_continue",
+		mcp.WithDescription(fmt.Sprintf("Continue an agent job that has ended — done, error (a ceiling), cancelled or interrupted (a bridge restart) — with a new message, e.g. \"go on\". "+
+			"It starts a new job (new job_id, its own nonce) that resumes the ended job's conversation in the same workspace, with the same permissions (a policy here can only narrow them) and fresh ceilings. "+
+			"Blocks up to %d s like deepseek_agent_start. Jobs can be continued until their results expire.", int(o.SyncWindow/time.Second))),
+		mcp.WithTitleAnnotation("Continue a DeepSeek agent job"),
+		mcp.WithReadOnlyHintAnnotation(false),
+		mcp.WithDestructiveHintAnnotation(true),
+		mcp.WithIdempotentHintAnnotation(false),
+		mcp.WithOpenWorldHintAnnotation(true),
+		mcp.WithString("job_id", mcp.Required(), mcp.Description("the ended job to continue")),
+		mcp.WithString("task", mcp.Required(), mcp.Description("the next message to the agent, e.g. \"go on\" or what to do differently")),
+		mcp.WithInteger("max_steps", mcp.Min(1), mcp.Max(float64(o.MaxSteps)), mcp.Description(fmt.Sprintf("tool-call ceiling for this leg (at most %d, the default)", o.MaxSteps))),
+		mcp.WithNumber("timeout_seconds", mcp.Min(1), mcp.Max(float64(o.JobTimeout/time.Second)), mcp.Description(fmt.Sprintf("wall-clock ceiling for this leg in seconds (at most %d, the default)", int(o.JobTimeout/time.Second)))),
+		modelArg(o.Models), thinkingArg(), policyArg(o),
+		mcp.WithSchemaAdditionalProperties(false),
+		mcp.WithOutputSchema[AgentJobPayload](),
+	)
+	handler := withArgs(tool, func(ctx context.Context, req mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
+		maxSteps, _ := a.Int("max_steps")
+		secs, _ := a.Number("timeout_seconds")
+		var model, thinking string
+		if a.String("model") != "" || a.String("thinking") != "" {
+			m, t, err := o.Models.Resolve(a.String("model"), a.String("thinking"))
+			if err != nil {
+				return startError(fmt.Errorf("%w: %v", jobs.ErrBadInput, err)), nil
+			}
+			model, thinking = m.ID, t
+		}
+		pol, err := policyOf(a)
+		if err != nil {
+			return startError(fmt.Errorf("%w: %v", jobs.ErrBadInput, err)), nil
+		}
+		snap, err := c.Continue(ctx, jobs.ContinueRequest{JobID: strings.TrimSpace(a.String("job_id")), Task: a.String("task"),
+			MaxSteps: maxSteps, Timeout: time.Duration(secs * float64(time.Second)),
+			Model: model, Thinking: thinking, Policy: pol})
+		if err != nil {
+			return continueError(err), nil
+		}
+		return waitInline(ctx, req, j, o, snap), nil
+	})
+	return tool, handler
+}
+
+func continueError(err error) *mcp.CallToolResult {
+	msg := "The job was not continued: " + err.Error()
+	if errors.Is(err, jobs.ErrUnknownJob) {
+		msg += " (a job can be continued until its results expire: BRIDGE_RESULT_TTL_MS after it ended)"
+	}
+	return mcp.NewToolResultError(msg)
+}
