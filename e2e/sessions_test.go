@@ -4,13 +4,17 @@ package e2e
 // without done, the list of jobs with parents and children.
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
 )
 
 // A second start on a workspace where a job runs is refused and names the
@@ -96,6 +100,7 @@ func TestSessionsContinueAfterStepCeiling(t *testing.T) {
 			if snap.Parent != first.P.JobID || snap.ResumeSession == "" {
 				t.Errorf("snapshot parent %q resume %q", snap.Parent, snap.ResumeSession)
 			}
+			assertListed(t, cs, first.P.JobID, c.P.JobID)
 		})
 	}
 }
@@ -116,4 +121,30 @@ func TestSessionsContinueRefusals(t *testing.T) {
 		t.Errorf("running job: IsError %v %s", c.IsError, c.Text)
 	}
 	callAgent(t, t.Context(), cs, "deepseek_agent_cancel", map[string]any{"job_id": id}, nil)
+}
+
+// assertListed checks deepseek_agent_list: the child first (newest), done and
+// continuing the parent; the parent an error, continued by the child, and
+// both can be continued.
+func assertListed(t *testing.T, cs *mcp.ClientSession, parent, child string) {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "deepseek_agent_list", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("list: %v %+v", err, res)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var out server.AgentListOutput
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Jobs) != 2 || out.Jobs[0].JobID != child || out.Jobs[1].JobID != parent {
+		t.Fatalf("list = %+v", out.Jobs)
+	}
+	c, p := out.Jobs[0], out.Jobs[1]
+	if c.Status != string(jobs.StatusDone) || c.Parent != parent || len(c.Children) != 0 || !c.CanContinue || c.Model == "" {
+		t.Errorf("child entry = %+v", c)
+	}
+	if p.Status != string(jobs.StatusError) || p.Parent != "" || len(p.Children) != 1 || p.Children[0] != child || !p.CanContinue || p.Steps != 3 {
+		t.Errorf("parent entry = %+v", p)
+	}
 }

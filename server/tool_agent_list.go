@@ -42,12 +42,19 @@ type AgentListOutput struct {
 // AgentListEntry is one job of the list: enough to pick it, not its result
 // (deepseek_agent_poll gives that, with the nonce).
 type AgentListEntry struct {
-	JobID     string `json:"job_id" jsonschema:"pass it to deepseek_agent_poll or deepseek_agent_cancel"`
-	Status    string `json:"status" jsonschema:"queued, running, waiting_approval, done, error, cancelled or interrupted"`
-	Task      string `json:"task" jsonschema:"the task as given, cut to 200 characters"`
-	Workspace string `json:"workspace" jsonschema:"the job's workspace"`
-	Steps     int    `json:"steps" jsonschema:"tool calls so far"`
-	CreatedAt string `json:"created_at" jsonschema:"when the job was accepted (RFC 3339, UTC)"`
+	JobID     string  `json:"job_id" jsonschema:"pass it to deepseek_agent_poll or deepseek_agent_cancel"`
+	Status    string  `json:"status" jsonschema:"queued, running, waiting_approval, done, error, cancelled or interrupted"`
+	Task      string  `json:"task" jsonschema:"the task as given, cut to 200 characters"`
+	Workspace string  `json:"workspace" jsonschema:"the job's workspace"`
+	Model     string  `json:"model,omitempty" jsonschema:"the model the job runs"`
+	Steps     int     `json:"steps" jsonschema:"tool calls so far"`
+	ElapsedMS int64   `json:"elapsed_ms" jsonschema:"milliseconds from its acceptance to its end, or to now while it is live"`
+	CostUSD   float64 `json:"cost_usd" jsonschema:"its usage so far at DeepSeek prices, in US dollars"`
+	CreatedAt string  `json:"created_at" jsonschema:"when the job was accepted (RFC 3339, UTC)"`
+	// Sessions: what this job continues, what continues it, whether it can be.
+	Parent      string   `json:"parent,omitempty" jsonschema:"the job this one continues"`
+	Children    []string `json:"children,omitempty" jsonschema:"the jobs that continue this one, oldest first"`
+	CanContinue bool     `json:"can_continue" jsonschema:"deepseek_agent_continue can resume its conversation (it ended and began one)"`
 }
 
 // AgentListTool is deepseek_agent_list: the daemon's jobs, whoever started
@@ -56,7 +63,7 @@ type AgentListEntry struct {
 func AgentListTool(l AgentLister) (mcp.Tool, mcpserver.ToolHandlerFunc) {
 	tool := mcp.NewTool("deepseek_agent_list",
 		mcp.WithDescription("List the bridge's agent jobs, newest first, whichever session or host started them: "+
-			"id, status, task, workspace, steps. To read a job's result (and its nonce), pass its job_id to deepseek_agent_poll."),
+			"id, status, task, workspace, model, steps, elapsed time, cost, the job it continues and those that continue it, and whether it can be continued (deepseek_agent_continue). To read a job's result (and its nonce), pass its job_id to deepseek_agent_poll."),
 		mcp.WithTitleAnnotation("List DeepSeek agent jobs"),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),
@@ -72,6 +79,13 @@ func AgentListTool(l AgentLister) (mcp.Tool, mcpserver.ToolHandlerFunc) {
 		status := a.String("status")
 		limit, _ := a.Int("limit")
 		all := l.List()
+		now := time.Now()
+		children := map[string][]string{} // oldest first, as List gives them
+		for _, s := range all {
+			if s.Parent != "" {
+				children[s.Parent] = append(children[s.Parent], s.ID)
+			}
+		}
 		out := AgentListOutput{Jobs: []AgentListEntry{}}
 		var text strings.Builder
 		for i := len(all) - 1; i >= 0; i-- {
@@ -84,9 +98,12 @@ func AgentListTool(l AgentLister) (mcp.Tool, mcpserver.ToolHandlerFunc) {
 				continue
 			}
 			e := AgentListEntry{JobID: s.ID, Status: string(s.Status), Task: cut(s.Task, listTaskChars),
-				Workspace: s.Workspace, Steps: s.Steps, CreatedAt: s.CreatedAt.UTC().Format(time.RFC3339)}
+				Workspace: s.Workspace, Model: s.Model, Steps: s.Steps, ElapsedMS: s.Elapsed(now).Milliseconds(), CostUSD: s.CostUSD,
+				CreatedAt: s.CreatedAt.UTC().Format(time.RFC3339),
+				Parent:    s.Parent, Children: children[s.ID], CanContinue: s.CanContinue()}
 			out.Jobs = append(out.Jobs, e)
-			fmt.Fprintf(&text, "%s  %-16s %3d steps  %s\n", e.JobID, e.Status, e.Steps, cut(e.Task, 80))
+			fmt.Fprintf(&text, "%s  %-16s %3d steps %7s $%.4f  %s%s\n", e.JobID, e.Status, e.Steps,
+				s.Elapsed(now).Round(time.Second), e.CostUSD, cut(e.Task, 80), sessionNote(e))
 		}
 		if out.Total == 0 {
 			text.WriteString("no agent jobs")
@@ -100,6 +117,24 @@ func AgentListTool(l AgentLister) (mcp.Tool, mcpserver.ToolHandlerFunc) {
 		return mcp.NewToolResultStructured(out, strings.TrimRight(text.String(), "\n")), nil
 	})
 	return tool, handler
+}
+
+// sessionNote is an entry's place among continued jobs, for the text.
+func sessionNote(e AgentListEntry) string {
+	var parts []string
+	if e.Parent != "" {
+		parts = append(parts, "continues "+e.Parent)
+	}
+	if len(e.Children) > 0 {
+		parts = append(parts, "continued by "+strings.Join(e.Children, ", "))
+	}
+	if e.CanContinue {
+		parts = append(parts, "can be continued")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "  (" + strings.Join(parts, "; ") + ")"
 }
 
 // cut shortens s to n runes, marking the cut.

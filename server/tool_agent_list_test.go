@@ -74,3 +74,44 @@ func TestAgentListTool(t *testing.T) {
 		t.Errorf("a bad status: %+v", res.Content)
 	}
 }
+
+// Each entry carries its model, elapsed time, cost, parent, children and
+// whether it can be continued; children are told from the parents recorded.
+func TestAgentListSessions(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	end := t0.Add(90 * time.Second)
+	reg := listedJobs{
+		{ID: "job-a", Status: jobs.StatusError, StopReason: jobs.StopStepCeiling, SessionID: "s1", Model: "deepseek-flash", CostUSD: 0.25, CreatedAt: t0, EndedAt: &end},
+		{ID: "job-b", Status: jobs.StatusCancelled, SessionID: "s1", Parent: "job-a", CreatedAt: t0.Add(2 * time.Minute), EndedAt: &end},
+		{ID: "job-c", Status: jobs.StatusRunning, Parent: "job-a", SessionID: "s1", CreatedAt: t0.Add(3 * time.Minute)},
+		{ID: "job-d", Status: jobs.StatusError, StopReason: jobs.StopHarnessFailed, CreatedAt: t0.Add(4 * time.Minute), EndedAt: &end},
+	}
+	_, h := AgentListTool(reg)
+	res, err := h(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "deepseek_agent_list"}})
+	if err != nil || res.IsError {
+		t.Fatalf("list: %v %+v", err, res)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var out AgentListOutput
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]AgentListEntry{}
+	for _, e := range out.Jobs {
+		byID[e.JobID] = e
+	}
+	a := byID["job-a"]
+	if a.Model != "deepseek-flash" || a.CostUSD != 0.25 || a.ElapsedMS != 90000 || !a.CanContinue || strings.Join(a.Children, ",") != "job-b,job-c" || a.Parent != "" {
+		t.Errorf("job-a = %+v", a)
+	}
+	if c := byID["job-c"]; c.Parent != "job-a" || c.CanContinue || len(c.Children) != 0 {
+		t.Errorf("job-c (running) = %+v", c)
+	}
+	if d := byID["job-d"]; d.CanContinue {
+		t.Errorf("job-d never began a session but can_continue: %+v", d)
+	}
+	text := res.Content[0].(mcp.TextContent).Text
+	if !strings.Contains(text, "continued by job-b, job-c") || !strings.Contains(text, "continues job-a") {
+		t.Errorf("text:\n%s", text)
+	}
+}
