@@ -3,7 +3,6 @@ package harness
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -122,10 +121,7 @@ func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
 	if err := os.Chmod(spec.ConfigDir, 0o700); err != nil {
 		return nil, fmt.Errorf("harness config dir: %w", err)
 	}
-	task, err := json.Marshal(map[string]any{
-		"type":    "user",
-		"message": map[string]any{"role": "user", "content": spec.Task},
-	})
+	task, err := userMessage(spec.Task)
 	if err != nil {
 		return nil, fmt.Errorf("encode task: %w", err)
 	}
@@ -166,6 +162,7 @@ func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
 		resultCh:    make(chan struct{}),
 		grace:       c.StopGrace,
 		resultGrace: c.ResultGrace,
+		pending:     1, // the task
 	}
 	if r.grace <= 0 {
 		r.grace = DefaultStopGrace
@@ -190,7 +187,10 @@ func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
 	r.wg.Add(3)
 	go func() {
 		defer r.wg.Done()
-		if _, err := stdin.Write(append(task, '\n')); err != nil {
+		r.stdinMu.Lock()
+		_, err := stdin.Write(task)
+		r.stdinMu.Unlock()
+		if err != nil {
 			r.closeStdin()
 		}
 	}()
@@ -218,6 +218,8 @@ type run struct {
 	exit     Exit
 	stdinMu  sync.Mutex
 	stdinOff bool
+	pending  int // messages whose turn has not ended (the task included); under stdinMu
+	requests int // control requests sent; under stdinMu
 	stopOnce sync.Once
 	stopped  atomic.Bool
 	stopCh   chan struct{}
@@ -329,8 +331,7 @@ func (r *run) read(stdout io.ReadCloser) {
 		if len(b) > 0 {
 			for _, ev := range ParseLine(b, time.Now()) {
 				r.events <- ev
-				if ev.Kind == KindResult {
-					r.closeStdin()
+				if ev.Kind == KindResult && r.turnEnded() {
 					r.resultOnce.Do(func() { close(r.resultCh) })
 				}
 			}

@@ -34,6 +34,24 @@ type Run interface {
 	PID() int
 }
 
+// Messenger is a Run that takes messages while it runs (Claude Code's
+// stream-json input). Verified with 2.1.328: a user message written while a
+// turn runs is taken as the next turn once it ends, with its own result
+// line; a control_request {"subtype":"interrupt"} ends the current turn at
+// once (a control_response, then a result of subtype
+// error_during_execution), and a message written after it runs next.
+type Messenger interface {
+	// Send writes a user message: it runs after the current turn. The run's
+	// input stays open until the result of the last message sent.
+	Send(text string) error
+	// Interrupt asks the harness to end its current turn.
+	Interrupt() error
+}
+
+// ErrInputClosed: the run's last turn has ended (or it was stopped), so it
+// takes no more messages.
+var ErrInputClosed = errors.New("the harness has ended its last turn and takes no more messages")
+
 // Exit is how a run's process ended.
 type Exit struct {
 	Code    int    // exit code, -1 when killed by a signal

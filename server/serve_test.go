@@ -17,7 +17,7 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 )
 
-// snapJobs is an AgentJobs (and AgentContinuer) that is never
+// snapJobs is an AgentJobs (and AgentContinuer, AgentMessenger) that is never
 // called: the snapshot test only needs the agent tools registered.
 type snapJobs struct{}
 
@@ -28,6 +28,9 @@ func (snapJobs) Wait(context.Context, string, time.Duration, func(jobs.Snapshot)
 	return jobs.Snapshot{}, errors.New("not in this test")
 }
 func (snapJobs) CancelBy(context.Context, string, jobs.StopReason) (jobs.Snapshot, error) {
+	return jobs.Snapshot{}, errors.New("not in this test")
+}
+func (snapJobs) Message(string, string, string) (jobs.Snapshot, error) {
 	return jobs.Snapshot{}, errors.New("not in this test")
 }
 func (snapJobs) Continue(context.Context, jobs.ContinueRequest) (jobs.Snapshot, error) {

@@ -23,6 +23,9 @@ func (s *Server) tools() []mcpserver.ServerTool {
 		if c, ok := s.o.Jobs.(AgentContinuer); ok {
 			tools = append(tools, serverTool(AgentContinueTool(s.o.Jobs, c, ao)))
 		}
+		if m, ok := s.o.Jobs.(AgentMessenger); ok {
+			tools = append(tools, serverTool(AgentMessageTool(m, ao)))
+		}
 		if l, ok := s.o.Jobs.(AgentLister); ok {
 			tools = append(tools, serverTool(AgentListTool(l)))
 		}

@@ -1,0 +1,76 @@
+// What a Claude Code run is told on its stream-json input: the task, the
+// messages sent while it runs, and interrupts.
+
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+var _ Messenger = (*run)(nil)
+
+// userMessage is one stream-json user message line.
+func userMessage(text string) ([]byte, error) {
+	b, err := json.Marshal(map[string]any{
+		"type":    "user",
+		"message": map[string]any{"role": "user", "content": text},
+	})
+	return append(b, '\n'), err
+}
+
+// Send writes a user message; its turn follows the current one.
+func (r *run) Send(text string) error {
+	line, err := userMessage(text)
+	if err != nil {
+		return err
+	}
+	r.stdinMu.Lock()
+	defer r.stdinMu.Unlock()
+	if r.stdinOff {
+		return ErrInputClosed
+	}
+	if _, err := r.stdin.Write(line); err != nil {
+		return fmt.Errorf("write to the harness: %w", err)
+	}
+	r.pending++
+	return nil
+}
+
+// Interrupt sends the control request that ends the current turn.
+func (r *run) Interrupt() error {
+	r.stdinMu.Lock()
+	defer r.stdinMu.Unlock()
+	if r.stdinOff {
+		return ErrInputClosed
+	}
+	r.requests++
+	line, err := json.Marshal(map[string]any{
+		"type": "control_request", "request_id": fmt.Sprintf("bridge-%d", r.requests),
+		"request": map[string]any{"subtype": "interrupt"},
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := r.stdin.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("write to the harness: %w", err)
+	}
+	return nil
+}
+
+// turnEnded counts a result line and, when it ends the last message's turn,
+// closes the input (with stream-json input the process waits for more
+// otherwise) and reports true.
+func (r *run) turnEnded() bool {
+	r.stdinMu.Lock()
+	defer r.stdinMu.Unlock()
+	r.pending--
+	if r.pending > 0 {
+		return false
+	}
+	if !r.stdinOff {
+		r.stdinOff = true
+		r.stdin.Close()
+	}
+	return true
+}
