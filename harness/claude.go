@@ -17,6 +17,11 @@ import (
 // DefaultStopGrace is how long a stopped harness gets between SIGTERM and SIGKILL.
 const DefaultStopGrace = 3 * time.Second
 
+// DefaultInterruptGrace is how long a stopped harness gets, after its
+// in-protocol interrupt, to end its turn, report its result and exit on its
+// own before it is signalled.
+const DefaultInterruptGrace = 3 * time.Second
+
 // DefaultResultGrace is how long a harness may take to exit once its result
 // line has arrived and its stdin is closed (measured: 30–60 ms); after that it
 // is stopped, and the result still counts.
@@ -51,6 +56,9 @@ type ClaudeCode struct {
 	UntrustedDirs []string
 	// StopGrace is the SIGTERM→SIGKILL delay; 0 means DefaultStopGrace.
 	StopGrace time.Duration
+	// InterruptGrace is the interrupt→SIGTERM delay of a Stop; 0 means
+	// DefaultInterruptGrace, negative skips the interrupt.
+	InterruptGrace time.Duration
 	// ResultGrace bounds the exit after the result line; 0 means DefaultResultGrace.
 	ResultGrace time.Duration
 	// NoRetries: the model endpoint retries by itself (the bridge's model
@@ -163,9 +171,13 @@ func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
 		grace:       c.StopGrace,
 		resultGrace: c.ResultGrace,
 		pending:     1, // the task
+		interrupt:   c.InterruptGrace,
 	}
 	if r.grace <= 0 {
 		r.grace = DefaultStopGrace
+	}
+	if r.interrupt == 0 {
+		r.interrupt = DefaultInterruptGrace
 	}
 	if r.resultGrace <= 0 {
 		r.resultGrace = DefaultResultGrace
@@ -212,6 +224,10 @@ type run struct {
 	events chan Event
 	stderr tailBuffer
 	grace  time.Duration
+	// interrupt is the grace a Stop gives after its interrupt (<0: none);
+	// interrupted says the interrupt was sent.
+	interrupt   time.Duration
+	interrupted atomic.Bool
 
 	wg       sync.WaitGroup // stdin writer, stdout reader, stderr reader
 	done     chan struct{}  // closed when the process is reaped, its group killed, its pipes drained
@@ -238,13 +254,20 @@ func (r *run) Wait() Exit {
 	return r.exit
 }
 
-// Stop signals the group; watch sends SIGKILL after the grace.
+// Stop asks the harness to interrupt its turn in-protocol, so that the tail
+// of its stream and its result arrive, and lets it exit on its own; watch
+// signals the group after the interrupt grace (at once when the interrupt
+// could not be sent) and sends SIGKILL after the stop grace.
 func (r *run) Stop() {
 	r.stopOnce.Do(func() {
 		r.stopped.Store(true)
+		if r.interrupt > 0 && r.stopTurns() == nil {
+			r.interrupted.Store(true)
+		} else {
+			r.closeStdin()
+			signalGroup(r.pid, false)
+		}
 		close(r.stopCh)
-		r.closeStdin()
-		signalGroup(r.pid, false)
 	})
 }
 
@@ -266,7 +289,7 @@ func (r *run) watch(ctx context.Context) {
 	stopCh := r.stopCh
 	ctxDone := ctx.Done()
 	resultCh := r.resultCh
-	var kill, lingering <-chan time.Time
+	var term, kill, lingering <-chan time.Time
 	var err error
 loop:
 	for {
@@ -278,6 +301,20 @@ loop:
 			r.Stop()
 		case <-stopCh:
 			stopCh = nil
+			if r.interrupted.Load() {
+				t := time.NewTimer(r.interrupt)
+				defer t.Stop()
+				term = t.C
+				continue
+			}
+			t := time.NewTimer(r.grace)
+			defer t.Stop()
+			kill = t.C
+		case <-term:
+			// The interrupt did not end the run in time: signals.
+			term = nil
+			r.closeStdin()
+			signalGroup(r.pid, false)
 			t := time.NewTimer(r.grace)
 			defer t.Stop()
 			kill = t.C

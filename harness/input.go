@@ -58,6 +58,18 @@ func (r *run) Interrupt() error {
 	return nil
 }
 
+// stopTurns sends the interrupt of a Stop: the current turn ends, and so
+// does the run at the next result line (messages still queued are dropped).
+func (r *run) stopTurns() error {
+	if err := r.Interrupt(); err != nil {
+		return err
+	}
+	r.stdinMu.Lock()
+	r.pending = min(r.pending, 1)
+	r.stdinMu.Unlock()
+	return nil
+}
+
 // turnEnded counts a result line and, when it ends the last message's turn,
 // closes the input (with stream-json input the process waits for more
 // otherwise) and reports true.

@@ -85,6 +85,13 @@ func fold(p progress, ev harness.Event) (_ progress, stop string) {
 		if ev.Result.SessionID != "" {
 			s.SessionID = ev.Result.SessionID
 		}
+		// Every turn's result is kept in the trace: an interrupted turn's
+		// (a steer, a stop) as well as the last one.
+		detail := ev.Result.Subtype
+		if ev.Result.Text != "" {
+			detail += ": " + harness.Clip(ev.Result.Text, 300)
+		}
+		s.Trace = appendTrace(s.Trace, &s.TraceDropped, TraceEntry{Time: ev.Time, Kind: "result", Detail: detail, IsError: ev.Result.IsError})
 		s.PermissionDenials = s.PermissionDenials[:0]
 		for _, d := range ev.Result.PermissionDenials {
 			s.PermissionDenials = append(s.PermissionDenials, Denial{ToolName: d.ToolName, ToolUseID: d.ToolUseID})
