@@ -121,9 +121,9 @@ func nextStep(s jobs.Snapshot) string {
 func stopAdvice(s jobs.Snapshot) string {
 	switch s.StopReason {
 	case jobs.StopStepCeiling:
-		return "It hit its step ceiling: start a new job with a narrower task or a larger max_steps."
+		return "It hit its step ceiling: continue it with a larger max_steps, or start a new job with a narrower task."
 	case jobs.StopTimeCeiling:
-		return "It hit its wall-clock ceiling: start a new job with a narrower task or a larger timeout_seconds."
+		return "It hit its wall-clock ceiling: continue it with a larger timeout_seconds, or start a new job with a narrower task."
 	case jobs.StopBudgetCeiling:
 		return "It spent its budget: start a smaller job, or ask the owner to raise BRIDGE_JOB_MAX_COST_USD / BRIDGE_JOB_MAX_TOKENS."
 	case jobs.StopDailyBudget:
@@ -143,7 +143,10 @@ func stopAdvice(s jobs.Snapshot) string {
 	case jobs.StopCancelledByOwner:
 		return "The owner cancelled it (bridgectl job kill): do not start it again without asking the user."
 	case jobs.StopInterruptedByRestart:
-		return "The bridge stopped or restarted while it ran: start it again if the user still wants it."
+		if s.CanContinue() {
+			return "The bridge stopped or restarted while it ran: if the user still wants it, continue it where it stopped."
+		}
+		return "The bridge stopped or restarted while it ran, before its agent began: start it again if the user still wants it."
 	case jobs.StopApprovalTimeout:
 		return "Nobody answered its approval request in time: ask the owner to watch `bridgectl approve --watch`, then start it again."
 	case jobs.StopHarnessFailed:

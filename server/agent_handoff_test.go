@@ -3,6 +3,7 @@ package server
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -76,5 +77,23 @@ func TestNextStepAndSummaryPerStatus(t *testing.T) {
 		if text := AgentText(p); c.status.Final() && !strings.HasSuffix(text, "Next step: "+p.NextStep) {
 			t.Errorf("%s: the text does not end with the next step:\n%s", c.status, text)
 		}
+	}
+}
+
+// A job a restart interrupted after its agent began says that
+// deepseek_agent_continue picks it up, with its job id; one interrupted
+// before it began (no session) says to start again, and is not continuable.
+func TestNextStepOfInterruptedJobs(t *testing.T) {
+	now := time.Now()
+	began := jobs.Snapshot{ID: "job-a", Status: jobs.StatusInterrupted, StopReason: jobs.StopInterruptedByRestart, SessionID: "s1", CreatedAt: now, EndedAt: &now}
+	p := Payload(began, now)
+	if !p.CanContinue || !strings.Contains(p.NextStep, `deepseek_agent_continue with job_id "job-a"`) || !strings.Contains(p.NextStep, "continue it where it stopped") {
+		t.Errorf("began: can_continue %v next_step %q", p.CanContinue, p.NextStep)
+	}
+	never := began
+	never.SessionID = ""
+	p = Payload(never, now)
+	if p.CanContinue || strings.Contains(p.NextStep, "deepseek_agent_continue") || !strings.Contains(p.NextStep, "start it again") {
+		t.Errorf("never began: can_continue %v next_step %q", p.CanContinue, p.NextStep)
 	}
 }
