@@ -441,10 +441,10 @@ func TestAgentShutdownInterruptsAndQueue(t *testing.T) {
 	a := startAgentBridge(t, false, map[string]string{
 		"BRIDGE_SYNC_WINDOW_MS": "1000", "BRIDGE_MAX_CONCURRENT": "1", "BRIDGE_MAX_QUEUE": "1",
 	})
-	ws := a.workspace(t, map[string]string{"wait.log": ""})
 	a.d.ScriptAnthropic(tailTurn())
 	cs := goSDKClient(t, a.URL())
-	start := func() agentCall {
+	start := func() agentCall { // a workspace each: one job per workspace
+		ws := a.workspace(t, map[string]string{"wait.log": ""})
 		return callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Wait.", "workspace": ws}, nil)
 	}
 	first := start()
