@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 )
@@ -23,16 +25,7 @@ func TestSessionsMessageFollowUp(t *testing.T) {
 		dt.Func(func(r dt.Request) dt.Turn { return dt.Text("Follow-up answered: " + r.LastUserText()) }),
 	)
 	cs := goSDKClient(t, a.URL())
-	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Answer twice.", "workspace": ws}, nil)
-	if c.IsError {
-		t.Fatalf("start: %s", c.Text)
-	}
-	id := c.P.JobID
-	select {
-	case <-started:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the job's first model request never came")
-	}
+	id := startUntil(t, cs, "Answer twice.", ws, started)
 	m := callAgent(t, t.Context(), cs, "deepseek_agent_message", map[string]any{"job_id": id, "message": "also say PINEAPPLE", "mode": "follow_up"}, nil)
 	close(release)
 	if m.IsError || m.P.JobID != id || !strings.Contains(m.Text, "Message sent (follow_up)") {
@@ -70,16 +63,7 @@ func TestSessionsMessageSteer(t *testing.T) {
 	)
 	a.approveEverything(t) // the redirect asks a human
 	cs := goSDKClient(t, a.URL())
-	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Think for a long time.", "workspace": ws}, nil)
-	if c.IsError {
-		t.Fatalf("start: %s", c.Text)
-	}
-	id := c.P.JobID
-	select {
-	case <-started:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the job's first model request never came")
-	}
+	id := startUntil(t, cs, "Think for a long time.", ws, started)
 	m := callAgent(t, t.Context(), cs, "deepseek_agent_message", map[string]any{"job_id": id, "message": "Stop thinking; write steer.txt.", "mode": "steer"}, nil)
 	if m.IsError || !strings.Contains(m.Text, "Message sent (steer)") {
 		t.Fatalf("steer: IsError %v: %s", m.IsError, m.Text)
@@ -95,6 +79,22 @@ func TestSessionsMessageSteer(t *testing.T) {
 	if len(reqs) < 2 || !strings.Contains(reqs[1].LastUserText(), "write steer.txt") {
 		t.Errorf("the request after the steer does not carry it")
 	}
+}
+
+// startUntil starts a job and returns its id once started is closed (its
+// first model request has come).
+func startUntil(t *testing.T, cs *mcp.ClientSession, task, ws string, started <-chan struct{}) string {
+	t.Helper()
+	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": task, "workspace": ws}, nil)
+	if c.IsError {
+		t.Fatalf("start: %s", c.Text)
+	}
+	select {
+	case <-started:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the job's first model request never came")
+	}
+	return c.P.JobID
 }
 
 // traceHas reports whether the snapshot's trace has an entry of kind whose

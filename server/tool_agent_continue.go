@@ -35,29 +35,27 @@ func AgentContinueTool(j AgentJobs, c AgentContinuer, o AgentToolOptions) (mcp.T
 		mcp.WithOpenWorldHintAnnotation(true),
 		mcp.WithString("job_id", mcp.Required(), mcp.Description("the ended job to continue")),
 		mcp.WithString("task", mcp.Required(), mcp.Description("the next message to the agent, e.g. \"go on\" or what to do differently")),
-		mcp.WithInteger("max_steps", mcp.Min(1), mcp.Max(float64(o.MaxSteps)), mcp.Description(fmt.Sprintf("tool-call ceiling for this leg (at most %d, the default)", o.MaxSteps))),
-		mcp.WithNumber("timeout_seconds", mcp.Min(1), mcp.Max(float64(o.JobTimeout/time.Second)), mcp.Description(fmt.Sprintf("wall-clock ceiling for this leg in seconds (at most %d, the default)", int(o.JobTimeout/time.Second)))),
+		stepsArg(o, "leg"), timeoutArg(o, "leg"),
 		modelArg(o.Models), thinkingArg(), policyArg(o),
 		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[AgentJobPayload](),
 	)
 	handler := withArgs(tool, func(ctx context.Context, req mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
-		maxSteps, _ := a.Int("max_steps")
-		secs, _ := a.Number("timeout_seconds")
+		maxSteps, timeout := ceilingsOf(a)
 		var model, thinking string
 		if a.String("model") != "" || a.String("thinking") != "" {
 			m, t, err := o.Models.Resolve(a.String("model"), a.String("thinking"))
 			if err != nil {
-				return startError(fmt.Errorf("%w: %v", jobs.ErrBadInput, err)), nil
+				return continueError(fmt.Errorf("%w: %v", jobs.ErrBadInput, err)), nil
 			}
 			model, thinking = m.ID, t
 		}
 		pol, err := policyOf(a)
 		if err != nil {
-			return startError(fmt.Errorf("%w: %v", jobs.ErrBadInput, err)), nil
+			return continueError(fmt.Errorf("%w: %v", jobs.ErrBadInput, err)), nil
 		}
 		snap, err := c.Continue(ctx, jobs.ContinueRequest{JobID: strings.TrimSpace(a.String("job_id")), Task: a.String("task"),
-			MaxSteps: maxSteps, Timeout: time.Duration(secs * float64(time.Second)),
+			MaxSteps: maxSteps, Timeout: timeout,
 			Model: model, Thinking: thinking, Policy: pol})
 		if err != nil {
 			return continueError(err), nil

@@ -116,15 +116,13 @@ func AgentStartTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHa
 		mcp.WithOpenWorldHintAnnotation(true),
 		mcp.WithString("task", mcp.Required(), mcp.Description("what the agent should do, self-contained: it sees only this text and the workspace")),
 		mcp.WithString("workspace", mcp.Required(), mcp.Description("absolute path of an existing directory inside the owner's allowed roots (DEEPSEEK_ALLOWED_ROOTS)")),
-		mcp.WithInteger("max_steps", mcp.Min(1), mcp.Max(float64(o.MaxSteps)), mcp.Description(fmt.Sprintf("tool-call ceiling for this job (at most %d, the default)", o.MaxSteps))),
-		mcp.WithNumber("timeout_seconds", mcp.Min(1), mcp.Max(float64(o.JobTimeout/time.Second)), mcp.Description(fmt.Sprintf("wall-clock ceiling for this job in seconds (at most %d, the default)", int(o.JobTimeout/time.Second)))),
+		stepsArg(o, "job"), timeoutArg(o, "job"),
 		modelArg(o.Models), thinkingArg(), policyArg(o),
 		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[AgentJobPayload](),
 	)
 	handler := withArgs(tool, func(ctx context.Context, req mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
-		maxSteps, _ := a.Int("max_steps")      // absent: 0, the registry's ceiling
-		secs, _ := a.Number("timeout_seconds") // absent: 0, BRIDGE_JOB_TIMEOUT_MS
+		maxSteps, timeout := ceilingsOf(a)
 		model, thinking, err := o.Models.Resolve(a.String("model"), a.String("thinking"))
 		if err != nil {
 			return startError(fmt.Errorf("%w: %v", jobs.ErrBadInput, err)), nil
@@ -134,7 +132,7 @@ func AgentStartTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHa
 			return startError(fmt.Errorf("%w: %v", jobs.ErrBadInput, err)), nil
 		}
 		snap, err := j.Start(ctx, jobs.StartRequest{Task: a.String("task"), Workspace: a.String("workspace"),
-			MaxSteps: maxSteps, Timeout: time.Duration(secs * float64(time.Second)),
+			MaxSteps: maxSteps, Timeout: timeout,
 			Model: model.ID, Thinking: thinking, Policy: pol})
 		if err != nil {
 			return startError(err), nil
@@ -142,6 +140,24 @@ func AgentStartTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHa
 		return waitInline(ctx, req, j, o, snap), nil
 	})
 	return tool, handler
+}
+
+// stepsArg and timeoutArg are the ceilings of a job (of = "job") or of a
+// continued job's leg (of = "leg"), within the owner's.
+func stepsArg(o AgentToolOptions, of string) mcp.ToolOption {
+	return mcp.WithInteger("max_steps", mcp.Min(1), mcp.Max(float64(o.MaxSteps)), mcp.Description(fmt.Sprintf("tool-call ceiling for this %s (at most %d, the default)", of, o.MaxSteps)))
+}
+
+func timeoutArg(o AgentToolOptions, of string) mcp.ToolOption {
+	return mcp.WithNumber("timeout_seconds", mcp.Min(1), mcp.Max(float64(o.JobTimeout/time.Second)), mcp.Description(fmt.Sprintf("wall-clock ceiling for this %s in seconds (at most %d, the default)", of, int(o.JobTimeout/time.Second))))
+}
+
+// ceilingsOf reads max_steps and timeout_seconds; absent, each is 0: the
+// owner's ceiling.
+func ceilingsOf(a args) (maxSteps int, timeout time.Duration) {
+	maxSteps, _ = a.Int("max_steps")
+	secs, _ := a.Number("timeout_seconds")
+	return maxSteps, time.Duration(secs * float64(time.Second))
 }
 
 // AgentPollTool is deepseek_agent_poll.
