@@ -469,9 +469,27 @@ func TestAgentShutdownInterruptsAndQueue(t *testing.T) {
 		assertJobTreeGone(t, id)
 	}
 	a.Restart()
-	c := callAgent(t, t.Context(), goSDKClient(t, a.URL()), "deepseek_agent_poll", map[string]any{"job_id": first.P.JobID, "wait_seconds": 0}, nil)
+	cs = goSDKClient(t, a.URL())
+	c := callAgent(t, t.Context(), cs, "deepseek_agent_poll", map[string]any{"job_id": first.P.JobID, "wait_seconds": 0}, nil)
 	assertNotDone(t, c, jobs.StatusInterrupted)
 	assertStopReason(t, c, jobs.StopInterruptedByRestart, "restarted")
+	// The job the shutdown interrupted stays continuable, and says so; the
+	// queued one never began a conversation, so it cannot be.
+	if !c.P.CanContinue || !strings.Contains(c.P.NextStep, `deepseek_agent_continue with job_id "`+first.P.JobID+`"`) {
+		t.Errorf("interrupted job: can_continue %v, next_step %q", c.P.CanContinue, c.P.NextStep)
+	}
+	q := callAgent(t, t.Context(), cs, "deepseek_agent_poll", map[string]any{"job_id": second.P.JobID, "wait_seconds": 0}, nil)
+	if q.P.CanContinue || strings.Contains(q.P.NextStep, "deepseek_agent_continue") {
+		t.Errorf("queued job: can_continue %v, next_step %q", q.P.CanContinue, q.P.NextStep)
+	}
+	a.d.ScriptAnthropic(dt.Text("Resumed after the restart."))
+	cont := callAgent(t, t.Context(), cs, "deepseek_agent_continue", map[string]any{"job_id": first.P.JobID, "task": "go on"}, nil)
+	if cont.P.Status != string(jobs.StatusDone) {
+		cont = waitSettled(t, cs, cont.P.JobID, jobLimit)
+	}
+	if cont.P.Status != string(jobs.StatusDone) || cont.P.Result != "Resumed after the restart." || cont.P.Parent != first.P.JobID {
+		t.Errorf("continue after a clean restart = %s %q parent %q: %s", cont.P.Status, cont.P.Result, cont.P.Parent, cont.Text)
+	}
 }
 
 // A missing harness binary: the daemon still serves, says at startup that
