@@ -199,9 +199,9 @@ func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
 	r.wg.Add(3)
 	go func() {
 		defer r.wg.Done()
-		r.stdinMu.Lock()
+		r.writeMu.Lock()
 		_, err := stdin.Write(task)
-		r.stdinMu.Unlock()
+		r.writeMu.Unlock()
 		if err != nil {
 			r.closeStdin()
 		}
@@ -229,10 +229,13 @@ type run struct {
 	interrupt   time.Duration
 	interrupted atomic.Bool
 
-	wg       sync.WaitGroup // stdin writer, stdout reader, stderr reader
-	done     chan struct{}  // closed when the process is reaped, its group killed, its pipes drained
-	exit     Exit
+	wg   sync.WaitGroup // stdin writer, stdout reader, stderr reader
+	done chan struct{}  // closed when the process is reaped, its group killed, its pipes drained
+	exit Exit
+	// stdinMu guards the input's state; writeMu serialises the writes,
+	// which may wait on a full pipe and must not hold up a result's count.
 	stdinMu  sync.Mutex
+	writeMu  sync.Mutex
 	stdinOff bool
 	pending  int // messages whose turn has not ended (the task included); under stdinMu
 	requests int // control requests sent; under stdinMu

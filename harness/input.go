@@ -26,36 +26,49 @@ func (r *run) Send(text string) error {
 		return err
 	}
 	r.stdinMu.Lock()
-	defer r.stdinMu.Unlock()
 	if r.stdinOff {
+		r.stdinMu.Unlock()
 		return ErrInputClosed
 	}
+	r.pending++ // before the write: its turn may end before Write returns
+	r.stdinMu.Unlock()
+	if err := r.write(line); err != nil {
+		r.stdinMu.Lock()
+		r.pending--
+		r.stdinMu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// write writes one line to the harness's input.
+func (r *run) write(line []byte) error {
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
 	if _, err := r.stdin.Write(line); err != nil {
 		return fmt.Errorf("write to the harness: %w", err)
 	}
-	r.pending++
 	return nil
 }
 
 // Interrupt sends the control request that ends the current turn.
 func (r *run) Interrupt() error {
 	r.stdinMu.Lock()
-	defer r.stdinMu.Unlock()
 	if r.stdinOff {
+		r.stdinMu.Unlock()
 		return ErrInputClosed
 	}
 	r.requests++
+	n := r.requests
+	r.stdinMu.Unlock()
 	line, err := json.Marshal(map[string]any{
-		"type": "control_request", "request_id": fmt.Sprintf("bridge-%d", r.requests),
+		"type": "control_request", "request_id": fmt.Sprintf("bridge-%d", n),
 		"request": map[string]any{"subtype": "interrupt"},
 	})
 	if err != nil {
 		return err
 	}
-	if _, err := r.stdin.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("write to the harness: %w", err)
-	}
-	return nil
+	return r.write(append(line, '\n'))
 }
 
 // stopTurns sends the interrupt of a Stop: the current turn ends, and so

@@ -37,24 +37,11 @@ func (r *Registry) Message(id, text, mode string) (Snapshot, error) {
 	case mode != MessageSteer && mode != MessageFollowUp:
 		return Snapshot{}, fmt.Errorf("%w: mode must be %s or %s, not %q", ErrBadInput, MessageSteer, MessageFollowUp, mode)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	j, ok := r.jobs[id]
-	if !ok {
-		return Snapshot{}, r.unknownLocked(id)
+	m, err := r.messengerOf(id)
+	if err != nil {
+		return Snapshot{}, err
 	}
-	m, ok := j.run.(harness.Messenger)
-	switch {
-	case j.snap.Status.Final():
-		return Snapshot{}, fmt.Errorf("%w: job %s has ended (%s), so a message cannot reach it: continue it with deepseek_agent_continue (job_id %s, your message as the task)", ErrNotRunning, id, j.snap.Status, id)
-	case j.stop != nil:
-		return Snapshot{}, fmt.Errorf("%w: job %s is stopping (%s): wait for it with deepseek_agent_poll, then continue it with deepseek_agent_continue", ErrNotRunning, id, j.stop.Reason)
-	case j.run == nil:
-		return Snapshot{}, fmt.Errorf("%w: job %s has not started yet (%s): wait for it with deepseek_agent_poll and send the message once it runs, or cancel it and start a new one", ErrNotRunning, id, j.snap.Status)
-	case !ok:
-		return Snapshot{}, fmt.Errorf("%w: job %s's harness takes no messages", ErrNotRunning, id)
-	}
-	var err error
+	// The write may wait on a full pipe: not under the registry's lock.
 	reason := "sent; it runs after the current turn"
 	if mode == MessageSteer {
 		reason = "the current turn was interrupted, then this was sent"
@@ -69,6 +56,12 @@ func (r *Registry) Message(id, text, mode string) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("job %s: the message could not be sent: %w", id, err)
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j, ok := r.jobs[id]
+	if !ok {
+		return Snapshot{}, r.unknownLocked(id)
+	}
 	now := time.Now()
 	j.snap.Trace = appendTrace(j.snap.Trace, &j.snap.TraceDropped, TraceEntry{Time: now, Kind: "message", Detail: mode + ": " + harness.Clip(text, 300)})
 	j.addLedger(LedgerEntry{Time: now, Tool: "message", Summary: mode + ": " + harness.Clip(text, 300), Verdict: VerdictDelivered, Reason: reason})
@@ -76,4 +69,26 @@ func (r *Registry) Message(id, text, mode string) (Snapshot, error) {
 	r.notifyLocked(j)
 	r.scheduleTraceLocked(j)
 	return r.snapshotLocked(j), nil
+}
+
+// messengerOf is the running harness of job id, or why it takes no message.
+func (r *Registry) messengerOf(id string) (harness.Messenger, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j, ok := r.jobs[id]
+	if !ok {
+		return nil, r.unknownLocked(id)
+	}
+	m, ok := j.run.(harness.Messenger)
+	switch {
+	case j.snap.Status.Final():
+		return nil, fmt.Errorf("%w: job %s has ended (%s), so a message cannot reach it: continue it with deepseek_agent_continue (job_id %s, your message as the task)", ErrNotRunning, id, j.snap.Status, id)
+	case j.stop != nil:
+		return nil, fmt.Errorf("%w: job %s is stopping (%s): wait for it with deepseek_agent_poll, then continue it with deepseek_agent_continue", ErrNotRunning, id, j.stop.Reason)
+	case j.run == nil:
+		return nil, fmt.Errorf("%w: job %s has not started yet (%s): wait for it with deepseek_agent_poll and send the message once it runs, or cancel it and start a new one", ErrNotRunning, id, j.snap.Status)
+	case !ok:
+		return nil, fmt.Errorf("%w: job %s's harness takes no messages", ErrNotRunning, id)
+	}
+	return m, nil
 }
