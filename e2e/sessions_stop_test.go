@@ -51,7 +51,9 @@ func TestSessionsCancelLeavesNoSleeper(t *testing.T) {
 		}
 		id := c.P.JobID
 		waitJobCommand(t, id, "tail", 90*time.Second)
+		asked := time.Now()
 		c = callAgent(t, t.Context(), cs, "deepseek_agent_cancel", map[string]any{"job_id": id}, nil)
+		t.Logf("cancel %d returned after %v", i, time.Since(asked).Round(time.Millisecond))
 		if c.P.Status != string(jobs.StatusCancelled) {
 			t.Fatalf("cancel %d: %s: %s", i, c.P.Status, c.Text)
 		}
