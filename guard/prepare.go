@@ -29,8 +29,13 @@ const (
 // Prepare writes the job's harness files and points spec at them. The files
 // live in the job's harness dir inside the state dir, which the job can
 // neither read nor write; the approval child learns its job from them alone.
-func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
+func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) (err error) {
 	start := time.Now()
+	defer func() {
+		if err != nil {
+			spec.CloseWrapFiles() // the jail's descriptors: no harness will inherit them
+		}
+	}()
 	if g.exe == "" || !filepath.IsAbs(g.exe) {
 		return fmt.Errorf("cannot locate this bridge's own executable (%q) to run as the approval child", g.exe)
 	}

@@ -97,6 +97,7 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 	if j.stop != nil { // cancelled or shut down before the harness started
 		out := outcome{stop: *j.stop}
 		r.mu.Unlock()
+		spec.CloseWrapFiles()
 		return out
 	}
 	r.mu.Unlock()
