@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Defects a first walk-through as a new owner found, each pinned by a test.
+
+// /dev/null is a character device but no terminal: `tunnel named HOST
+// </dev/null` reads it as an empty pipe instead of claiming a terminal.
+func TestNamedTunnelDevNullIsNoTerminal(t *testing.T) {
+	te := newTestEnv(t)
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	var out, errb bytes.Buffer
+	e := NewEnv(null, &out, &errb, te.environ)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	code := Main(ctx, e, []string{"tunnel", "named", "bridge.example.com"})
+	if code == 0 || strings.Contains(errb.String(), "is a terminal") || !strings.Contains(errb.String(), "no token on stdin and none stored") {
+		t.Fatalf("tunnel named </dev/null: exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+}
+
+// A taken port names where PORT came from: the environment wins over the
+// .env file, so "set PORT in .env" would not help there.
+func TestTakenPortNamesWherePortCameFrom(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+
+	te := newTestEnv(t, "PORT="+port)
+	_, errs, code := te.run("start")
+	if code == 0 || !strings.Contains(errs, "PORT="+port+" comes from the environment: unset it") || strings.Contains(errs, "set PORT in") {
+		t.Fatalf("PORT from the environment: exit %d\n%s", code, errs)
+	}
+
+	te = newTestEnv(t)
+	te.dropEnvLine("PORT=")
+	te.appendEnv("PORT=" + port)
+	_, errs, code = te.run("start")
+	if code == 0 || !strings.Contains(errs, "PORT="+port+" is set in "+te.envFile+": change it there") {
+		t.Fatalf("PORT from the file: exit %d\n%s", code, errs)
+	}
+	if out, _, _ := te.run("doctor"); !strings.Contains(out, "PORT="+port+" is set in "+te.envFile) {
+		t.Fatalf("doctor:\n%s", out)
+	}
+}
