@@ -59,3 +59,23 @@ func TestTakenPortNamesWherePortCameFrom(t *testing.T) {
 		t.Fatalf("doctor:\n%s", out)
 	}
 }
+
+// `allow` on a .env copied from .env.example edits its commented
+// DEEPSEEK_ALLOWED_ROOTS= line: one assignment, no stale example left.
+func TestAllowEditsTheCommentedExample(t *testing.T) {
+	te := newTestEnv(t)
+	te.appendEnv("# roots a job's workspace must lie in", "# DEEPSEEK_ALLOWED_ROOTS=", "AFTER=stays last")
+	root := t.TempDir()
+	te.must("allow", root)
+	b, err := os.ReadFile(te.envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := string(b)
+	if n := strings.Count(env, "DEEPSEEK_ALLOWED_ROOTS="); n != 1 {
+		t.Fatalf("%d DEEPSEEK_ALLOWED_ROOTS= lines:\n%s", n, env)
+	}
+	if !strings.Contains(env, "# roots a job's workspace must lie in\nDEEPSEEK_ALLOWED_ROOTS="+root+"\nAFTER=stays last\n") {
+		t.Fatalf("not edited in place:\n%s", env)
+	}
+}
