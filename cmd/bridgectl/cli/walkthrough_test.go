@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,5 +78,28 @@ func TestAllowEditsTheCommentedExample(t *testing.T) {
 	}
 	if !strings.Contains(env, "# roots a job's workspace must lie in\nDEEPSEEK_ALLOWED_ROOTS="+root+"\nAFTER=stays last\n") {
 		t.Fatalf("not edited in place:\n%s", env)
+	}
+}
+
+// `logs` prints the daemon's JSON lines readably, as --foreground shows them;
+// --json prints them as they are. Controls stay escaped either way.
+func TestLogsReadableByDefault(t *testing.T) {
+	te := newTestEnv(t)
+	if err := os.MkdirAll(te.state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	jsonLine := `{"level":"warn","job":"job-1","tool":"say \u001b[31mhi","time":"2026-12-02T03:00:00Z","message":"approval timed out"}`
+	if err := os.WriteFile(filepath.Join(te.state, "bridge.log"), []byte("plain text line\n"+jsonLine+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := te.must("logs")
+	if strings.Contains(out, `{"level"`) || !strings.Contains(out, "WRN approval timed out job=job-1") || !strings.Contains(out, "plain text line\n") {
+		t.Errorf("logs is not readable:\n%s", out)
+	}
+	if strings.Contains(out, "\x1b") || !strings.Contains(out, `[31mhi`) {
+		t.Errorf("a control reached the terminal:\n%q", out)
+	}
+	if raw := te.must("logs", "--json"); !strings.Contains(raw, jsonLine+"\n") {
+		t.Errorf("logs --json:\n%s", raw)
 	}
 }
