@@ -127,17 +127,7 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 	case res.Succeeded():
 		return outcome{status: StatusDone, result: res.Text}
 	case res != nil:
-		why := fmt.Sprintf("the agent harness ended without a successful result (%s", res.Subtype)
-		if res.TerminalReason != "" && res.TerminalReason != "completed" {
-			why += ", " + res.TerminalReason
-		}
-		why += ")"
-		if res.Text != "" {
-			why += ": " + res.Text
-		} else if !res.IsError {
-			why += ": its final answer was empty"
-		}
-		return outcome{status: StatusError, reason: why}
+		return outcome{status: StatusError, reason: failureReason(res)}
 	default:
 		why := fmt.Sprintf("the agent harness exited (code %d%s) without a result", exit.Code, sigSuffix(exit.Signal))
 		if tail := lastLines(exit.Stderr, 5); tail != "" {
