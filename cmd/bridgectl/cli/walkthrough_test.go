@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 )
 
 // Defects a first walk-through as a new owner found, each pinned by a test.
@@ -101,5 +104,28 @@ func TestLogsReadableByDefault(t *testing.T) {
 	}
 	if raw := te.must("logs", "--json"); !strings.Contains(raw, jsonLine+"\n") {
 		t.Errorf("logs --json:\n%s", raw)
+	}
+}
+
+// A request's header names its job as waiting for approval: the snapshot on
+// disk may still say running (it is written a moment later), but a job with
+// a pending request is waiting by definition.
+func TestPendingRequestShowsTheJobWaiting(t *testing.T) {
+	te := newTestEnv(t)
+	now := time.Now()
+	job := jobs.Snapshot{Version: jobs.SnapshotVersion, ID: "0123456789abcdef0123456789abcdef", Status: jobs.StatusRunning, Workspace: "/srv/ws", Task: "fix the build", CreatedAt: now}
+	dir := te.writeJobs(job)
+	r := approvals.PendingRequest{ID: "req-1", JobID: job.ID, Tool: "Bash", Input: map[string]any{"command": "make"}, Reason: "not allow-listed", Created: now, Expires: now.Add(time.Minute)}
+	var b bytes.Buffer
+	describeRequest(&b, dir, r, now, 4000)
+	if !strings.Contains(b.String(), "job:     0123456789abcdef0123456789abcdef (waiting for approval, workspace /srv/ws)") || strings.Contains(b.String(), "running") {
+		t.Fatalf("header:\n%s", b.String())
+	}
+	job.Status = jobs.StatusCancelled
+	te.writeJobs(job)
+	b.Reset()
+	describeRequest(&b, dir, r, now, 4000)
+	if !strings.Contains(b.String(), "(cancelled, workspace /srv/ws)") {
+		t.Fatalf("an ended job:\n%s", b.String())
 	}
 }
