@@ -129,3 +129,32 @@ func TestPendingRequestShowsTheJobWaiting(t *testing.T) {
 		t.Fatalf("an ended job:\n%s", b.String())
 	}
 }
+
+// After rotate, the owner is told that URL registrations are now stale and
+// given the commands that print them anew — which do carry the new secret.
+func TestRotateRemindsToRegisterAgain(t *testing.T) {
+	te := newTestEnv(t)
+	te.must("start")
+	out := te.must("rotate")
+	for _, want := range []string{"hosts registered with the old URL", "  bridgectl register claude --url --show\n", "  bridgectl register codex --url --show\n", "  bridgectl register cursor --url --show\n", "command form (`bridge stdio`) hold no secret"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rotate lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile(te.envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secret string
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "MCP_PATH_SECRET="); ok {
+			secret = v
+		}
+	}
+	if secret == "" || secret == testSecret {
+		t.Fatalf("no new secret in .env:\n%s", b)
+	}
+	if reg := te.must("register", "claude", "--url", "--show"); !strings.Contains(reg, "/mcp/"+secret) {
+		t.Fatalf("the printed command does not register the new URL:\n%s", reg)
+	}
+}
