@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+)
+
+const newKey = "sk-test-setup-new-key"
+
+// setupDouble is a double accepting key only, with a balance of total CNY.
+func setupDouble(t *testing.T, key, total string) *deepseektest.Server {
+	d := deepseektest.New(deepseektest.WithKey(key), deepseektest.WithBalance(total))
+	t.Cleanup(d.Close)
+	return d
+}
+
+// A key the API rejects, or one with an empty balance, is named in a clear
+// line and not written; the .env stays byte for byte.
+func TestSetupRefusesABadKey(t *testing.T) {
+	for _, tt := range []struct {
+		name, doubleKey, balance, want string
+	}{
+		{"rejected", "sk-some-other-key", "110.00", "key: rejected by "},
+		{"empty balance", newKey, "0.00", "key: accepted, but the balance is empty: every call would fail with 402 — top up at platform.deepseek.com"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := setupDouble(t, tt.doubleKey, tt.balance)
+			te := newTestEnv(t, "DEEPSEEK_BASE_URL="+d.URL())
+			before, _ := os.ReadFile(te.envFile)
+			out, errs, code := te.runIn(strings.NewReader(newKey+"\n"), "setup", "--yes", "--key-stdin")
+			if code == 0 || !strings.Contains(out, tt.want) || !strings.Contains(errs, "key: not written") {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+			}
+			if after, _ := os.ReadFile(te.envFile); string(after) != string(before) {
+				t.Errorf(".env changed:\n%s", after)
+			}
+			if strings.Contains(out+errs, newKey) {
+				t.Error("setup printed the key")
+			}
+		})
+	}
+}
+
+// setup --yes takes its answers from flags and stdin, keeps every comment and
+// unknown line of the .env, never prints the key, and prints the secret only
+// with --show.
+func TestSetupScripted(t *testing.T) {
+	d := setupDouble(t, newKey, "110.00")
+	te := newTestEnv(t, "DEEPSEEK_BASE_URL="+d.URL())
+	root := t.TempDir()
+	out, errs, _ := te.runIn(strings.NewReader(newKey+"\n"), "setup", "--yes", "--key-stdin", "--roots", root, "--approval", "off", "--show")
+	for _, want := range []string{"key: accepted by " + d.URL() + ", balance 110.00 CNY", "secret: MCP_PATH_SECRET kept", "secret: " + testSecret, "roots: " + root, "approval: off", "-- claude:", "doctor:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("setup lacks %q:\nstdout:\n%s\nstderr:\n%s", want, out, errs)
+		}
+	}
+	if strings.Contains(out+errs, newKey) {
+		t.Error("setup printed the key")
+	}
+	b, err := os.ReadFile(te.envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := string(b)
+	for _, want := range []string{"# bridge settings for a test\nDEEPSEEK_API_KEY=" + newKey + "\n# the capability secret\nMCP_PATH_SECRET=" + testSecret + "\n",
+		"UNKNOWN_SETTING=kept as is # with a comment\n", "DEEPSEEK_ALLOWED_ROOTS=" + root + "\n", "BRIDGE_CC_APPROVAL=off\n"} {
+		if !strings.Contains(env, want) {
+			t.Errorf(".env lacks %q:\n%s", want, env)
+		}
+	}
+
+	// Without --show the secret is masked; the current key is kept.
+	out, errs, _ = te.run("setup", "--yes")
+	if strings.Contains(out+errs, testSecret) || strings.Contains(out+errs, newKey) || !strings.Contains(out, "secret: MCP_PATH_SECRET kept") {
+		t.Errorf("second run:\n%s%s", out, errs)
+	}
+
+	// Neither a terminal nor --yes: say how to script it.
+	if _, errs, code := te.run("setup"); code != 2 || !strings.Contains(errs, "stdin is not a terminal — answer with flags and --yes") {
+		t.Errorf("setup without a terminal: exit %d %s", code, errs)
+	}
+}
