@@ -369,6 +369,40 @@ func TestModelsList(t *testing.T) {
 	}
 }
 
+// GET /user/balance in DeepSeek's documented shape: is_available and the
+// balance per currency; "0.00" is an empty balance; a wrong key gets 401.
+func TestUserBalance(t *testing.T) {
+	for _, tt := range []struct {
+		total string
+		want  string
+	}{
+		{"110.00", `{"is_available":true,"balance_infos":[{"currency":"CNY","total_balance":"110.00","granted_balance":"0.00","topped_up_balance":"110.00"}]}`},
+		{"0.00", `{"is_available":false,"balance_infos":[{"currency":"CNY","total_balance":"0.00","granted_balance":"0.00","topped_up_balance":"0.00"}]}`},
+	} {
+		s := deepseektest.New(deepseektest.WithBalance(tt.total))
+		for _, key := range []string{s.Key(), "sk-wrong-abcd"} {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL()+"/user/balance", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			switch {
+			case key == s.Key() && (resp.StatusCode != 200 || strings.TrimSpace(string(b)) != tt.want):
+				t.Errorf("balance %s: %d %s", tt.total, resp.StatusCode, b)
+			case key != s.Key() && resp.StatusCode != 401:
+				t.Errorf("wrong key: %d %s", resp.StatusCode, b)
+			}
+		}
+		s.Close()
+	}
+}
+
 func TestMissingReasoningContentIsRejected(t *testing.T) {
 	t.Parallel()
 	s := newDouble(t)

@@ -338,9 +338,12 @@ func (s *setup) tunnel(ctx context.Context, kind, hostname string) error {
 
 // systemdUnit writes the daemon's user unit, running this bridgectl.
 func (s *setup) systemdUnit() error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
+	exe := s.e.Exe
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return err
+		}
 	}
 	dir := filepath.Join(config.UserConfigDir(s.e.Getenv), "..", "systemd", "user")
 	unit := filepath.Join(filepath.Clean(dir), "deepseek-bridge.service")

@@ -83,3 +83,25 @@ func TestSetupScripted(t *testing.T) {
 		t.Errorf("setup without a terminal: exit %d %s", code, errs)
 	}
 }
+
+// --systemd writes a user unit that runs this bridgectl on this .env;
+// --tunnel quick starts the tunnel after the daemon.
+func TestSetupSystemdAndQuickTunnel(t *testing.T) {
+	d := setupDouble(t, testKey, "110.00")
+	te := newTestEnv(t, "DEEPSEEK_BASE_URL="+d.URL(), "FAKE_CLOUDFLARED_PROXY_FILE="+t.TempDir()+"/proxy")
+	out, errs, _ := te.run("setup", "--yes", "--systemd", "--tunnel", "quick")
+	unit := te.home + "/.config/systemd/user/deepseek-bridge.service"
+	b, err := os.ReadFile(unit)
+	if err != nil {
+		t.Fatalf("no unit: %v\nstdout:\n%s\nstderr:\n%s", err, out, errs)
+	}
+	if want := "ExecStart=" + te.dir + "/no-such-bridgectl --env " + te.envFile + " start --foreground\n"; !strings.Contains(string(b), want) || !strings.Contains(string(b), "WantedBy=default.target") {
+		t.Errorf("unit lacks %q:\n%s", want, b)
+	}
+	if !strings.Contains(out, "systemd: wrote "+unit) || !strings.Contains(out, "systemctl --user daemon-reload && systemctl --user enable --now deepseek-bridge") {
+		t.Errorf("setup does not say how to enable the unit:\n%s", out)
+	}
+	if !strings.Contains(out, "public endpoint: https://") || !strings.Contains(out, ".trycloudflare.com/mcp/test…") {
+		t.Errorf("no quick tunnel:\n%s\n%s", out, errs)
+	}
+}
