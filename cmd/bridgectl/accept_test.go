@@ -131,8 +131,8 @@ func TestAcceptPasses(t *testing.T) {
 		t.Errorf("no cost reported")
 	}
 	assertWorkspacesGone(t, root)
-	if strings.Contains(w.file("daemon.json"), `"approval":"off"`) {
-		t.Errorf("approval was turned off")
+	if out := w.must("approval"); !strings.Contains(out, "human approval is on") {
+		t.Errorf("approval after accept:\n%s", out)
 	}
 }
 
