@@ -152,7 +152,7 @@ func TestSetupInAPty(t *testing.T) {
 	term.expect("sandbox: bubblewrap and socat found")
 	term.expect("claude: Claude Code not found; its path, or Enter to install it later []: ")
 	term.typeLine(claude)
-	term.expect("claude: " + claude)
+	term.expect("claude: 2.1.328 (Claude Code) (" + claude + ")")
 	term.expect("tunnel: none, quick or named [none]: ")
 	term.typeLine("")
 	term.expect("started: pid")

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 )
 
 var setupCmd = &Command{
@@ -38,8 +39,9 @@ the current values. Run it again at any time: every step starts from what is set
   approval  BRIDGE_CC_APPROVAL: on (a human answers commands off the allow list)
             or off (trusted runs only).
   sandbox   whether bubblewrap and socat are there, and how to install them.
-  claude    Claude Code: found, or BRIDGE_CLAUDE_BIN set to --claude PATH, or
-            how to install the pinned one (scripts/install.sh claude).
+  claude    Claude Code: found (with its version, and whether it is the
+            project's pinned install), or BRIDGE_CLAUDE_BIN set to --claude PATH,
+            or --claude install runs the project's scripts/install.sh claude.
   tunnel    none, quick (a trycloudflare.com URL now) or named (your hostname;
             the command to run with its token is printed).
   systemd   --systemd writes a user unit that runs the daemon at login.
@@ -67,7 +69,7 @@ func runSetup(ctx context.Context, e *Env, args []string) error {
 	keyStdin := f.Bool("key-stdin", false, "read the API key from stdin")
 	roots := f.String("roots", "", "allowed roots, separated by ':' (default: the current ones)")
 	approval := f.String("approval", "", "on or off (default: the current mode, on)")
-	claude := f.String("claude", "", "the Claude Code binary (BRIDGE_CLAUDE_BIN)")
+	claude := f.String("claude", "", "the Claude Code binary (BRIDGE_CLAUDE_BIN), or install: run the project's scripts/install.sh claude")
 	tunnel := f.String("tunnel", "", "none, quick or named (default none)")
 	hostname := f.String("hostname", "", "the hostname of a named tunnel")
 	systemd := f.Bool("systemd", false, "write a systemd user unit for the daemon")
@@ -108,7 +110,7 @@ func runSetup(ctx context.Context, e *Env, args []string) error {
 		return err
 	}
 	s.sandbox()
-	if err := s.claude(*claude); err != nil {
+	if err := s.claude(ctx, *claude); err != nil {
 		return err
 	}
 	kind, err := s.choose("tunnel: none, quick or named", *tunnel, "none", []string{"none", "quick", "named"})
@@ -291,14 +293,30 @@ func (s *setup) sandbox() {
 	}
 }
 
-func (s *setup) claude(flag string) error {
+func (s *setup) claude(ctx context.Context, flag string) error {
+	script := s.installScript()
 	if flag == "" && s.interactive && s.c.findHarness() == "" {
+		q := "claude: Claude Code not found; its path, or Enter to install it later"
+		if script != "" {
+			q = "claude: Claude Code not found; 'install' runs " + script + " claude (about 370 MB from npm), or its path, or Enter to install it later"
+		}
 		var err error
-		if flag, err = s.ask("claude: Claude Code not found; its path, or Enter to install it later", ""); err != nil {
+		if flag, err = s.ask(q, ""); err != nil {
 			return err
 		}
 	}
-	if flag != "" {
+	switch {
+	case flag == "install" && script == "":
+		return errors.New("claude: no scripts/install.sh next to this install: run it from the project's checkout (`scripts/install.sh claude`), or pass --claude PATH")
+	case flag == "install":
+		fmt.Fprintf(s.e.Stdout, "claude: running %s claude\n", script)
+		s.e.Flush()
+		cmd := exec.CommandContext(ctx, script, "claude")
+		cmd.Stdout, cmd.Stderr = s.e.Stdout, s.e.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("claude: %s claude failed (%v): see its output above", script, err)
+		}
+	case flag != "":
 		abs, err := filepath.Abs(flag)
 		if err != nil {
 			return err
@@ -310,12 +328,51 @@ func (s *setup) claude(flag string) error {
 			return err
 		}
 	}
-	if p, err := s.c.locateHarness(); err == nil {
-		fmt.Fprintf(s.e.Stdout, "claude: %s\n", p)
-	} else {
-		fmt.Fprintf(s.e.Stdout, "claude: not found (%v) — install the pinned version with `scripts/install.sh claude` from the project's checkout, then run `bridgectl setup` again; agent jobs cannot run without it\n", err)
+	p, err := s.c.locateHarness()
+	if err != nil {
+		how := "`scripts/install.sh claude` from the project's checkout"
+		if script != "" {
+			how = "`bridgectl setup --claude install` (runs " + script + " claude)"
+		}
+		fmt.Fprintf(s.e.Stdout, "claude: not found (%v) — install the pinned version with %s, or pass --claude PATH; agent jobs cannot run without it\n", err, how)
+		return nil
 	}
+	v, verr := versionOf(ctx, p, "--version")
+	if verr != nil {
+		fmt.Fprintf(s.e.Stdout, "claude: %s --version failed (%v) — reinstall it\n", p, verr)
+		return nil
+	}
+	pinned := ""
+	if slices.Contains(harness.PinnedPaths(s.bridgeExe(), ""), p) {
+		pinned = ", the project's pinned install"
+	}
+	fmt.Fprintf(s.e.Stdout, "claude: %s (%s%s)\n", v, p, pinned)
 	return nil
+}
+
+// bridgeExe is the bridge binary the daemon runs as (else bridgectl's own).
+func (s *setup) bridgeExe() string {
+	if b, err := findBridge(s.e); err == nil {
+		return b
+	}
+	return s.e.Exe
+}
+
+// installScript is the project's scripts/install.sh next to the bridge
+// binary of a checkout (bin/bridge), or "".
+func (s *setup) installScript() string {
+	exe := s.bridgeExe()
+	if exe == "" {
+		return ""
+	}
+	p := filepath.Join(filepath.Dir(exe), "..", "scripts", "install.sh")
+	if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
+		return ""
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
 }
 
 func (s *setup) tunnel(ctx context.Context, kind, hostname string) error {

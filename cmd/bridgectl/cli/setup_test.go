@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -103,5 +104,36 @@ func TestSetupSystemdAndQuickTunnel(t *testing.T) {
 	}
 	if !strings.Contains(out, "public endpoint: https://") || !strings.Contains(out, ".trycloudflare.com/mcp/test…") {
 		t.Errorf("no quick tunnel:\n%s\n%s", out, errs)
+	}
+}
+
+// --claude install runs the project's scripts/install.sh claude of the
+// checkout the bridge binary is in, and then finds the pinned install.
+func TestSetupInstallsClaudeWithTheProjectScript(t *testing.T) {
+	d := setupDouble(t, testKey, "110.00")
+	checkout := t.TempDir()
+	for _, dir := range []string{"bin", "scripts"} {
+		if err := os.Mkdir(filepath.Join(checkout, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(binDir, "fakebridge"), filepath.Join(checkout, "bin", "bridge")); err != nil {
+		t.Fatal(err)
+	}
+	// The stand-in script does what the real one does for `claude`: the
+	// pinned binary at .cache/bin/claude of the checkout.
+	script := "#!/bin/sh\nset -e\n[ \"$1\" = claude ]\ncd \"$(dirname \"$0\")/..\"\nmkdir -p .cache/bin\n" +
+		"printf '#!/bin/sh\\necho \"2.1.328 (Claude Code)\"\\n' > .cache/bin/claude\nchmod +x .cache/bin/claude\necho installed the stand-in\n"
+	if err := os.WriteFile(filepath.Join(checkout, "scripts", "install.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	te := newTestEnv(t, "DEEPSEEK_BASE_URL="+d.URL(), "BRIDGE_BIN="+filepath.Join(checkout, "bin", "bridge"))
+	out, errs, _ := te.run("setup", "--yes", "--claude", "install")
+	pinned := filepath.Join(checkout, "bin", "..", ".cache", "bin", "claude")
+	for _, want := range []string{"claude: running " + filepath.Join(checkout, "scripts", "install.sh") + " claude", "installed the stand-in",
+		"claude: 2.1.328 (Claude Code) (" + pinned + ", the project's pinned install)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("setup lacks %q:\nstdout:\n%s\nstderr:\n%s", want, out, errs)
+		}
 	}
 }
