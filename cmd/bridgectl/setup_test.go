@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -85,6 +89,16 @@ func (term *terminal) typeLine(s string) {
 	}
 }
 
+// typeSecret types s once the program has turned echo off, as a person
+// types a key after its prompt (type-ahead would be echoed by the pty).
+func (term *terminal) typeSecret(s string) {
+	term.t.Helper()
+	if !poll.Until(30*time.Second, func() bool { return echoOff(term.ptmx) }) {
+		term.t.Fatalf("echo never went off for the key:\n%s", term.text())
+	}
+	term.typeLine(s)
+}
+
 func (term *terminal) text() string {
 	term.mu.Lock()
 	defer term.mu.Unlock()
@@ -134,10 +148,10 @@ func TestSetupInAPty(t *testing.T) {
 
 	const wrongKey = "sk-not-the-right-key-0000"
 	term.expect("key: DeepSeek API key, typed without echo [none set")
-	term.typeLine(wrongKey)
+	term.typeSecret(wrongKey)
 	term.expect("key: rejected by " + w.double.URL() + " (401): check the key")
 	term.expect("typed without echo [")
-	term.typeLine(testKey)
+	term.typeSecret(testKey)
 	term.expect("key: accepted by " + w.double.URL() + ", balance 110.00 CNY")
 	term.expect("secret: MCP_PATH_SECRET generated")
 	term.expect("roots: directories agent jobs may work in")
