@@ -36,6 +36,10 @@ const (
 	KindCorrupt = "corrupt"
 )
 
+// TimeoutReasonPrefix starts the reason of a timeout's deny, which reaches
+// the job's model (and its trace) as the tool call's error.
+const TimeoutReasonPrefix = "no answer from the owner within"
+
 // PendingRequest is a tool call waiting for a human: <id>.request.json.
 type PendingRequest struct {
 	Version int            `json:"version"`
@@ -179,7 +183,7 @@ func (q *Queue) Submit(ctx context.Context, jobID string, req rules.Request, v r
 		case <-ctx.Done():
 			return q.finish(pr, KindCancel, "the job was cancelled or its harness went away while waiting for approval", EventCancel), nil
 		case <-deadline.C:
-			return q.finish(pr, KindTimeout, fmt.Sprintf("no answer from the owner within %s", timeout), EventTimeout), nil
+			return q.finish(pr, KindTimeout, fmt.Sprintf("%s %s", TimeoutReasonPrefix, timeout), EventTimeout), nil
 		case <-tick.C:
 		}
 		d, found, err := q.readDecision(id)

@@ -120,6 +120,13 @@ func New(cfg config.Config, o Options) (*Daemon, error) {
 		d.log.Error().Err(err).Msg(cmp.Or(ListenHint(err, cfg), "refusing to start"))
 		return nil, err
 	}
+	owner, err := writeOwnerToken(dir)
+	if err != nil {
+		d.log.Error().Err(err).Msg("refusing to start")
+		d.ln.Close()
+		d.unlock()
+		return nil, err
+	}
 	if d.agent, err = newAgentJobs(cfg, d.log); err != nil {
 		d.log.Error().Err(err).Msg("agent jobs")
 		d.ln.Close()
@@ -127,7 +134,7 @@ func New(cfg config.Config, o Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.stopCtx, d.stop = context.WithCancel(context.Background())
-	d.srv, err = server.New(server.Options{Config: cfg, Flash: o.Flash, Jobs: d.agent.reg, Models: d.agent.models, Logger: d.log, Version: o.Version})
+	d.srv, err = server.New(server.Options{Config: cfg, Flash: o.Flash, Jobs: d.agent.reg, Models: d.agent.models, Logger: d.log, Version: o.Version, OwnerToken: owner})
 	if err != nil {
 		d.log.Error().Err(err).Msg("build server")
 		_ = d.Close(context.Background())

@@ -87,7 +87,7 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
 	a := &agentJobs{path: os.Getenv("PATH"), models: models}
 	untrusted := untrustedDirs(cfg)
 	warnDroppedPath(log, a.path, untrusted)
-	mp, perr := startModelProxy(cfg, dir, &log, func(id, reason string) { a.reg.Abort(id, reason) }) // called only once jobs run
+	mp, perr := startModelProxy(cfg, dir, &log, func(id string, f modelproxy.Fault) { a.reg.Abort(id, faultStop(f)) }) // called only once jobs run
 	noKey := errors.Is(perr, modelproxy.ErrNoAPIKey)
 	if perr != nil && !noKey {
 		return nil, perr
@@ -282,4 +282,17 @@ func (s approvalSink) SetWaiting(jobID string, p *approvals.PendingRequest) {
 		return
 	}
 	s.reg.SetWaiting(jobID, &jobs.ApprovalInfo{ID: p.ID, Summary: p.Summary})
+}
+
+// faultStop is the stop of a job the model proxy ends: a crossed ceiling,
+// or a model error with DeepSeek's class (the proxy's class names are the
+// jobs' Model… names).
+func faultStop(f modelproxy.Fault) jobs.Stop {
+	switch f.Class {
+	case modelproxy.FaultBudget:
+		return jobs.Stop{Reason: jobs.StopBudgetCeiling, Text: f.Reason}
+	case modelproxy.FaultDailyBudget:
+		return jobs.Stop{Reason: jobs.StopDailyBudget, Text: f.Reason}
+	}
+	return jobs.Stop{Reason: jobs.StopModelError, Class: f.Class, Text: f.Reason}
 }

@@ -59,14 +59,14 @@ func jobsUsage(u modelproxy.Usage) jobs.Metered {
 		OutputTokens:    u.OutputTokens,
 		CacheReadTokens: u.CacheReadTokens,
 		ThinkingTokens:  u.ThinkingTokens,
-	}, CostUSD: u.CostUSD}
+	}, CostUSD: u.CostUSD, UpstreamError: u.LastUpstreamError}
 }
 
 // startModelProxy builds the model proxy from cfg and serves it on loopback
 // until stopModelProxy. onFault ends a job the proxy cannot serve any more
 // (budget exceeded, key rejected, balance gone). Without a key it returns
 // modelproxy.ErrNoAPIKey.
-func startModelProxy(cfg config.Config, dir statedir.Dir, log *zerolog.Logger, onFault func(jobID, reason string)) (*modelproxy.Proxy, error) {
+func startModelProxy(cfg config.Config, dir statedir.Dir, log *zerolog.Logger, onFault func(jobID string, f modelproxy.Fault)) (*modelproxy.Proxy, error) {
 	mp, err := modelproxy.New(modelproxy.Options{
 		Upstream:        cfg.AnthropicBaseURL,
 		APIKey:          cfg.APIKey,

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -97,6 +98,18 @@ func (a *agentBridge) workspace(t *testing.T, files map[string]string) string {
 }
 
 func (a *agentBridge) dir() statedir.Dir { return statedir.Dir{Root: a.StateDir()} }
+
+// bridgectl runs the real bridgectl against this bridge's state dir.
+func (a *agentBridge) bridgectl(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(binary(t, "bridgectl"), args...)
+	for k, v := range a.Env() {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
 
 // approveEverything plays a human who approves every request waiting in the
 // bridge's approval queue, until the test ends.

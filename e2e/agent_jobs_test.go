@@ -150,7 +150,8 @@ func TestAgentB_FixAndRerun(t *testing.T) {
 			t.Errorf("command %d = %+v, want exit %d", i, cmd, want)
 		}
 	}
-	if !strings.Contains(c.Text, "sh check.sh (exit 1)") || !strings.Contains(c.Text, "sh check.sh (exit 0)") {
+	// With its evidence: duration, how often it ran, the end of its output.
+	if !strings.Contains(c.Text, "sh check.sh (exit 1, ") || !strings.Contains(c.Text, "run 2 times, output ends: broken)") || !strings.Contains(c.Text, "sh check.sh (exit 0, ") {
 		t.Errorf("text lacks the exit statuses:\n%s", c.Text)
 	}
 	if b, _ := os.ReadFile(script); !strings.Contains(string(b), "exit 0") {
@@ -217,6 +218,7 @@ func TestAgentD_StepCeiling(t *testing.T) {
 	if !strings.Contains(c.P.Error, "step ceiling of 2") || c.P.Partial.ToolCalls["Bash"] != 3 {
 		t.Errorf("error %q partial %+v", c.P.Error, c.P.Partial)
 	}
+	assertStopReason(t, c, jobs.StopStepCeiling, "max_steps")
 	assertSnapshotFile(t, a.dir(), c.P.JobID, jobs.StatusError)
 	assertJobTreeGone(t, c.P.JobID)
 }
@@ -234,6 +236,7 @@ func TestAgentE_Timeout(t *testing.T) {
 	if !strings.Contains(c.P.Error, "wall-clock ceiling of 6s") {
 		t.Errorf("error = %q", c.P.Error)
 	}
+	assertStopReason(t, c, jobs.StopTimeCeiling, "timeout_seconds")
 	if d := time.Since(begin); d < 6*time.Second || d > 40*time.Second {
 		t.Errorf("ended after %v", d)
 	}
@@ -297,6 +300,7 @@ func TestAgentF_Cancel(t *testing.T) {
 	}
 	c = callAgent(t, t.Context(), cs, "deepseek_agent_cancel", map[string]any{"job_id": id}, nil)
 	assertNotDone(t, c, jobs.StatusCancelled)
+	assertStopReason(t, c, jobs.StopCancelledByCaller, "deepseek_agent_cancel")
 	assertJobTreeGone(t, id)
 	assertSnapshotFile(t, a.dir(), id, jobs.StatusCancelled)
 	// Cancelling again changes nothing.
@@ -386,6 +390,12 @@ func TestAgentH_Kill9AndRestart(t *testing.T) {
 	if c.P.Steps != 2 || c.P.Partial.ToolCalls["Bash"] != 1 {
 		t.Errorf("after restart: steps %d partial %+v", c.P.Steps, c.P.Partial)
 	}
+	assertStopReason(t, c, jobs.StopInterruptedByRestart, "restarted")
+	// The next start compared the workspace with the record of the job's
+	// start: the file its Write made is listed, by the tool.
+	if ch, ok := changeOf(c.P, "half.txt"); !ok || ch.Change != "created" || ch.By != "tool" || !strings.Contains(c.P.Diff, "+half") {
+		t.Errorf("after restart: half.txt change %+v (listed %v), diff %q", ch, ok, c.P.Diff)
+	}
 	assertJobTreeGone(t, id)
 }
 
@@ -461,6 +471,7 @@ func TestAgentShutdownInterruptsAndQueue(t *testing.T) {
 	a.Restart()
 	c := callAgent(t, t.Context(), goSDKClient(t, a.URL()), "deepseek_agent_poll", map[string]any{"job_id": first.P.JobID, "wait_seconds": 0}, nil)
 	assertNotDone(t, c, jobs.StatusInterrupted)
+	assertStopReason(t, c, jobs.StopInterruptedByRestart, "restarted")
 }
 
 // A missing harness binary: the daemon still serves, says at startup that

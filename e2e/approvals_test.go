@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -104,18 +103,6 @@ func (g *guardedBridge) waitPending(t *testing.T, jobID string, limit time.Durat
 		t.Fatalf("job %s: no request for a human within %v", jobID, limit)
 	}
 	return req, !ended
-}
-
-// bridgectl runs the real bridgectl against this bridge's state dir.
-func (g *guardedBridge) bridgectl(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	cmd := exec.Command(binary(t, "bridgectl"), args...)
-	for k, v := range g.Env() {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Dir = t.TempDir()
-	out, err := cmd.CombinedOutput()
-	return string(out), err
 }
 
 // auditOf returns the audit log's lines (decoded) that mention needle.

@@ -337,6 +337,7 @@ func TestProxyBudgetExceeded(t *testing.T) {
 	if want := wantUsage(big); c.P.Usage != want {
 		t.Errorf("usage %+v, want %+v", c.P.Usage, want)
 	}
+	assertStopReason(t, c, jobs.StopBudgetCeiling, "BRIDGE_JOB_MAX_COST_USD")
 	assertSnapshotFile(t, a.dir(), c.P.JobID, jobs.StatusError)
 	assertJobTreeGone(t, c.P.JobID)
 }
@@ -381,7 +382,28 @@ func TestProxyUpstreamFaults(t *testing.T) {
 		if n := len(a.d.AnthropicRequests()); n != 1 {
 			t.Errorf("the double saw %d requests; a 402 is not retried", n)
 		}
+		assertStopReason(t, c, jobs.StopModelError, "top it up")
+		if c.P.ModelError != jobs.ModelBalance {
+			t.Errorf("model_error = %q, want %q", c.P.ModelError, jobs.ModelBalance)
+		}
 		assertJobTreeGone(t, c.P.JobID)
+	})
+	t.Run("503 past the retries is an overload", func(t *testing.T) {
+		t.Parallel()
+		a := startAgentBridge(t, false, nil)
+		ws := a.workspace(t, nil)
+		a.d.ScriptAnthropic(dt.Error(http.StatusServiceUnavailable), dt.Error(http.StatusServiceUnavailable),
+			dt.Error(http.StatusServiceUnavailable), dt.Error(http.StatusServiceUnavailable), dt.Text("UNREACHABLE"))
+		cs := goSDKClient(t, a.URL())
+		c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Say something.", "workspace": ws}, nil)
+		if !jobs.Status(c.P.Status).Final() {
+			c = waitSettled(t, cs, c.P.JobID, jobLimit)
+		}
+		assertNotDone(t, c, jobs.StatusError)
+		assertStopReason(t, c, jobs.StopModelError, "try again later")
+		if c.P.ModelError != jobs.ModelOverload {
+			t.Errorf("model_error = %q, want %q: %s", c.P.ModelError, jobs.ModelOverload, c.Text)
+		}
 	})
 }
 

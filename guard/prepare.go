@@ -29,8 +29,13 @@ const (
 // Prepare writes the job's harness files and points spec at them. The files
 // live in the job's harness dir inside the state dir, which the job can
 // neither read nor write; the approval child learns its job from them alone.
-func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
+func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) (err error) {
 	start := time.Now()
+	defer func() {
+		if err != nil {
+			spec.CloseWrapFiles() // the jail's descriptors: no harness will inherit them
+		}
+	}()
 	if g.exe == "" || !filepath.IsAbs(g.exe) {
 		return fmt.Errorf("cannot locate this bridge's own executable (%q) to run as the approval child", g.exe)
 	}
@@ -83,17 +88,23 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 	// here is fsynced: each is written anew for its job and useless after a
 	// power loss, which ends the job. Only the settings need the walks'
 	// answers; they come last. Each stage's time goes into one log line.
+	// The secret-file walk also lists the workspace's files: the record of
+	// the job's start its changes are compared with (package changes).
 	var (
-		wg                              sync.WaitGroup
-		secretPaths                     []string
-		scan                            sandbox.RunsLaterScan
-		scanErr, approvalErr, mcpErr    error
-		secretWalk, runsLater, cfgFiles time.Duration
+		wg                                           sync.WaitGroup
+		secretPaths                                  []string
+		scan                                         sandbox.RunsLaterScan
+		scanErr, recordErr, approvalErr, mcpErr      error
+		secretWalk, startRecord, runsLater, cfgFiles time.Duration
 	)
 	wg.Go(func() {
 		t := time.Now()
-		secretPaths = g.workspaceSecrets(spec.JobID, spec.Workspace)
+		ws, wsErr := g.workspaceScan(spec.JobID, spec.Workspace)
+		secretPaths = ws.Paths
 		secretWalk = time.Since(t)
+		t = time.Now()
+		recordErr = g.recordStart(spec.JobID, spec.Workspace, ws, wsErr)
+		startRecord = time.Since(t)
 	})
 	wg.Go(func() {
 		t := time.Now()
@@ -121,6 +132,8 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 		return fmt.Errorf("MCP config: %w", mcpErr)
 	case scanErr != nil:
 		return fmt.Errorf("record what in the workspace runs later: %w", scanErr)
+	case recordErr != nil:
+		return recordErr
 	}
 
 	var wsSecrets []string
@@ -153,13 +166,13 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 	spec.PermissionPromptTool = prompt.ToolFlag
 	spec.PermissionMode = "default"
 	spec.AllowedTools = []string{}
-	g.log.Info().Str("job", spec.JobID).Dur("secret_walk", secretWalk).Dur("runs_later_scan", runsLater).
+	g.log.Info().Str("job", spec.JobID).Dur("secret_walk", secretWalk).Dur("start_record", startRecord).Dur("runs_later_scan", runsLater).
 		Dur("config_files", cfgFiles).Dur("prepare", time.Since(start)).
 		Msg("harness files written (the walks beside the config files and the jail)")
 	return nil
 }
 
-// workspaceSecrets lists the workspace's own secret files (sandbox.WorkspaceSecrets)
+// workspaceScan lists the workspace's own secret files (sandbox.WorkspaceSecrets)
 // present at the job's start, for the job's settings to hide: from its
 // commands through the OS sandbox's denyRead (when the sandbox is on), and
 // from Claude Code's own file tools, which run outside the sandbox, through
@@ -167,13 +180,13 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 // would stop a Read of the workspace's .env). It logs how many it found and
 // what it could not look at, never what they hold; a walk that fails hides
 // nothing more and says so.
-func (g *Guard) workspaceSecrets(jobID, ws string) []string {
+func (g *Guard) workspaceScan(jobID, ws string) (sandbox.SecretScan, error) {
 	start := time.Now()
-	scan, err := sandbox.WorkspaceSecrets(ws, sandbox.DefaultSecretScanLimit)
+	scan, err := sandbox.WorkspaceScan(ws, sandbox.DefaultSecretScanLimit, true)
 	log := g.log.With().Str("job", jobID).Logger()
 	if err != nil {
 		log.Warn().Err(err).Msg("could not look for the workspace's secret files: this job can read any .env in it")
-		return nil
+		return sandbox.SecretScan{}, err
 	}
 	log.Info().Int("secret_files", len(scan.Paths)).Int("entries", scan.Visited).
 		Dur("took", time.Since(start)).Msg("the workspace's secret files are hidden from the job")
@@ -187,7 +200,7 @@ func (g *Guard) workspaceSecrets(jobID, ws string) []string {
 	if len(scan.HardLinked) > 0 {
 		log.Warn().Strs("files", scan.HardLinked).Msg("secret files of the workspace have other hard links, which stay readable by the job")
 	}
-	return scan.Paths
+	return scan, nil
 }
 
 // literalDenyPaths are the deny_paths of the job's policy without

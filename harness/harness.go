@@ -6,6 +6,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"os"
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
@@ -85,6 +86,18 @@ type Spec struct {
 	// Wrap is an argv prefix the harness is started through (the guard's
 	// jail: bubblewrap ending in "--"); the binary and its arguments follow.
 	Wrap []string
+	// WrapFiles are descriptors the wrap inherits, as fds 3, 4, … in order
+	// (the jail's --bind-fd); the harness closes them once it has started.
+	WrapFiles []*os.File
+}
+
+// CloseWrapFiles closes the descriptors of WrapFiles: for a spec whose
+// harness never starts.
+func (s *Spec) CloseWrapFiles() {
+	for _, f := range s.WrapFiles {
+		f.Close()
+	}
+	s.WrapFiles = nil
 }
 
 // Kind says what an Event carries.
@@ -132,6 +145,12 @@ type ToolResult struct {
 	ExitCode *int
 	Denied   bool   // refused by the permission layer, never ran
 	Text     string // the first few hundred characters
+	// Tail is the end of the output: its last TailLines lines, at most
+	// TailBytes, with control characters escaped (OutputTail).
+	Tail string
+	// Background is the task id of a Bash command that was moved to the
+	// background, still running (then ExitCode is nil).
+	Background string
 }
 
 // Usage counts tokens the way the Anthropic API reports them.

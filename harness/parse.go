@@ -204,8 +204,13 @@ func parseUser(l line, now time.Time) []Event {
 			continue
 		}
 		text := resultText(b.Content)
-		tr := &ToolResult{ToolUseID: b.ToolUseID, IsError: b.IsError, Denied: denied[b.ToolUseID], Text: Clip(text, maxResultText)}
+		tr := &ToolResult{ToolUseID: b.ToolUseID, IsError: b.IsError, Denied: denied[b.ToolUseID], Text: Clip(text, maxResultText), Tail: OutputTail(text)}
 		tr.ExitCode = exitCode(b.IsError, text, l.ToolUseResult)
+		if bg := backgroundTask(l.ToolUseResult); bg != "" {
+			// Moved to the background (Claude Code's 2-minute limit, or
+			// run_in_background): it is still running, with no status yet.
+			tr.ExitCode, tr.Background = nil, bg
+		}
 		evs = append(evs, Event{Kind: KindToolResult, Time: now, ToolResult: tr})
 	}
 	return evs
@@ -231,6 +236,19 @@ func exitCode(isError bool, text string, meta json.RawMessage) *int {
 		return &zero
 	}
 	return nil
+}
+
+// backgroundTask is the id of the background task a Bash result says the
+// command runs as ("" when it ran to its end).
+func backgroundTask(meta json.RawMessage) string {
+	if len(meta) == 0 || meta[0] != '{' {
+		return ""
+	}
+	var bash struct {
+		BackgroundTaskID string `json:"backgroundTaskId"`
+	}
+	_ = json.Unmarshal(meta, &bash)
+	return bash.BackgroundTaskID
 }
 
 func resultText(raw json.RawMessage) string {

@@ -2,10 +2,12 @@ package jobs
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/changes"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 )
@@ -28,9 +30,18 @@ func (g auditGuard) Audit(_ context.Context, id, ws string) sandbox.AuditResult 
 	}
 }
 
-// The end-of-job audit runs once in every end state — done, error,
-// cancelled, interrupted by a shutdown and found interrupted by a restart —
-// and what it found is in the final snapshot on disk.
+// Changes lists one file the job's command made, and a diff over the
+// payload's bound.
+func (g auditGuard) Changes(_ context.Context, id, ws string) (changes.Report, error) {
+	return changes.Report{
+		Changes: []changes.Change{{Path: "made.txt", Change: changes.Created, Size: 3}},
+		Diff:    strings.Repeat("+line of the diff\n", MaxDiffBytes/10),
+	}, nil
+}
+
+// The end-of-job audit and the list of changes run once in every end state
+// — done, error, cancelled, interrupted by a shutdown and found interrupted
+// by a restart — and what they found is in the final snapshot on disk.
 func TestAuditRunsInEveryEndState(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
@@ -47,6 +58,10 @@ func TestAuditRunsInEveryEndState(t *testing.T) {
 			d := e.onDisk(s.ID)
 			if len(d.Quarantined) != 1 || d.Quarantined[0].MovedTo != ".git.quarantined-"+s.ID || d.AuditNote != "audited "+e.ws {
 				t.Fatalf("%s: snapshot on disk has quarantined %+v, note %q", want, d.Quarantined, d.AuditNote)
+			}
+			// And what it changed on disk, the diff cut to the payload's bound.
+			if len(d.Changes) != 1 || d.Changes[0].Path != "made.txt" || !d.DiffTruncated || len(d.Diff) > MaxDiffBytes+100 || d.DiffBytes != MaxDiffBytes/10*len("+line of the diff\n") || !strings.Contains(d.Diff, "[diff cut here") {
+				t.Fatalf("%s: snapshot on disk has changes %+v, diff of %d bytes (truncated %v, whole %d)", want, d.Changes, len(d.Diff), d.DiffTruncated, d.DiffBytes)
 			}
 		}
 		done := e.start("done")
@@ -75,8 +90,8 @@ func TestAuditRunsInEveryEndState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status != StatusInterrupted || len(got.Quarantined) != 1 {
-			t.Fatalf("restart: %s, quarantined %+v", got.Status, got.Quarantined)
+		if got.Status != StatusInterrupted || len(got.Quarantined) != 1 || len(got.Changes) != 1 || got.StopReason != StopInterruptedByRestart {
+			t.Fatalf("restart: %s (%s), quarantined %+v, changes %+v", got.Status, got.StopReason, got.Quarantined, got.Changes)
 		}
 		mu.Lock()
 		n := map[string]int{}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/changes"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
@@ -269,6 +270,10 @@ func (rootGuard) Prepare(context.Context, *harness.Spec) error { return nil }
 
 func (rootGuard) Audit(context.Context, string, string) sandbox.AuditResult {
 	return sandbox.AuditResult{}
+}
+
+func (rootGuard) Changes(context.Context, string, string) (changes.Report, error) {
+	return changes.Report{}, errors.New("no record")
 }
 
 // prepareGuard is a rootGuard whose Prepare runs prepare.

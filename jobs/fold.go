@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
@@ -27,13 +28,22 @@ type progress struct {
 	price    deepseek.Price             // what the job's tokens cost
 	result   *harness.Result            // the harness's result line, once it came
 	tools    map[string]harness.ToolUse // tool_use id → call, for matching results
-	cmdAt    map[string]int             // Bash tool_use id → its index in snap.Commands
+	cmdAt    map[string]cmdRef          // Bash tool_use id → its command in snap.Commands
 	msgUsage map[string]harness.Usage   // per model message, until the result line
 	notes    []string                   // the model's last maxNotes texts
 	tally    map[string]int             // tool calls per tool name
 	touched  []string                   // files read, or written by a Write/Edit that succeeded
 	offered  []string                   // the tools the job was offered (nil: not known)
 	verdicts map[string]policy.Verdict  // tool_use id → the approval child's verdict, until its result
+	// timedOut: the last denied tool call was an approval request no human
+	// answered in time.
+	timedOut bool
+}
+
+// cmdRef is a running command: where it is listed and when it started.
+type cmdRef struct {
+	i     int
+	start time.Time
 }
 
 func newProgress(snap Snapshot, price deepseek.Price) progress {
@@ -41,7 +51,7 @@ func newProgress(snap Snapshot, price deepseek.Price) progress {
 		snap:     snap,
 		price:    price,
 		tools:    map[string]harness.ToolUse{},
-		cmdAt:    map[string]int{},
+		cmdAt:    map[string]cmdRef{},
 		msgUsage: map[string]harness.Usage{},
 		tally:    map[string]int{},
 		verdicts: map[string]policy.Verdict{},
@@ -100,8 +110,9 @@ func (p *progress) toolUse(ev harness.Event) (stop string) {
 	// A command is listed as soon as it starts, so a job stopped while it
 	// runs still reports it (settleCommands notes why it has no result).
 	if tu.Name == "Bash" && len(s.Commands) < MaxCommands {
-		p.cmdAt[tu.ID] = len(s.Commands)
+		p.cmdAt[tu.ID] = cmdRef{i: len(s.Commands), start: ev.Time}
 		s.Commands = append(s.Commands, Command{Command: tu.Command})
+		countRuns(s.Commands, tu.Command)
 	}
 	s.Trace = appendTrace(s.Trace, &s.TraceDropped, TraceEntry{Time: ev.Time, Kind: "tool_use", Tool: tu.Name, Detail: tu.Detail})
 	if s.Steps <= s.MaxSteps {
@@ -122,13 +133,25 @@ func (p *progress) toolResult(ev harness.Event) {
 	entry := TraceEntry{Time: ev.Time, Kind: "tool_result", Tool: tu.Name, Detail: harness.Clip(tr.Text, 200), IsError: tr.IsError, Denied: tr.Denied}
 	if known && tu.Name == "Bash" {
 		entry.ExitCode = tr.ExitCode
-		if i, ok := p.cmdAt[tr.ToolUseID]; ok {
+		if ref, ok := p.cmdAt[tr.ToolUseID]; ok {
 			delete(p.cmdAt, tr.ToolUseID)
-			s.Commands[i].ExitCode, s.Commands[i].Denied = tr.ExitCode, tr.Denied
-			if tr.ExitCode == nil && !tr.Denied && tr.IsError {
-				s.Commands[i].Note = notePrefixFailed + firstLine(tr.Text, 160)
+			c := &s.Commands[ref.i]
+			c.ExitCode, c.Denied = tr.ExitCode, tr.Denied
+			switch {
+			case tr.Background != "":
+				c.Note = noteBackground + tr.Background + ")"
+			case tr.ExitCode == nil && !tr.Denied && tr.IsError:
+				c.Note = notePrefixFailed + firstLine(tr.Text, 160)
+			}
+			if !tr.Denied {
+				ms := max(ev.Time.Sub(ref.start), 0).Milliseconds()
+				c.DurationMS = &ms
+				c.OutputTail = tr.Tail
 			}
 		}
+	}
+	if known && tr.Denied {
+		p.timedOut = approvalTimedOut(tr.Text)
 	}
 	// A refused or failed Write/Edit changed nothing: a file counts as
 	// written, or touched, only once its tool succeeded.

@@ -91,7 +91,7 @@ func TestFold(t *testing.T) {
 				if e := s.Trace[0]; e.Kind != "tool_use" || e.Tool != "Bash" || e.Detail != "make test" {
 					t.Errorf("trace = %+v", e)
 				}
-				if _, ok := p.tools["b1"]; !ok || p.cmdAt["b1"] != 0 {
+				if _, ok := p.tools["b1"]; !ok || p.cmdAt["b1"].i != 0 {
 					t.Errorf("call not kept for its result: tools %v cmdAt %v", p.tools, p.cmdAt)
 				}
 			}},

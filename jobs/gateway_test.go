@@ -57,7 +57,7 @@ func TestTokenRevokedWhenStoppedNotWhenReaped(t *testing.T) {
 				e.t.Fatalf("Cancel = %s, %v; want the job still ending (its harness lingers)", s.Status, err)
 			}
 		}},
-		{"abort (ceiling)", func(e *env, id string) { e.r.Abort(id, "budget exceeded: test") }},
+		{"abort (ceiling)", func(e *env, id string) { e.r.Abort(id, Stop{Reason: StopBudgetCeiling, Text: "budget exceeded: test"}) }},
 		{"step ceiling", func(e *env, id string) {}}, // the run below sends MaxSteps+1 tool calls
 	}
 	for _, c := range stops {

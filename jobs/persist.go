@@ -217,8 +217,10 @@ func (r *Registry) reload() error {
 			if s.Status != StatusQueued {
 				res := r.opts.Guard.Audit(context.Background(), s.ID, s.Workspace)
 				j.snap.Quarantined, j.snap.AuditNote = res.Quarantined, res.Note
+				j.setChanges(r.opts.Guard.Changes(context.Background(), s.ID, s.Workspace))
 			}
-			j.snap.Status = StatusInterrupted
+			j.snap.Status, j.snap.StopReason = StatusInterrupted, StopInterruptedByRestart
+			j.snap.UnresolvedFailures = UnresolvedFailures(j.snap.Commands)
 			j.snap.Error = fmt.Sprintf("the bridge stopped while the job was %s; it did not finish", s.Status)
 			j.snap.Nonce, j.snap.Result, j.snap.Approval = "", "", nil
 			j.snap.Partial = partialFromSnapshot(&j.snap)
@@ -309,10 +311,15 @@ func (r *Registry) sweepOnce(now time.Time) {
 	}
 }
 
-// removeOrphanHarnessDirs deletes per-job harness dirs no snapshot refers to
-// (their job expired while no daemon was running).
+// removeOrphanHarnessDirs deletes per-job harness dirs and changes dirs no
+// snapshot refers to (their job expired while no daemon was running).
 func (r *Registry) removeOrphanHarnessDirs() {
-	entries, err := os.ReadDir(r.opts.Dir.HarnessRoot())
+	r.removeOrphans(r.opts.Dir.HarnessRoot(), r.opts.Dir.HarnessDir)
+	r.removeOrphans(r.opts.Dir.ChangesRoot(), r.opts.Dir.ChangesDir)
+}
+
+func (r *Registry) removeOrphans(root string, dirOf func(id string) string) {
+	entries, err := os.ReadDir(root)
 	if err != nil {
 		return
 	}
@@ -329,11 +336,14 @@ func (r *Registry) removeOrphanHarnessDirs() {
 		if _, err := os.Lstat(r.opts.Dir.JobFile(id)); err == nil {
 			continue // a snapshot this build could not read: not an orphan
 		}
-		_ = os.RemoveAll(r.opts.Dir.HarnessDir(id))
+		_ = os.RemoveAll(dirOf(id))
 	}
 }
 
 func (r *Registry) removeFiles(id string) {
+	if err := os.RemoveAll(r.opts.Dir.ChangesDir(id)); err != nil {
+		r.log.Warn().Err(err).Str("job", id).Msg("remove expired changes dir")
+	}
 	if err := os.Remove(r.opts.Dir.JobFile(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		r.log.Warn().Err(err).Str("job", id).Msg("remove expired snapshot")
 	}

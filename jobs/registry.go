@@ -6,7 +6,9 @@
 // registry.go holds the calls (Start, Wait, Cancel, Close); run.go one job's
 // run from its slot to its end; fold.go what each harness event changes in
 // a snapshot; slots.go the running slots and the queue; persist.go the
-// snapshot files and their expiry; damaged.go snapshots it cannot read.
+// snapshot files and their expiry; damaged.go snapshots it cannot read;
+// stop.go why a job ended; workspace.go the guard it runs jobs through and
+// what a job changed on disk.
 package jobs
 
 import (
@@ -64,6 +66,9 @@ type ModelGateway interface {
 type Metered struct {
 	Usage   Usage
 	CostUSD float64
+	// UpstreamError is the class (ModelRateLimit, …) of the upstream's last
+	// answer to the job when that was an error ("" when it was not).
+	UpstreamError string
 }
 
 // Options configure a Registry. Zero limits take the config defaults.
@@ -129,11 +134,10 @@ type job struct {
 	done     chan struct{} // closed once the job is final
 	timeout  time.Duration
 
-	run        harness.Run
-	ledger     *ledgerReader // the approval child's verdicts; used by the job's runner only
-	stopStatus Status        // set by the first stop request: what the job ends as
-	stopReason string
-	slot       bool // holds a running slot
+	run    harness.Run
+	ledger *ledgerReader // the approval child's verdicts; used by the job's runner only
+	stop   *Stop         // set by the first stop request: why the job ends
+	slot   bool          // holds a running slot
 
 	seq        uint64 // snapshot version, bumped on every change
 	traceTimer *time.Timer
@@ -394,55 +398,12 @@ func (r *Registry) Wait(ctx context.Context, id string, d time.Duration, onChang
 	}
 }
 
-// Cancel ends a job as cancelled and returns its snapshot once it is final
-// (or after ctx ends). A finished job is returned unchanged.
-func (r *Registry) Cancel(ctx context.Context, id string) (Snapshot, error) {
-	r.mu.Lock()
-	j, ok := r.jobs[id]
-	if !ok {
-		err := r.unknownLocked(id)
-		r.mu.Unlock()
-		return Snapshot{}, err
-	}
-	switch {
-	case j.snap.Status.Final():
-		s := r.snapshotLocked(j)
-		r.mu.Unlock()
-		return s, nil
-	case j.snap.Status == StatusQueued:
-		r.slots.remove(j)
-		r.endLocked(j, outcome{status: StatusCancelled, reason: "cancelled by the caller before it started"})
-		r.notifyQueueLocked()
-		r.commitLocked(j, tellSettled)
-		r.mu.Unlock()
-		return r.Get(id)
-	default:
-		r.stopLocked(j, StatusCancelled, "cancelled by the caller")
-		r.mu.Unlock()
-	}
-	select {
-	case <-j.done:
-	case <-ctx.Done():
-	}
-	return r.Get(id)
-}
-
-// Abort ends a running job as error with reason (the model proxy calls it on
-// a spent budget or a rejected key). The partial work is attached; no nonce.
-func (r *Registry) Abort(id, reason string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if j, ok := r.jobs[id]; ok {
-		r.stopLocked(j, StatusError, reason)
-	}
-}
-
 // SetWaiting flips a running job to waiting_approval with a (or back to
 // running when a is nil).
 func (r *Registry) SetWaiting(id string, a *ApprovalInfo) {
 	r.mu.Lock()
 	j, ok := r.jobs[id]
-	if !ok || j.snap.Status.Final() || j.snap.Status == StatusQueued || j.stopStatus != "" {
+	if !ok || j.snap.Status.Final() || j.snap.Status == StatusQueued || j.stop != nil {
 		r.mu.Unlock()
 		return
 	}
@@ -474,11 +435,11 @@ func (r *Registry) Close(ctx context.Context) error {
 	r.closed = true
 	queued := r.slots.drain()
 	for _, j := range queued {
-		r.endLocked(j, outcome{status: StatusInterrupted, reason: "the bridge shut down before the job started"})
+		r.endLocked(j, failed(StopInterruptedByRestart, "the bridge shut down before the job started"))
 	}
 	for _, j := range r.jobs {
 		if !j.snap.Status.Final() {
-			r.stopLocked(j, StatusInterrupted, "the bridge shut down while the job was running")
+			r.stopLocked(j, Stop{Reason: StopInterruptedByRestart, Text: "the bridge shut down while the job was running"})
 		}
 	}
 	for _, j := range queued {

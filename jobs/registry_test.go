@@ -316,7 +316,7 @@ func TestAbortAndWaiting(t *testing.T) {
 	if got, _ := e.r.Get(s.ID); got.Status != StatusRunning || got.Approval != nil {
 		t.Fatalf("back = %s", got.Status)
 	}
-	e.r.Abort(s.ID, "the job's budget of $1.00 is spent")
+	e.r.Abort(s.ID, Stop{Reason: StopBudgetCeiling, Text: "the job's budget of $1.00 is spent"})
 	got = e.settle(s.ID)
 	if got.Status != StatusError || got.Error != "the job's budget of $1.00 is spent" || got.Nonce != "" || !run.isStopped() {
 		t.Fatalf("aborted = %s %q", got.Status, got.Error)
@@ -673,7 +673,7 @@ func TestCancelBeforeHarnessStartsNeverStartsIt(t *testing.T) {
 		go func() { c, _ := e.r.Cancel(context.Background(), s.ID); got <- c }()
 		synctest.Wait() // Cancel has marked the job and waits for its end
 		e.r.mu.Lock()
-		marked := e.r.jobs[s.ID].stopStatus != ""
+		marked := e.r.jobs[s.ID].stop != nil
 		e.r.mu.Unlock()
 		if !marked {
 			t.Fatal("Cancel waits for the end without marking the job")

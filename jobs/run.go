@@ -12,12 +12,17 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 )
 
-// outcome is how a run ended, before it is written into the snapshot.
+// outcome is how a run ended, before it is written into the snapshot: its
+// stop (whose reason decides the status) and, when completed, the result.
 type outcome struct {
-	status Status
-	reason string
+	stop   Stop
 	result string
 	usage  *Metered
+}
+
+// failed is an outcome of reason with text.
+func failed(reason StopReason, text string) outcome {
+	return outcome{stop: Stop{Reason: reason, Text: text}}
 }
 
 // runJob runs j from its slot to its final state; owned by r.wg.
@@ -27,7 +32,7 @@ func (r *Registry) runJob(j *job) {
 	baseURL, token, err := r.opts.Gateway.Open(j.id)
 	j.spawnTimes.token = time.Since(opened)
 	if err != nil {
-		r.finish(j, outcome{status: StatusError, reason: "could not open the model endpoint: " + err.Error()})
+		r.finish(j, failed(StopHarnessFailed, "could not open the model endpoint: "+err.Error()))
 		return
 	}
 	r.mu.Lock()
@@ -40,6 +45,7 @@ func (r *Registry) runJob(j *job) {
 	r.audit(j)
 	if u, err := r.opts.Gateway.Close(j.id); err == nil {
 		out.usage = &u
+		out = out.explainedBy(u)
 	} else {
 		r.log.Warn().Err(err).Str("job", j.id).Msg("model gateway close")
 	}
@@ -53,8 +59,10 @@ func (r *Registry) audit(j *job) {
 	ws := j.snap.Workspace
 	r.mu.Unlock()
 	res := r.opts.Guard.Audit(r.ctx, j.id, ws)
+	rep, err := r.opts.Guard.Changes(r.ctx, j.id, ws)
 	r.mu.Lock()
 	j.snap.Quarantined, j.snap.AuditNote = res.Quarantined, res.Note
+	j.setChanges(rep, err)
 	r.mu.Unlock()
 }
 
@@ -75,7 +83,7 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 	err := r.opts.Guard.Prepare(r.ctx, &spec)
 	j.spawnTimes.prepare = time.Since(prepared)
 	if err != nil {
-		return outcome{status: StatusError, reason: "could not prepare the harness: " + err.Error()}
+		return failed(StopHarnessFailed, "could not prepare the harness: "+err.Error())
 	}
 	j.ledger = &ledgerReader{path: filepath.Join(spec.ConfigDir, policy.LedgerFile)}
 	waited := time.Now()
@@ -86,9 +94,10 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 	if j.offered == nil {
 		j.offered = harness.DefaultTools
 	}
-	if j.stopStatus != "" { // cancelled or shut down before the harness started
-		out := outcome{status: j.stopStatus, reason: j.stopReason}
+	if j.stop != nil { // cancelled or shut down before the harness started
+		out := outcome{stop: *j.stop}
 		r.mu.Unlock()
+		spec.CloseWrapFiles()
 		return out
 	}
 	r.mu.Unlock()
@@ -96,20 +105,20 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 	run, err := r.opts.Harness.Start(r.ctx, spec)
 	j.spawnTimes.spawn = time.Since(spawned)
 	if err != nil {
-		return outcome{status: StatusError, reason: "could not start the agent harness: " + err.Error()}
+		return failed(StopHarnessFailed, "could not start the agent harness: "+err.Error())
 	}
 	r.logSpawn(j)
 	r.mu.Lock()
 	j.run = run
 	j.snap.HarnessPID = run.PID()
-	if j.stopStatus != "" { // cancelled or shut down while starting
+	if j.stop != nil { // cancelled or shut down while starting
 		run.Stop()
 	}
 	r.commitLocked(j, tellNobody)
 	r.mu.Unlock()
 
 	timer := time.AfterFunc(j.timeout, func() {
-		r.stop(j, StatusError, fmt.Sprintf("the job hit its wall-clock ceiling of %s and was stopped", j.timeout))
+		r.stop(j, Stop{Reason: StopTimeCeiling, Text: fmt.Sprintf("the job hit its wall-clock ceiling of %s and was stopped", j.timeout)})
 	})
 	defer timer.Stop()
 	for ev := range run.Events() {
@@ -120,14 +129,14 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if j.stopStatus != "" {
-		return outcome{status: j.stopStatus, reason: j.stopReason}
+	if j.stop != nil {
+		return outcome{stop: *j.stop}
 	}
 	switch res := j.result; {
 	case res.Succeeded():
-		return outcome{status: StatusDone, result: res.Text}
+		return outcome{stop: Stop{Reason: StopCompleted}, result: res.Text}
 	case res != nil:
-		return outcome{status: StatusError, reason: failureReason(res)}
+		return j.unfinished(StopNoResult, failureReason(res))
 	default:
 		why := fmt.Sprintf("the agent harness exited (code %d%s) without a result", exit.Code, sigSuffix(exit.Signal))
 		if tail := lastLines(exit.Stderr, 5); tail != "" {
@@ -136,8 +145,31 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 		if exit.Err != nil {
 			why += ": " + exit.Err.Error()
 		}
-		return outcome{status: StatusError, reason: why}
+		return j.unfinished(StopHarnessFailed, why)
 	}
+}
+
+// unfinished is the outcome of a harness that ended on its own without a
+// successful result: approval_timeout when the last request it made of a
+// human got no answer in time, else reason.
+func (j *job) unfinished(reason StopReason, why string) outcome {
+	if j.timedOut {
+		return failed(StopApprovalTimeout, why+"; its last approval request got no answer in time (BRIDGE_APPROVAL_TIMEOUT_MS)")
+	}
+	return failed(reason, why)
+}
+
+// explainedBy turns a harness that ended without a result into a
+// model_error when the model gateway's last answer to the job was an
+// upstream error: that is why it stopped.
+func (o outcome) explainedBy(m Metered) outcome {
+	switch {
+	case m.UpstreamError == "":
+	case o.stop.Reason == StopNoResult, o.stop.Reason == StopHarnessFailed:
+		o.stop.Reason, o.stop.Class = StopModelError, m.UpstreamError
+		o.stop.Text += " (DeepSeek's last answer to it was an error: " + m.UpstreamError + ")"
+	}
+	return o
 }
 
 func sigSuffix(sig string) string {
@@ -170,7 +202,7 @@ func (r *Registry) apply(j *job, ev harness.Event) {
 	var stop string
 	j.progress, stop = fold(j.progress, ev)
 	if stop != "" {
-		r.stopLocked(j, StatusError, stop)
+		r.stopLocked(j, Stop{Reason: StopStepCeiling, Text: stop})
 	}
 	j.seq++
 	r.notifyLocked(j)
@@ -196,19 +228,19 @@ func (r *Registry) scheduleTraceLocked(j *job) {
 	})
 }
 
-// stop asks a running job to end as status; the first request wins.
-func (r *Registry) stop(j *job, status Status, reason string) {
+// stop asks a running job to end for st; the first request wins.
+func (r *Registry) stop(j *job, st Stop) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.stopLocked(j, status, reason)
+	r.stopLocked(j, st)
 }
 
-func (r *Registry) stopLocked(j *job, status Status, reason string) {
-	if j.stopStatus != "" || j.snap.Status.Final() {
+func (r *Registry) stopLocked(j *job, st Stop) {
+	if j.stop != nil || j.snap.Status.Final() {
 		return
 	}
-	j.stopStatus, j.stopReason = status, reason
-	j.snap.Trace = appendTrace(j.snap.Trace, &j.snap.TraceDropped, TraceEntry{Time: time.Now(), Kind: "state", Detail: "stopping: " + reason})
+	j.stop = &st
+	j.snap.Trace = appendTrace(j.snap.Trace, &j.snap.TraceDropped, TraceEntry{Time: time.Now(), Kind: "state", Detail: "stopping (" + string(st.Reason) + "): " + st.Text})
 	r.opts.Gateway.Revoke(j.id) // the token dies now, not once the harness is reaped
 	if j.run != nil {
 		j.run.Stop()
@@ -237,21 +269,22 @@ func (r *Registry) endLocked(j *job, out outcome) {
 	s := &j.snap
 	j.setUsage(out.usage)
 	settleCommands(s.Commands, s.Status == StatusWaitingApproval)
-	s.Status = out.status
-	s.EndedAt, s.ExpiresAt = &now, &exp
-	s.Approval = nil
-	if out.status == StatusDone {
+	if out.stop.Reason == StopCompleted {
 		nonce, err := ids.New() // as unguessable as a job id: 128 bits
 		if err != nil {
-			out = outcome{status: StatusError, reason: "could not make a nonce: " + err.Error()}
-			s.Status = StatusError
+			out = failed(StopHarnessFailed, "could not make a nonce: "+err.Error())
 		} else {
 			s.Nonce, s.Result = nonce, out.result
 		}
 	}
+	s.Status = StatusOf(out.stop.Reason)
+	s.StopReason, s.ModelError = out.stop.Reason, out.stop.Class
+	s.EndedAt, s.ExpiresAt = &now, &exp
+	s.Approval = nil
+	s.UnresolvedFailures = UnresolvedFailures(s.Commands)
 	if s.Status != StatusDone {
 		s.Nonce, s.Result = "", ""
-		s.Error = harness.Clip(out.reason, maxErrorText)
+		s.Error = harness.Clip(out.stop.Text, maxErrorText)
 		s.Partial = j.partial()
 	}
 	s.Trace = appendTrace(s.Trace, &s.TraceDropped, TraceEntry{Time: now, Kind: "state", Detail: string(s.Status)})

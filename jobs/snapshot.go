@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/changes"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
@@ -69,6 +71,64 @@ type Command struct {
 	// (the job ended while it waited for approval), the job ended before its
 	// result, or the harness refused it with an error.
 	Note string `json:"note,omitempty"`
+	// DurationMS is from the call to its result, as the harness reported
+	// them; absent while it runs and for a denied command.
+	DurationMS *int64 `json:"duration_ms,omitempty" jsonschema:"milliseconds from the call to its result"`
+	// OutputTail is the end of its output (harness.OutputTail: the last
+	// lines, at most 1 KiB, control characters escaped).
+	OutputTail string `json:"output_tail,omitempty" jsonschema:"the last lines of its output (at most 1 KiB, control characters escaped)"`
+	// Runs is how many times the job ran this same command (every listing
+	// of it carries the count).
+	Runs int `json:"runs,omitempty" jsonschema:"how many times the job ran this same command"`
+}
+
+// failed: the command ran and failed (an exit status but 0, or an error
+// without one).
+func (c Command) failed() bool {
+	return !c.Denied && ((c.ExitCode != nil && *c.ExitCode != 0) || strings.HasPrefix(c.Note, notePrefixFailed))
+}
+
+// succeeded: the command ran and exited 0.
+func (c Command) succeeded() bool { return !c.Denied && c.ExitCode != nil && *c.ExitCode == 0 }
+
+// countRuns sets Runs on every listing of cmd.
+func countRuns(cmds []Command, cmd string) {
+	n := 0
+	for _, c := range cmds {
+		if c.Command == cmd {
+			n++
+		}
+	}
+	for i := range cmds {
+		if cmds[i].Command == cmd {
+			cmds[i].Runs = n
+		}
+	}
+}
+
+// UnresolvedFailures are the commands that failed and were not followed by
+// a success of the same command, in the order of their first failure.
+func UnresolvedFailures(cmds []Command) []string {
+	var order []string
+	failing := map[string]bool{} // command → its latest run with a result failed
+	for _, c := range cmds {
+		switch {
+		case c.failed():
+			if !slices.Contains(order, c.Command) {
+				order = append(order, c.Command)
+			}
+			failing[c.Command] = true
+		case c.succeeded():
+			failing[c.Command] = false
+		}
+	}
+	var out []string
+	for _, c := range order {
+		if failing[c] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // The notes of commands without an exit status.
@@ -76,6 +136,7 @@ const (
 	NoteNotRun       = "not run: the job ended while it waited for approval"
 	NoteNoResult     = "no result: the job ended before the command reported one (it may have run in part)"
 	notePrefixFailed = "failed without an exit status: "
+	noteBackground   = "no exit status: moved to the background, still running when reported (task "
 )
 
 // Status is how the command ended, in words: "denied", "exit N", its Note,
@@ -171,6 +232,25 @@ type Snapshot struct {
 	// Error says why a job ended error, cancelled or interrupted.
 	Error   string   `json:"error,omitempty"`
 	Partial *Partial `json:"partial,omitempty"`
+	// StopReason is why the job ended (set on every ended job); a
+	// model_error's upstream class is in ModelError.
+	StopReason StopReason `json:"stop_reason,omitempty"`
+	ModelError string     `json:"model_error,omitempty"`
+	// UnresolvedFailures are the commands that failed and never succeeded
+	// afterwards (UnresolvedFailures), set once the job has ended.
+	UnresolvedFailures []string `json:"unresolved_failures,omitempty"`
+	// Changes are the files the job created, modified and deleted, seen on
+	// disk at its end (package changes); ChangesUnlisted counts those past
+	// the bound, ChangesNote says what the comparison could not see.
+	Changes         []changes.Change `json:"changes,omitempty"`
+	ChangesUnlisted int              `json:"changes_unlisted,omitempty"`
+	ChangesNote     string           `json:"changes_note,omitempty"`
+	// Diff is the unified diff of the text files changed, at most
+	// MaxDiffBytes (DiffTruncated then; DiffBytes is the whole diff's
+	// size, kept in the state dir's changes/<id>/diff.patch).
+	Diff          string `json:"diff,omitempty"`
+	DiffTruncated bool   `json:"diff_truncated,omitempty"`
+	DiffBytes     int    `json:"diff_bytes,omitempty"`
 
 	Usage   Usage   `json:"usage"`
 	CostUSD float64 `json:"cost_usd"`
@@ -221,6 +301,8 @@ func (s *Snapshot) clone() Snapshot {
 	c.Commands = append([]Command{}, s.Commands...)
 	c.PermissionDenials = append([]Denial(nil), s.PermissionDenials...)
 	c.Quarantined = append([]sandbox.Quarantined(nil), s.Quarantined...)
+	c.UnresolvedFailures = append([]string(nil), s.UnresolvedFailures...)
+	c.Changes = append([]changes.Change(nil), s.Changes...)
 	c.Trace = append([]TraceEntry(nil), s.Trace...)
 	c.Ledger = append([]LedgerEntry(nil), s.Ledger...)
 	if s.Partial != nil {

@@ -19,6 +19,7 @@ type result struct {
 	sent        bool // an upstream answer was handed to the client
 	retries     int
 	upstreamErr bool
+	status      int // the upstream's status when it answered with an error (0: it never answered)
 	usage       counts
 	model       string   // the model the answer names ("" if it names none)
 	cost        float64  // usage priced at that model (handler sets it)
@@ -96,13 +97,13 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, j *job, body []b
 		switch resp.StatusCode {
 		case http.StatusUnauthorized:
 			drain(resp)
-			res.upstreamErr = true
+			res.upstreamErr, res.status = true, resp.StatusCode
 			res.fault = &refusal{http.StatusUnauthorized, errAuthentication, MsgKeyRejected}
 			writeError(w, *res.fault)
 			return res
 		case http.StatusPaymentRequired:
 			drain(resp)
-			res.upstreamErr = true
+			res.upstreamErr, res.status = true, resp.StatusCode
 			res.fault = &refusal{http.StatusPaymentRequired, errBilling, MsgInsufficientBalance}
 			writeError(w, *res.fault)
 			return res
@@ -182,7 +183,7 @@ func (p *Proxy) relay(w http.ResponseWriter, resp *http.Response, j *job, res *r
 	}
 
 	if resp.StatusCode >= 300 {
-		res.upstreamErr = true
+		res.upstreamErr, res.status = true, resp.StatusCode
 		if retryable(resp.StatusCode) {
 			// The proxy has retried already; the Anthropic SDKs honour this.
 			w.Header().Set("X-Should-Retry", "false")
@@ -314,4 +315,26 @@ func (p *Proxy) scrub(s string) string {
 		s = strings.ReplaceAll(s, k, "[redacted]")
 	}
 	return s
+}
+
+// errClass classifies an upstream error answer for a job's stop reason
+// (the class names of jobs.Model…).
+func (r result) errClass() string {
+	switch {
+	case r.status == 0 && r.sent:
+		return "stream_cut" // it answered, and its answer broke off
+	case r.status == 0:
+		return "unreachable"
+	case r.status == http.StatusUnauthorized:
+		return FaultKeyRejected
+	case r.status == http.StatusPaymentRequired:
+		return FaultBalance
+	case r.status == http.StatusTooManyRequests:
+		return "rate_limit"
+	case r.status == http.StatusServiceUnavailable:
+		return "overload"
+	case r.status >= 500:
+		return "server_error"
+	}
+	return "bad_request"
 }

@@ -81,7 +81,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, ref)
 		p.log.Warn().Str("job", j.id).Int("status", ref.status).Str("reason", ref.message).Msg("model call refused")
 		if notify {
-			p.notify(w, j, ref.message)
+			p.notify(w, j, ref)
 		}
 		return
 	}
@@ -116,8 +116,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Int64("cache_read_tokens", res.usage.CacheRead).Int64("output_tokens", res.usage.Output).
 		Str("model", res.model).Float64("cost_usd", res.cost).
 		Dur("took", time.Since(start)).Msg("model call")
-	if fault != "" {
-		p.notify(w, j, fault)
+	if fault != nil {
+		p.notify(w, j, *fault)
 	}
 }
 
@@ -155,12 +155,42 @@ func (p *Proxy) refuse(w http.ResponseWriter, r refusal) {
 // notify calls OnJobFault. Called with no lock held, after the response was
 // written; it is flushed first, so the harness has the reason even if the
 // callback stops it at once.
-func (p *Proxy) notify(w http.ResponseWriter, j *job, reason string) {
+func (p *Proxy) notify(w http.ResponseWriter, j *job, ref refusal) {
 	http.NewResponseController(w).Flush()
-	p.log.Warn().Str("job", j.id).Str("reason", reason).Msg("model proxy ends the job")
+	f := Fault{Class: faultClass(ref), Reason: ref.message}
+	p.log.Warn().Str("job", j.id).Str("class", f.Class).Str("reason", f.Reason).Msg("model proxy ends the job")
 	if p.opts.OnJobFault != nil {
-		p.opts.OnJobFault(j.id, reason)
+		p.opts.OnJobFault(j.id, f)
 	}
+}
+
+// Fault is why the proxy ends a job: its class and, in words, its reason.
+type Fault struct {
+	// Class is FaultBudget, FaultDailyBudget, FaultKeyRejected or FaultBalance.
+	Class  string
+	Reason string
+}
+
+// The classes of a Fault.
+const (
+	FaultBudget      = "budget"       // BRIDGE_JOB_MAX_COST_USD or BRIDGE_JOB_MAX_TOKENS
+	FaultDailyBudget = "daily_budget" // BRIDGE_DAILY_MAX_COST_USD, or the day's spend unknown
+	FaultKeyRejected = "key_rejected" // DeepSeek answered 401
+	FaultBalance     = "balance"      // DeepSeek answered 402
+)
+
+// faultClass classifies one of the refusals that end a job (a crossed
+// ceiling, or DeepSeek's 401 or 402).
+func faultClass(ref refusal) string {
+	switch {
+	case ref.status == http.StatusUnauthorized:
+		return FaultKeyRejected
+	case ref.message == MsgInsufficientBalance:
+		return FaultBalance
+	case strings.Contains(ref.message, "BRIDGE_DAILY_MAX_COST_USD"):
+		return FaultDailyBudget
+	}
+	return FaultBudget
 }
 
 // admit finds the job of one of tokens and decides whether its request may
@@ -257,10 +287,10 @@ func usd(v float64) string {
 }
 
 // release ends an admitted request: it adds res's usage to the job and the
-// day, and returns the job fault res raised ("" if none, or if the job was
+// day, and returns the job fault res raised (nil if none, or if the job was
 // already faulted).
-func (p *Proxy) release(j *job, res *result) string {
-	var fault string
+func (p *Proxy) release(j *job, res *result) *refusal {
+	var fault *refusal
 	persist := false
 	p.mu.Lock()
 	if res != nil {
@@ -289,8 +319,14 @@ func (p *Proxy) release(j *job, res *result) string {
 		if res.fault != nil && j.fault == nil {
 			j.fault = res.fault
 			if p.markNotifiedLocked(j) {
-				fault = res.fault.message
+				fault = res.fault
 			}
+		}
+		switch {
+		case res.upstreamErr:
+			j.lastError = res.errClass()
+		case res.sent:
+			j.lastError = ""
 		}
 	}
 	j.active--

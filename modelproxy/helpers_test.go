@@ -234,7 +234,8 @@ type faults struct {
 
 func newFaults() *faults { return &faults{ch: make(chan string, 16)} }
 
-func (f *faults) record(jobID, reason string) {
+func (f *faults) record(jobID string, fault Fault) {
+	reason := fault.Reason
 	f.mu.Lock()
 	f.calls = append(f.calls, jobID+": "+reason)
 	f.mu.Unlock()

@@ -91,7 +91,7 @@ type Options struct {
 	// cannot go on (budget exceeded, key rejected, balance gone); reason is a
 	// sentence for the job's error. It runs on the request's goroutine after the
 	// response was written and no lock is held, so it may call Close.
-	OnJobFault func(jobID, reason string)
+	OnJobFault func(jobID string, f Fault)
 
 	HTTPClient *http.Client     // default: a client without overall timeout (streams are long)
 	Clock      func() time.Time // default time.Now; decides the UTC day
@@ -143,11 +143,14 @@ type job struct {
 	cancel context.CancelFunc
 
 	// guarded by Proxy.mu
-	usage      Usage
-	active     int           // in-flight requests
-	idle       chan struct{} // closed when active drops to 0 after Close began
-	fault      *refusal      // set once; every later request gets it
-	notified   bool          // OnJobFault already called
+	usage    Usage
+	active   int           // in-flight requests
+	idle     chan struct{} // closed when active drops to 0 after Close began
+	fault    *refusal      // set once; every later request gets it
+	notified bool          // OnJobFault already called
+	// lastError is the class of the upstream's last answer when it was an
+	// error (result.errClass), "" after an answer that was not.
+	lastError  string
 	closed     bool
 	noThinking bool // DisableThinking: every call runs with thinking off
 }
@@ -427,7 +430,11 @@ func (p *Proxy) Stats() Stats {
 
 // usageLocked is j's total; its cost is the sum of each answer priced at its
 // own model.
-func (p *Proxy) usageLocked(j *job) Usage { return j.usage }
+func (p *Proxy) usageLocked(j *job) Usage {
+	u := j.usage
+	u.LastUpstreamError = j.lastError
+	return u
+}
 
 // ledgerLocked returns today's ledger, switching to a new day when the clock
 // has crossed midnight UTC.

@@ -391,7 +391,7 @@ func TestUsageAndCost(t *testing.T) {
 				writeEvent(w, turnEvents(usageBlock{Input: 333, Output: 1}, 0, "")[0])
 				panic(http.ErrAbortHandler) // cut the connection
 			}},
-			want: Usage{InputTokens: 333, OutputTokens: 1, Requests: 1},
+			want: Usage{InputTokens: 333, OutputTokens: 1, Requests: 1, LastUpstreamError: "stream_cut"},
 		},
 	}
 	for _, c := range cases {
@@ -845,7 +845,7 @@ func TestFaultCallbackMayClose(t *testing.T) {
 	var p *Proxy
 	read := make(chan struct{})
 	closed := make(chan error, 1)
-	p = startProxy(t, up, Options{OnJobFault: func(jobID, reason string) {
+	p = startProxy(t, up, Options{OnJobFault: func(jobID string, _ Fault) {
 		<-read // the harness already holds the answer
 		_, err := p.Close(jobID)
 		closed <- err

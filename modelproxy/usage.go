@@ -24,6 +24,9 @@ type Usage struct {
 	// Retries counts the extra upstream attempts the proxy made for them.
 	Requests int64 `json:"requests"`
 	Retries  int64 `json:"retries"`
+	// LastUpstreamError is the class of DeepSeek's last answer to the job
+	// when it was an error (result.errClass); a job's usage only, never the day's.
+	LastUpstreamError string `json:"-"`
 }
 
 // TotalTokens is every token the job was billed for: input (hit and miss) and

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/workers"
 )
 
 // DefaultSecretScanLimit is how many directory entries WorkspaceSecrets
@@ -132,6 +134,22 @@ type SecretScan struct {
 	// HardLinked are secret files with more than one hard link: the same
 	// contents are readable under another name this scan cannot know.
 	HardLinked []string
+	// Files is the manifest of the regular files and symlinks the walk
+	// listed (WorkspaceScan with manifest only), sorted by path: the
+	// record a job's changes are compared against.
+	Files []FileEntry
+}
+
+// FileEntry is one file of a workspace manifest. Only metadata: the walk
+// reads no file's contents.
+type FileEntry struct {
+	// Path is relative to the workspace, with "/" separators.
+	Path    string      `json:"path"`
+	Size    int64       `json:"size"`
+	ModTime int64       `json:"mtime_ns"` // modification time, Unix nanoseconds
+	Mode    fs.FileMode `json:"mode"`
+	// Secret: a secret file by name (IsSecretName); its contents are never read.
+	Secret bool `json:"secret,omitempty"`
 }
 
 // WorkspaceSecrets lists the secret-looking files (IsSecretName) that exist
@@ -149,6 +167,15 @@ type SecretScan struct {
 // A symlink is denied when its own name or its target's name is a secret;
 // its target is denied too when it resolves inside the workspace.
 func WorkspaceSecrets(workspace string, limit int) (SecretScan, error) {
+	return WorkspaceScan(workspace, limit, false)
+}
+
+// WorkspaceScan is WorkspaceSecrets, and with manifest it also lists every
+// regular file and symlink it passes in Files (one lstat each; the skipped
+// dirs and what lies past the limit are not listed), so the one bounded walk
+// at a job's start serves both the secret denials and the record of what
+// the workspace held.
+func WorkspaceScan(workspace string, limit int, manifest bool) (SecretScan, error) {
 	var scan SecretScan
 	if workspace == "" || !filepath.IsAbs(workspace) {
 		return scan, fmt.Errorf("workspace %q is not an absolute path", workspace)
@@ -161,6 +188,7 @@ func WorkspaceSecrets(workspace string, limit int) (SecretScan, error) {
 	if err != nil {
 		return scan, fmt.Errorf("workspace %s: %w", ws, err)
 	}
+	var listed []listedFile // appended by visit, which walkLevels calls on one goroutine
 	seen := map[string]bool{}
 	add := func(p string) {
 		if !seen[p] {
@@ -178,6 +206,9 @@ func WorkspaceSecrets(workspace string, limit int) (SecretScan, error) {
 		}
 		for _, e := range entries {
 			name := e.Name()
+			if manifest && !e.IsDir() {
+				listed = append(listed, listedFile{filepath.Join(dir, name), e})
+			}
 			switch t := e.Type(); {
 			case t.IsDir():
 				if !skippedDirs[name] {
@@ -200,7 +231,41 @@ func WorkspaceSecrets(workspace string, limit int) (SecretScan, error) {
 		return scan, err
 	}
 	slices.Sort(scan.Paths)
+	if manifest {
+		scan.Files = manifestOf(ws, listed)
+	}
 	return scan, nil
+}
+
+// listedFile is a non-directory entry of the walk, for the manifest.
+type listedFile struct {
+	path string
+	e    fs.DirEntry
+}
+
+// manifestOf stats the listed files on scanWorkers goroutines (one lstat
+// each: the walk waits on the file system, not the CPU) and returns their
+// manifest sorted by path.
+func manifestOf(ws string, listed []listedFile) []FileEntry {
+	files := make([]FileEntry, len(listed))
+	workers.Each(len(listed), scanWorkers, func(i int) {
+		files[i] = fileEntry(ws, listed[i].path, listed[i].e)
+	})
+	slices.SortFunc(files, func(a, b FileEntry) int { return strings.Compare(a.Path, b.Path) })
+	return files
+}
+
+// fileEntry is the manifest line of p, a non-directory entry of the walk.
+func fileEntry(ws, p string, e fs.DirEntry) FileEntry {
+	rel, err := filepath.Rel(ws, p)
+	if err != nil {
+		rel = p
+	}
+	fe := FileEntry{Path: filepath.ToSlash(rel), Mode: e.Type(), Secret: IsSecretName(e.Name())}
+	if info, err := e.Info(); err == nil {
+		fe.Size, fe.ModTime, fe.Mode = info.Size(), info.ModTime().UnixNano(), info.Mode()
+	}
+	return fe
 }
 
 // walked says whether walkLevels stopped at its limit.
@@ -262,40 +327,21 @@ type dirListing struct {
 // ended.
 func listLevel(level []string, ws string, limit int, visited *int) []dirListing {
 	out := make([]dirListing, len(level))
-	var (
-		mu   sync.Mutex
-		next int
-		wg   sync.WaitGroup
-	)
-	work := func() {
-		defer wg.Done()
-		for {
-			mu.Lock()
-			i := next
-			next++
-			full := *visited >= limit
-			mu.Unlock()
-			if i >= len(level) {
-				return
-			}
-			out[i].dir = level[i]
-			if full && level[i] != ws {
-				out[i].skipped = true
-				continue
-			}
-			out[i].entries, out[i].err = listDir(level[i])
-			mu.Lock()
-			*visited += len(out[i].entries)
-			mu.Unlock()
+	var mu sync.Mutex // guards *visited
+	workers.Each(len(level), scanWorkers, func(i int) {
+		mu.Lock()
+		full := *visited >= limit
+		mu.Unlock()
+		out[i].dir = level[i]
+		if full && level[i] != ws {
+			out[i].skipped = true
+			return
 		}
-	}
-	n := min(scanWorkers, len(level))
-	wg.Add(n)
-	for range n - 1 {
-		go work() // owner: listLevel; joined by wg.Wait
-	}
-	work()
-	wg.Wait()
+		out[i].entries, out[i].err = listDir(level[i])
+		mu.Lock()
+		*visited += len(out[i].entries)
+		mu.Unlock()
+	})
 	return out
 }
 

@@ -27,7 +27,7 @@ func (snapJobs) Start(context.Context, jobs.StartRequest) (jobs.Snapshot, error)
 func (snapJobs) Wait(context.Context, string, time.Duration, func(jobs.Snapshot)) (jobs.Snapshot, error) {
 	return jobs.Snapshot{}, errors.New("not in this test")
 }
-func (snapJobs) Cancel(context.Context, string) (jobs.Snapshot, error) {
+func (snapJobs) CancelBy(context.Context, string, jobs.StopReason) (jobs.Snapshot, error) {
 	return jobs.Snapshot{}, errors.New("not in this test")
 }
 

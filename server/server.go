@@ -53,9 +53,12 @@ type Options struct {
 	Models deepseek.Catalog
 	// Lister reads DeepSeek's model list for deepseek_models (nil: Flash,
 	// when it can).
-	Lister  ModelLister
-	Logger  zerolog.Logger
-	Version string // shown by /health and in serverInfo ("dev" when empty)
+	Lister ModelLister
+	// OwnerToken marks a call as the owner's (bridgectl's, which reads it
+	// from the state dir): see AgentToolOptions.OwnerToken.
+	OwnerToken string
+	Logger     zerolog.Logger
+	Version    string // shown by /health and in serverInfo ("dev" when empty)
 
 	// KeepaliveInterval bounds the silence during a tools/call: bytes go out
 	// after three quarters of it without any, so a gap stays under it

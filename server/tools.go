@@ -14,7 +14,7 @@ func (s *Server) tools() []mcpserver.ServerTool {
 		serverTool(ModelsTool(s.o.Lister, s.o.Models)),
 	}
 	if s.o.Jobs != nil {
-		ao := AgentToolOptions{SyncWindow: cfg.SyncWindow, MaxSteps: cfg.MaxSteps, JobTimeout: cfg.JobTimeout, Models: s.o.Models}
+		ao := AgentToolOptions{SyncWindow: cfg.SyncWindow, MaxSteps: cfg.MaxSteps, JobTimeout: cfg.JobTimeout, Models: s.o.Models, OwnerToken: s.o.OwnerToken}
 		tools = append(tools,
 			serverTool(AgentStartTool(s.o.Jobs, ao)),
 			serverTool(AgentPollTool(s.o.Jobs, ao)),

@@ -23,7 +23,7 @@ import (
 type AgentJobs interface {
 	Start(ctx context.Context, req jobs.StartRequest) (jobs.Snapshot, error)
 	Wait(ctx context.Context, id string, d time.Duration, onChange func(jobs.Snapshot)) (jobs.Snapshot, error)
-	Cancel(ctx context.Context, id string) (jobs.Snapshot, error)
+	CancelBy(ctx context.Context, id string, by jobs.StopReason) (jobs.Snapshot, error)
 }
 
 var _ AgentJobs = (*jobs.Registry)(nil)
@@ -44,6 +44,9 @@ type AgentToolOptions struct {
 	Now             func() time.Time
 	ProgressLimiter time.Duration    // 0 = progressEvery
 	Models          deepseek.Catalog // the models a job may name (zero: the built-in list)
+	// OwnerToken: a cancel whose _meta carries it under OwnerMetaKey is the
+	// owner's (bridgectl job kill); "" = every cancel is the caller's.
+	OwnerToken string
 }
 
 // AgentJobPayload is the structuredContent of every agent tool.
@@ -72,6 +75,8 @@ type AgentJobPayload struct {
 	Policy      *policy.Enforced   `json:"policy,omitempty" jsonschema:"the policy enforced: the caller's, narrowed by the owner's floor (floor names its file, or none)"`
 	Ledger      []jobs.LedgerEntry `json:"ledger" jsonschema:"the last 50 tool calls, each with its verdict and reason"`
 	LedgerTotal int                `json:"ledger_total" jsonschema:"how many tool calls the ledger holds in all (the job's trace has every one)"`
+
+	Handoff
 }
 
 // Quarantined is one path the end-of-job audit moved aside.
@@ -193,10 +198,10 @@ func AgentCancelTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolH
 		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[AgentJobPayload](),
 	)
-	handler := withArgs(tool, func(ctx context.Context, _ mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
+	handler := withArgs(tool, func(ctx context.Context, req mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
 		cctx, cancel := context.WithTimeout(ctx, cancelWait)
 		defer cancel()
-		snap, err := j.Cancel(cctx, strings.TrimSpace(a.String("job_id")))
+		snap, err := j.CancelBy(cctx, strings.TrimSpace(a.String("job_id")), cancelledBy(req, o.OwnerToken))
 		if err != nil {
 			return lookupError(err), nil
 		}
@@ -267,7 +272,8 @@ func Payload(s jobs.Snapshot, now time.Time) AgentJobPayload {
 		Approval: s.Approval, QueuePosition: s.QueuePosition,
 		Quarantined: quarantined(s.Quarantined), AuditNote: s.AuditNote,
 		Model: s.Model, Thinking: s.Thinking, Policy: s.Policy, LedgerTotal: s.LedgerTotal,
-		Ledger: jobs.LastLedger(s.Ledger, jobs.PayloadLedger),
+		Ledger:  jobs.LastLedger(s.Ledger, jobs.PayloadLedger),
+		Handoff: handoff(s),
 	}
 	if s.Status != jobs.StatusDone { // belt and braces: never a nonce or result off done
 		p.Nonce, p.Result = "", ""
@@ -296,6 +302,7 @@ func AgentText(p AgentJobPayload) string {
 		fmt.Fprintf(&b, "Job %s is done (%s, %s, $%.4f).\n\nResult:\n%s\n\n", p.JobID, plural(p.Steps, "tool call"), elapsed.Round(time.Second), p.CostUSD, p.Result)
 		fmt.Fprintf(&b, "Nonce: %s\nWhen you report this result, quote the nonce %s verbatim: it proves the result came from the bridge.", p.Nonce, p.Nonce)
 		writeWork(&b, p)
+		writeHandoff(&b, p)
 	case jobs.StatusQueued:
 		fmt.Fprintf(&b, "Job %s is queued (position %d). Nothing to report yet: do not describe any result. Call deepseek_agent_poll with job_id %q again.", p.JobID, p.QueuePosition, p.JobID)
 	case jobs.StatusRunning:
@@ -311,7 +318,7 @@ func AgentText(p AgentJobPayload) string {
 		}
 		fmt.Fprintf(&b, ". Tell the user to run `bridgectl pending` in a terminal on the bridge's machine and approve or deny it. Nothing to report yet; call deepseek_agent_poll with job_id %q again afterwards.", p.JobID)
 	default:
-		fmt.Fprintf(&b, "Job %s ended %s: %s\nThere is no result and no nonce. Do not present anything from this job as its result.", p.JobID, p.Status, p.Error)
+		fmt.Fprintf(&b, "Job %s ended %s (stop_reason: %s): %s\nThere is no result and no nonce. Do not present anything from this job as its result.", p.JobID, p.Status, p.StopReason, p.Error)
 		if p.Partial != nil {
 			fmt.Fprintf(&b, "\n\n%s.", p.Partial.Label)
 			if len(p.Partial.Notes) > 0 {
@@ -325,6 +332,7 @@ func AgentText(p AgentJobPayload) string {
 			}
 		}
 		writeWork(&b, p)
+		writeHandoff(&b, p)
 	}
 	return b.String()
 }
@@ -374,7 +382,7 @@ func writeWork(b *strings.Builder, p AgentJobPayload) {
 	if len(p.Commands) > 0 {
 		b.WriteString("\nCommands:")
 		for _, c := range p.Commands {
-			fmt.Fprintf(b, "\n- %s (%s)", c.Command, c.Status())
+			fmt.Fprintf(b, "\n- %s (%s)", c.Command, commandEvidence(c))
 		}
 	}
 }

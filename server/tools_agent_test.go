@@ -19,15 +19,16 @@ import (
 
 // fakeJobs is an AgentJobs whose answers the test sets.
 type fakeJobs struct {
-	mu        sync.Mutex
-	startErr  error
-	startSnap jobs.Snapshot
-	waitSnaps map[string]jobs.Snapshot
-	waitErr   error
-	changes   []jobs.Snapshot // fed to onChange during Wait
-	gotWait   []time.Duration
-	gotStart  []jobs.StartRequest
-	cancelled []string
+	mu          sync.Mutex
+	startErr    error
+	startSnap   jobs.Snapshot
+	waitSnaps   map[string]jobs.Snapshot
+	waitErr     error
+	changes     []jobs.Snapshot // fed to onChange during Wait
+	gotWait     []time.Duration
+	gotStart    []jobs.StartRequest
+	cancelled   []string
+	cancelledBy []jobs.StopReason
 }
 
 func (f *fakeJobs) Start(ctx context.Context, req jobs.StartRequest) (jobs.Snapshot, error) {
@@ -58,15 +59,16 @@ func (f *fakeJobs) Wait(ctx context.Context, id string, d time.Duration, onChang
 	return s, nil
 }
 
-func (f *fakeJobs) Cancel(ctx context.Context, id string) (jobs.Snapshot, error) {
+func (f *fakeJobs) CancelBy(ctx context.Context, id string, by jobs.StopReason) (jobs.Snapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.cancelled = append(f.cancelled, id)
+	f.cancelledBy = append(f.cancelledBy, by)
 	s, ok := f.waitSnaps[id]
 	if !ok {
 		return jobs.Snapshot{}, fmt.Errorf("%w %q", jobs.ErrUnknownJob, id)
 	}
-	s.Status = jobs.StatusCancelled
+	s.Status, s.StopReason = jobs.StatusCancelled, by
 	s.Error = "cancelled by the caller"
 	s.Partial = &jobs.Partial{Label: jobs.PartialLabel}
 	return s, nil

@@ -71,6 +71,19 @@ func (d Dir) HarnessRoot() string { return filepath.Join(d.Root, "harness") }
 // HarnessDir is the private directory of one job's harness.
 func (d Dir) HarnessDir(jobID string) string { return filepath.Join(d.HarnessRoot(), jobID) }
 
+// ChangesRoot holds one directory per job with the record of its workspace
+// at its start and the whole diff of what it changed (package changes); no
+// job's jail shows it.
+func (d Dir) ChangesRoot() string { return filepath.Join(d.Root, "changes") }
+
+// ChangesDir is one job's changes directory.
+func (d Dir) ChangesDir(jobID string) string { return filepath.Join(d.ChangesRoot(), jobID) }
+
+// OwnerTokenFile holds the token with which bridgectl tells the daemon a
+// call is the owner's (`bridgectl job kill`), written at each boot. No
+// job's jail shows it.
+func (d Dir) OwnerTokenFile() string { return filepath.Join(d.Root, "owner.token") }
+
 // AuditLog is the JSONL audit log of approvals.
 func (d Dir) AuditLog() string { return filepath.Join(d.Root, "audit.log") }
 

@@ -34,7 +34,7 @@ func TestJobKill(t *testing.T) {
 	}
 	// By an 8-character prefix; the text is for the owner, not the model.
 	out := w.must("job", "kill", jobID[:8])
-	if !strings.Contains(out, "cancelled job "+jobID+": it was running") || strings.Contains(out, "nonce") || strings.Contains(out, "deepseek_agent") {
+	if !strings.Contains(out, "cancelled job "+jobID+" (cancelled_by_owner): it was running") || strings.Contains(out, "nonce") || strings.Contains(out, "deepseek_agent") {
 		t.Fatalf("job kill: %q", out)
 	}
 	// The snapshot is written by another process: poll it.

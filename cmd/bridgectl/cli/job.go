@@ -10,8 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -73,7 +76,16 @@ func runJob(ctx context.Context, e *Env, args []string) error {
 		return fmt.Errorf("connect to the daemon: %w", err)
 	}
 	defer sess.Close()
-	res, err := callTool(ctx, sess, "deepseek_agent_cancel", map[string]any{"job_id": id})
+	// The owner token (the daemon writes it to the state dir at boot) marks
+	// this cancel as the owner's: the job ends cancelled_by_owner. Without
+	// it the cancel still works, as the caller's.
+	var meta *mcp.Meta
+	if tok, err := os.ReadFile(c.dir.OwnerTokenFile()); err == nil {
+		meta = &mcp.Meta{AdditionalFields: map[string]any{server.OwnerMetaKey: strings.TrimSpace(string(tok))}}
+	}
+	res, err := sess.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{
+		Name: "deepseek_agent_cancel", Arguments: map[string]any{"job_id": id}, Meta: meta}})
+	err = callError(ctx, "tools/call", err)
 	if err != nil {
 		return fmt.Errorf("deepseek_agent_cancel: %w", err)
 	}
@@ -86,9 +98,10 @@ func runJob(ctx context.Context, e *Env, args []string) error {
 	}
 	// The structured part of the answer: the job's status, steps and elapsed time.
 	var after struct {
-		Status    jobs.Status `json:"status"`
-		Steps     int         `json:"steps"`
-		ElapsedMS int64       `json:"elapsed_ms"`
+		Status     jobs.Status     `json:"status"`
+		StopReason jobs.StopReason `json:"stop_reason"`
+		Steps      int             `json:"steps"`
+		ElapsedMS  int64           `json:"elapsed_ms"`
 	}
 	if b, err := json.Marshal(res.StructuredContent); err != nil || json.Unmarshal(b, &after) != nil || after.Status == "" {
 		return fmt.Errorf("the daemon's answer to cancelling job %s carries no status; `bridgectl jobs %s` shows the job", id, id)
@@ -100,8 +113,8 @@ func runJob(ctx context.Context, e *Env, args []string) error {
 	}
 	switch {
 	case after.Status == jobs.StatusCancelled:
-		fmt.Fprintf(w, "cancelled job %s: it was %s (%s, %s elapsed); its harness and every process it started are stopped, and it has no result\n",
-			id, was, toolCalls(after.Steps), elapsed.Round(time.Second))
+		fmt.Fprintf(w, "cancelled job %s (%s): it was %s (%s, %s elapsed); its harness and every process it started are stopped, and it has no result\n",
+			id, after.StopReason, was, toolCalls(after.Steps), elapsed.Round(time.Second))
 		fmt.Fprintf(w, "`bridgectl jobs %s` shows the work it left\n", id)
 		return nil
 	case after.Status.Final():

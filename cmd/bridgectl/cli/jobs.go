@@ -15,15 +15,18 @@ import (
 
 var jobsCmd = &Command{
 	Name:  "jobs",
-	Usage: "jobs [ID] [--trace] [--json]",
+	Usage: "jobs [ID] [--trace | --diff] [--json]",
 	Short: "list agent jobs, or show one (with its live trace)",
 	Long: `Reads the job snapshots in <state>/jobs/ (the daemon need not run; format in
 docs/STATE.md). Without ID: one line per job, newest first. With ID (the full
 id or a unique prefix of 8 or more characters): the job's
 details — status, steps, cost, files written, commands with exit codes, the
-approval it waits on, its result or partial work; --trace adds its trace, which
-the daemon writes while the job runs, so a live job shows its progress. --json
-prints the snapshot(s) as JSON.
+approval it waits on, why it stopped (stop_reason), the files it created,
+modified and deleted on disk, the failures it left unresolved, its result or
+partial work; --trace adds its trace, which the daemon writes while the job
+runs, so a live job shows its progress; --diff prints the whole unified diff
+of the text files it changed (kept in <state>/changes/ID/diff.patch; a poll
+carries at most 64 KiB of it). --json prints the snapshot(s) as JSON.
 
 A snapshot that cannot be read as a job is listed plainly: DAMAGED (cut short,
 say by a full disk: what is still readable in it is shown), SET ASIDE (a
@@ -40,6 +43,7 @@ repaint the terminal or write the clipboard.`,
 func runJobs(ctx context.Context, e *Env, args []string) error {
 	f := newFlags(e, false)
 	trace := f.Bool("trace", false, "show the job's trace (with ID)")
+	diff := f.Bool("diff", false, "print the whole diff of what the job changed (with ID)")
 	asJSON := f.Bool("json", false, "print the snapshot(s) as JSON")
 	pos, err := f.parse(args)
 	if err != nil {
@@ -66,6 +70,9 @@ func runJobs(ctx context.Context, e *Env, args []string) error {
 		if err != nil {
 			return err
 		}
+		if *diff {
+			return printDiff(w, c.dir, s)
+		}
 		if *asJSON {
 			return printJSON(w, s)
 		}
@@ -75,8 +82,8 @@ func runJobs(ctx context.Context, e *Env, args []string) error {
 		}
 		return nil
 	}
-	if *trace {
-		return usageError{"--trace needs a job ID: bridgectl jobs ID --trace"}
+	if *trace || *diff {
+		return usageError{"--trace and --diff need a job ID: bridgectl jobs ID --diff"}
 	}
 	snaps, trouble := loadJobs(c.dir)
 	if *asJSON {
@@ -152,6 +159,9 @@ const blockIndent = "            "
 // reaches the terminal.
 func printJob(w io.Writer, s jobs.Snapshot, now time.Time) {
 	fmt.Fprintf(w, "job:        %s\nstatus:     %s\n", s.ID, s.Status)
+	if s.StopReason != "" {
+		fmt.Fprintf(w, "stopped:    %s%s\n", s.StopReason, ifNotEmpty(": DeepSeek ", s.ModelError))
+	}
 	if s.QueuePosition > 0 {
 		fmt.Fprintf(w, "queue:      position %d\n", s.QueuePosition)
 	}
@@ -173,8 +183,9 @@ func printJob(w io.Writer, s jobs.Snapshot, now time.Time) {
 		fmt.Fprintf(w, "wrote:      %s\n", visibleLine(fw, 1000))
 	}
 	for _, cmd := range s.Commands {
-		fmt.Fprintf(w, "ran:        %-8s %s\n", cmd.Status(), oneLine(cmd.Command, 120))
+		fmt.Fprintf(w, "ran:        %-8s %s%s\n", cmd.Status(), oneLine(cmd.Command, 120), commandFacts(cmd))
 	}
+	printChanges(w, s)
 	for _, q := range s.Quarantined {
 		line := fmt.Sprintf("%s %s (%s), which git, a hook manager or a shell would run outside the sandbox", q.Change, q.Path, q.What)
 		if q.MovedTo != "" {

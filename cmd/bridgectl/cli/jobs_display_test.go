@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/changes"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
@@ -195,5 +196,50 @@ func TestJobShowsPolicyAndRefusals(t *testing.T) {
 	}
 	if strings.Contains(out, "Write out/a") {
 		t.Errorf("an allowed call is listed as refused:\n%s", out)
+	}
+}
+
+// `bridgectl jobs ID` shows why the job stopped, what it changed on disk and
+// the failures it left; `--diff` prints the whole diff kept with the job.
+// The files are the job's: a control in a path or in the diff is escaped,
+// while the diff's tabs stay tabs.
+func TestJobShowsChangesAndDiff(t *testing.T) {
+	te := newTestEnv(t)
+	t0 := time.Now().Add(-time.Hour).UTC()
+	ended := t0.Add(time.Minute)
+	one, ms := 1, int64(1500)
+	s := jobs.Snapshot{Version: jobs.SnapshotVersion, ID: "0badc0de" + strings.Repeat("3", 24), Status: jobs.StatusDone,
+		Task: "t", Workspace: "/srv/ws", CreatedAt: t0, EndedAt: &ended, MaxSteps: 120, Steps: 2,
+		StopReason: jobs.StopCompleted, Nonce: strings.Repeat("a", 32), Result: "ok",
+		Commands:           []jobs.Command{{Command: "go test ./...", ExitCode: &one, DurationMS: &ms, Runs: 2}},
+		UnresolvedFailures: []string{"go test ./..."},
+		Changes: []changes.Change{{Path: "a.txt", Change: changes.Modified, Size: 12, By: "command"},
+			{Path: ".env", Change: changes.Created, Size: 9, Secret: true}, {Path: rtl, Change: changes.Deleted, Size: 1}},
+		DiffBytes: 40}
+	te.writeJobs(s)
+	out := te.must("jobs", s.ID)
+	noRawControls(t, "jobs ID", out,
+		"stopped:    completed",
+		"ran:        exit 1   go test ./...  (1.5s, run 2 times)",
+		"UNRESOLVED: go test ./... failed and never succeeded afterwards",
+		"changed:    modified a.txt (12 bytes, by command)",
+		"changed:    created  .env (9 bytes, secret: contents never read)",
+		`changed:    deleted  file\u{202e}txt.sh (1 bytes)`,
+		"diff:       40 bytes: `bridgectl jobs "+s.ID+" --diff`")
+
+	dir := filepath.Join(te.state, "changes", s.ID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	diff := "--- a/a.go\n+++ b/a.go\n-\tx := 1\n+\tx := \"" + osc52 + "\"\n"
+	if err := os.WriteFile(filepath.Join(dir, changes.DiffFile), []byte(diff), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out = te.must("jobs", s.ID[:8], "--diff")
+	if want := "--- a/a.go\n+++ b/a.go\n-\tx := 1\n+\tx := \"done\\u{1b}]52;c;ZWNobyBwd25lZAo=\\u{7} ok\"\n"; out != want {
+		t.Errorf("jobs --diff =\n%q\nwant\n%q", out, want)
+	}
+	if _, errs, code := te.run("jobs", "--diff"); code != 2 || !strings.Contains(errs, "need a job ID") {
+		t.Errorf("jobs --diff without an ID: exit %d %q", code, errs)
 	}
 }

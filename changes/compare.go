@@ -1,0 +1,268 @@
+package changes
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+// Bounds of the comparison at a job's end.
+const (
+	// MaxChanges is how many changed paths a report lists; the rest are counted.
+	MaxChanges = 1000
+	// MaxDiffFile is the largest file (old or new) the diff shows.
+	MaxDiffFile = 1 << 20
+	// MaxDiffTotal bounds the whole diff kept with the job.
+	MaxDiffTotal = 16 << 20
+)
+
+// The kinds of change.
+const (
+	Created  = "created"
+	Modified = "modified"
+	Deleted  = "deleted"
+)
+
+// Change is one file the job created, modified or deleted, seen on disk.
+type Change struct {
+	Path   string `json:"path" jsonschema:"relative to the workspace"`
+	Change string `json:"change" jsonschema:"created, modified or deleted"`
+	// Size is the file's size now (for a deleted file, its size at the start).
+	Size    int64  `json:"size" jsonschema:"bytes now; for a deleted file, its size at the start"`
+	OldSize *int64 `json:"old_size,omitempty" jsonschema:"bytes at the start, for a modified file"`
+	// By says who made the change, when that can be told: "tool" (a
+	// Write/Edit the harness reported) or "command" (not a file tool's: a
+	// shell command of the job).
+	By string `json:"by,omitempty" jsonschema:"tool (a Write/Edit call reported it) or command (no file tool did: a shell command); empty when neither ran"`
+	// Secret: a secret file by name, listed by path only: never read or diffed.
+	Secret bool `json:"secret,omitempty" jsonschema:"a secret file (.env, keys): its contents are never read or shown"`
+	Binary bool `json:"binary,omitempty" jsonschema:"not text: listed, not diffed"`
+	// Note says why the diff does not show it, or what else changed.
+	Note string `json:"note,omitempty" jsonschema:"why the diff does not show this file, or what else changed (mode, link)"`
+}
+
+// Report is what a job changed in its workspace.
+type Report struct {
+	Changes []Change
+	// Unlisted counts the changes past MaxChanges.
+	Unlisted int
+	// Diff is the unified diff of the text files (at most MaxDiffTotal).
+	Diff string
+	// Note says what the comparison could not see or do ("" when nothing).
+	Note string
+}
+
+// Compare walks ws again, compares it with the start record kept in dir,
+// and writes the whole diff to dir/DiffFile. An error means there was no
+// usable start record (the job never started, or the record is damaged).
+func Compare(ws, dir string) (Report, error) {
+	rec, err := LoadRecord(dir)
+	if err != nil {
+		return Report{}, err
+	}
+	scan, err := sandbox.WorkspaceScan(ws, sandbox.DefaultSecretScanLimit, true)
+	if err != nil {
+		return Report{}, fmt.Errorf("walk the workspace: %w", err)
+	}
+	c := comparer{ws: ws, dir: dir, rec: rec}
+	var notes []string
+	if rec.Truncated || scan.Truncated {
+		notes = append(notes, fmt.Sprintf("the workspace is too large to compare whole (over %d entries): changes in the %d directories not looked at are not listed", sandbox.DefaultSecretScanLimit, max(rec.Unlisted, scan.Unlisted)))
+	}
+	if rec.Git != nil && rec.Git.Error != "" {
+		notes = append(notes, "git could not be asked at the start ("+rec.Git.Error+")")
+	}
+	if rec.Uncopied > 0 {
+		notes = append(notes, fmt.Sprintf("%d files had no copy kept at the start (past %d MiB or %d files of copies): a change to one is listed without a diff", rec.Uncopied, MaxCopyTotal>>20, MaxCopyFiles))
+	}
+	now := make(map[string]sandbox.FileEntry, len(scan.Files))
+	for _, f := range scan.Files {
+		now[f.Path] = f
+	}
+	paths := make([]string, 0, len(now)+len(rec.Files))
+	for p := range rec.Files {
+		paths = append(paths, p)
+	}
+	for p := range now {
+		if _, ok := rec.Files[p]; !ok {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	var rep Report
+	var diff strings.Builder
+	diffCut := false
+	for _, p := range paths {
+		old, had := rec.Files[p]
+		cur, has := now[p]
+		// Past either bound no more file is read: what still differs by
+		// its size, time or mode is listed (or counted) unread.
+		c.full = diff.Len() >= MaxDiffTotal || len(rep.Changes) >= MaxChanges
+		ch, d, ok := c.compare(p, old, had, cur, has)
+		if !ok {
+			continue
+		}
+		if len(rep.Changes) >= MaxChanges {
+			rep.Unlisted++
+			continue
+		}
+		if d != "" {
+			if diff.Len()+len(d) > MaxDiffTotal {
+				diffCut = true
+				ch.Note = joinNote(ch.Note, "left out of the diff: the whole diff reached its 16 MiB bound")
+			} else {
+				diff.WriteString(d)
+			}
+		}
+		rep.Changes = append(rep.Changes, ch)
+	}
+	if rep.Unlisted > 0 {
+		notes = append(notes, fmt.Sprintf("%d more changed files are not listed (at most %d are)", rep.Unlisted, MaxChanges))
+	}
+	if diffCut {
+		notes = append(notes, "the diff is cut: it reached its 16 MiB bound")
+	}
+	rep.Diff = diff.String()
+	rep.Note = strings.Join(notes, "; ")
+	if err := statedir.WriteFileAtomic(filepath.Join(dir, DiffFile), []byte(rep.Diff)); err != nil {
+		rep.Note = joinNote(rep.Note, "the whole diff could not be saved: "+err.Error())
+	}
+	return rep, nil
+}
+
+type comparer struct {
+	ws, dir string
+	rec     *Record
+	full    bool // the report is full: read no more files
+}
+
+// notRead notes a change listed without reading the file: the report was full.
+const notRead = "not read: the diff or the list reached its bound (its size, time or mode differ)"
+
+// compare says whether path changed, how, and its diff ("" when none).
+func (c comparer) compare(p string, old Entry, had bool, cur sandbox.FileEntry, has bool) (Change, string, bool) {
+	switch {
+	case had && has:
+		if old.Size == cur.Size && old.ModTime == cur.ModTime && old.Mode == cur.Mode {
+			return Change{}, "", false
+		}
+		ch := Change{Path: p, Change: Modified, Size: cur.Size, Secret: old.Secret || cur.Secret}
+		oldSize := old.Size
+		ch.OldSize = &oldSize
+		if old.Mode != cur.Mode {
+			ch.Note = fmt.Sprintf("mode %s → %s", old.Mode, cur.Mode)
+		}
+		if ch.Secret {
+			return ch, "", true
+		}
+		if !old.Mode.IsRegular() || !cur.Mode.IsRegular() {
+			ch.Note = joinNote(ch.Note, "not a regular file: not diffed")
+			return ch, "", true
+		}
+		if c.full {
+			ch.Note = joinNote(ch.Note, notRead)
+			return ch, "", true
+		}
+		before, why := c.oldContent(old)
+		after, err := readSmall(c.path(p), MaxDiffFile)
+		if why == "" && err == nil && bytes.Equal(before, after) && old.Mode == cur.Mode {
+			return Change{}, "", false // touched, not changed
+		}
+		return c.diffed(ch, before, why, after, err)
+	case had:
+		ch := Change{Path: p, Change: Deleted, Size: old.Size, Secret: old.Secret}
+		if ch.Secret || !old.Mode.IsRegular() {
+			return ch, "", true
+		}
+		if c.full {
+			ch.Note = notRead
+			return ch, "", true
+		}
+		before, why := c.oldContent(old)
+		return c.diffed(ch, before, why, nil, nil)
+	default:
+		ch := Change{Path: p, Change: Created, Size: cur.Size, Secret: cur.Secret}
+		if ch.Secret {
+			return ch, "", true
+		}
+		if !cur.Mode.IsRegular() {
+			ch.Note = "not a regular file: not diffed"
+			return ch, "", true
+		}
+		if c.full {
+			ch.Note = notRead
+			return ch, "", true
+		}
+		after, err := readSmall(c.path(p), MaxDiffFile)
+		return c.diffed(ch, nil, "", after, err)
+	}
+}
+
+// diffed fills in ch's binary flag or note and returns its diff.
+func (c comparer) diffed(ch Change, before []byte, why string, after []byte, afterErr error) (Change, string, bool) {
+	switch {
+	case why == "binary" || (ch.Change != Deleted && afterErr == nil && !isText(after)):
+		ch.Binary = true
+		return ch, binaryDiff(ch), true
+	case why != "":
+		ch.Note = joinNote(ch.Note, "no diff: "+why)
+		return ch, "", true
+	case afterErr != nil && ch.Change != Deleted:
+		ch.Note = joinNote(ch.Note, "no diff: "+readWhy(afterErr))
+		return ch, "", true
+	}
+	return ch, unified(ch, string(before), string(after)), true
+}
+
+// oldContent is the file's contents at the start, or why they are not known.
+func (c comparer) oldContent(e Entry) ([]byte, string) {
+	switch {
+	case e.Binary:
+		return nil, "binary"
+	case e.Copy != "":
+		b, err := readCopy(filepath.Join(c.dir, packFile), e)
+		if err != nil {
+			return nil, "its copy from the start is gone (" + err.Error() + ")"
+		}
+		return b, ""
+	case e.Blob != "":
+		b, err := blob(c.ws, e.Blob, MaxDiffFile)
+		if err != nil {
+			return nil, "its contents at the start could not be read from git (" + err.Error() + ")"
+		}
+		if !isText(b) {
+			return nil, "binary"
+		}
+		return b, ""
+	case e.Size > MaxCopyFile:
+		return nil, fmt.Sprintf("it was over %d KiB at the start, so no copy was kept", MaxCopyFile>>10)
+	default:
+		return nil, "no copy of it was kept at the start"
+	}
+}
+
+func (c comparer) path(rel string) string { return filepath.Join(c.ws, filepath.FromSlash(rel)) }
+
+func readWhy(err error) string {
+	if errors.Is(err, errTooLarge) {
+		return fmt.Sprintf("over %d MiB", MaxDiffFile>>20)
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return "it is gone"
+	}
+	return err.Error()
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}

@@ -1,0 +1,241 @@
+package changes
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
+)
+
+// gitTimeout bounds each git command the record runs.
+const gitTimeout = 10 * time.Second
+
+// gitArgs start every git command: no fsmonitor, no hooks, no pager, no
+// optional locks (the index is never rewritten), nothing fetched. The
+// daemon runs git outside every sandbox, so it runs only what reads and
+// runs no program a config names: rev-parse and ls-files at the start,
+// cat-file blob at the end (after the audit has moved aside any git config
+// or hook the job planted).
+var gitArgs = []string{
+	"-c", "core.fsmonitor=", "-c", "core.hooksPath=/dev/null", "-c", "protocol.allow=never",
+	"-c", "core.untrackedCache=false", "--no-pager", "--no-optional-locks",
+}
+
+// git runs git in ws with its own git dir and returns its stdout.
+func git(ws string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, gitArgs...), args...)...)
+	cmd.Dir = ws
+	// git looks for the repository no higher than the workspace.
+	cmd.Env = append(gitEnv(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(ws))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if len(msg) > 300 {
+			msg = msg[:300]
+		}
+		return out, fmt.Errorf("git %s: %w: %s", args[0], err, msg)
+	}
+	return out, nil
+}
+
+// gitEnv is the daemon's PATH and HOME, and nothing that points git
+// elsewhere.
+func gitEnv() []string {
+	env := []string{"GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "GIT_NO_REPLACE_OBJECTS=1", "LC_ALL=C"}
+	for _, k := range []string{"PATH", "HOME"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// gitStart asks git about ws when ws is the top of a git work tree (its
+// .git a directory, or a gitfile as in a worktree or submodule; never a
+// link): HEAD, and for each tracked file of files (the start's manifest)
+// that is clean — its size and mtime those the index recorded, and not
+// racily so — its object id (path → id); the others are Dirty. It never
+// runs `git status`, which runs the repository's clean filters (a program
+// a config names) on files whose stat changed: the daemon runs git outside
+// every sandbox. It returns nil when ws is not a work tree's top; a git
+// that fails is recorded as the state's Error, and every file is then
+// copied.
+func gitStart(ws string, files []sandbox.FileEntry) (*GitState, map[string]string) {
+	st, err := os.Lstat(filepath.Join(ws, ".git"))
+	if err != nil || !(st.IsDir() || st.Mode().IsRegular()) {
+		return nil, nil
+	}
+	g := &GitState{}
+	fail := func(err error) (*GitState, map[string]string) {
+		g.Error, g.Dirty = err.Error(), nil
+		return g, nil
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		return fail(errors.New("git is not on the daemon's PATH"))
+	}
+	out, err := git(ws, "rev-parse", "--show-toplevel", "--git-path", "index")
+	if err != nil {
+		return fail(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || !sameDir(lines[0], ws) {
+		return fail(fmt.Errorf("the work tree's top is %q, not the workspace", lines[0]))
+	}
+	index := lines[1]
+	if !filepath.IsAbs(index) {
+		index = filepath.Join(ws, index)
+	}
+	ist, err := os.Stat(index)
+	if err != nil {
+		return fail(fmt.Errorf("the index: %w", err))
+	}
+	if head, err := git(ws, "rev-parse", "--verify", "-q", "HEAD"); err == nil {
+		g.Head = strings.TrimSpace(string(head))
+	}
+	staged, err := git(ws, "ls-files", "-s", "--debug", "-z")
+	if err != nil {
+		return fail(err)
+	}
+	now := make(map[string]sandbox.FileEntry, len(files))
+	for _, f := range files {
+		now[f.Path] = f
+	}
+	clean := map[string]string{}
+	for _, e := range parseStaged(string(staged)) {
+		f, ok := now[e.path]
+		switch {
+		case !ok:
+		case f.Size == e.size && f.ModTime == e.mtime && e.mtime < ist.ModTime().UnixNano():
+			clean[e.path] = e.oid
+		default:
+			g.Dirty = append(g.Dirty, e.path)
+		}
+	}
+	return g, clean
+}
+
+// staged is one entry of the index: a regular file at stage 0, with the
+// size and mtime the index recorded for it.
+type staged struct {
+	path, oid string
+	size      int64
+	mtime     int64 // Unix nanoseconds
+}
+
+// parseStaged reads `git ls-files -s --debug -z`: each entry is
+// "<mode> <object> <stage>\t<path>\0" followed by indented lines, among them
+// "  mtime: S:NS" and "  size: N\tflags: F".
+func parseStaged(out string) []staged {
+	var entries []staged
+	parts := strings.Split(out, "\x00")
+	header := parts[0]
+	for _, part := range parts[1:] {
+		debug, next := part, ""
+		if j := strings.LastIndexByte(part, '\n'); j >= 0 {
+			debug, next = part[:j+1], part[j+1:]
+		}
+		if e, ok := parseEntry(header, debug); ok {
+			entries = append(entries, e)
+		}
+		header = next
+	}
+	return entries
+}
+
+func parseEntry(header, debug string) (staged, bool) {
+	meta, path, ok := strings.Cut(header, "\t")
+	f := strings.Fields(meta)
+	if !ok || len(f) != 3 || f[2] != "0" || !strings.HasPrefix(f[0], "100") {
+		return staged{}, false
+	}
+	e := staged{path: path, oid: f[1], size: -1, mtime: -1}
+	for _, line := range strings.Split(debug, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "mtime: "); ok {
+			sec, nsec, _ := strings.Cut(v, ":")
+			s, err1 := strconv.ParseInt(sec, 10, 64)
+			ns, err2 := strconv.ParseInt(nsec, 10, 64)
+			if err1 == nil && err2 == nil {
+				e.mtime = s*1e9 + ns
+			}
+		}
+		if v, ok := strings.CutPrefix(line, "size: "); ok {
+			size, _, _ := strings.Cut(v, "\t")
+			if n, err := strconv.ParseInt(size, 10, 64); err == nil {
+				e.size = n
+			}
+		}
+	}
+	return e, e.size >= 0 && e.mtime >= 0
+}
+
+// blob reads a git object of ws by id and checks that its contents hash to
+// that id, so an object the job rewrote cannot pass for the old contents.
+func blob(ws, id string, limit int64) ([]byte, error) {
+	out, err := git(ws, "cat-file", "blob", id)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(out)) > limit {
+		return nil, errTooLarge
+	}
+	var h hash.Hash
+	switch len(id) {
+	case 40:
+		h = sha1.New()
+	case 64:
+		h = sha256.New()
+	default:
+		return nil, fmt.Errorf("object id %q of an unknown hash", id)
+	}
+	fmt.Fprintf(h, "blob %d\x00", len(out))
+	h.Write(out)
+	if hex.EncodeToString(h.Sum(nil)) != id {
+		return nil, fmt.Errorf("object %s does not hold what its id says: it was changed since the start", id)
+	}
+	return out, nil
+}
+
+func sameDir(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+// openNoFollow opens p for reading unless it is a symlink (or was swapped
+// for one between the check and the open).
+func openNoFollow(p string) (*os.File, error) {
+	before, err := os.Lstat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !before.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	after, err := f.Stat()
+	if err != nil || !os.SameFile(before, after) {
+		f.Close()
+		return nil, errors.New("the file changed while it was opened")
+	}
+	return f, nil
+}

@@ -1,0 +1,208 @@
+package server
+
+import (
+	"crypto/subtle"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/changes"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+)
+
+// Handoff is what a host's model needs to decide its next move: why the job
+// stopped, what it changed on disk, what failed, and what to do now. It is
+// in structuredContent as well as in the text, because some hosts (Claude
+// Code) hand their model only the JSON and others only the text.
+type Handoff struct {
+	StopReason         string           `json:"stop_reason,omitempty" jsonschema:"why the job ended, set once it has: completed (done) · step_ceiling · time_ceiling · budget_ceiling · daily_budget · model_error · harness_failed · no_result · approval_timeout (error) · cancelled_by_caller · cancelled_by_owner (cancelled) · interrupted_by_restart (interrupted)"`
+	ModelError         string           `json:"model_error,omitempty" jsonschema:"for stop_reason model_error, DeepSeek's class: key_rejected, balance, rate_limit, overload, server_error, unreachable, stream_cut or bad_request"`
+	UnresolvedFailures []string         `json:"unresolved_failures,omitempty" jsonschema:"commands that failed and were not followed by a success of the same command; a done job with any is done but not clean: say so and decide whether to accept it"`
+	Changes            []changes.Change `json:"changes,omitempty" jsonschema:"files the job created, modified or deleted, seen on disk at its end (whoever made them); compare with files_written, which are only the file tools' claims"`
+	ChangesUnlisted    int              `json:"changes_unlisted,omitempty" jsonschema:"changed files past the list's bound"`
+	ChangesNote        string           `json:"changes_note,omitempty" jsonschema:"what the comparison of the workspace could not see or do"`
+	Diff               string           `json:"diff,omitempty" jsonschema:"unified diff of the changed text files, at most 64 KiB (secret and binary files are never shown)"`
+	DiffTruncated      bool             `json:"diff_truncated,omitempty" jsonschema:"the diff was cut at 64 KiB; the owner sees all of it with bridgectl jobs ID --diff"`
+	Summary            string           `json:"summary" jsonschema:"the job in one line"`
+	NextStep           string           `json:"next_step" jsonschema:"what to do now, in words: poll again, quote the nonce with the result, ask the owner to approve, or why there is no result"`
+}
+
+// OwnerMetaKey is the _meta key under which bridgectl sends the owner token.
+const OwnerMetaKey = "bridge/owner"
+
+// cancelledBy is who a cancel call comes from: the owner when its _meta
+// carries the owner token, else the caller.
+func cancelledBy(req mcp.CallToolRequest, token string) jobs.StopReason {
+	if token == "" || req.Params.Meta == nil {
+		return jobs.StopCancelledByCaller
+	}
+	got, _ := req.Params.Meta.AdditionalFields[OwnerMetaKey].(string)
+	if subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1 {
+		return jobs.StopCancelledByOwner
+	}
+	return jobs.StopCancelledByCaller
+}
+
+// handoff is the Handoff of a snapshot.
+func handoff(s jobs.Snapshot) Handoff {
+	h := Handoff{
+		StopReason: string(s.StopReason), ModelError: s.ModelError,
+		UnresolvedFailures: s.UnresolvedFailures,
+		Changes:            s.Changes, ChangesUnlisted: s.ChangesUnlisted, ChangesNote: s.ChangesNote,
+		Diff: s.Diff, DiffTruncated: s.DiffTruncated,
+	}
+	if !s.Status.Final() {
+		h.UnresolvedFailures = jobs.UnresolvedFailures(s.Commands)
+	}
+	h.NextStep = nextStep(s)
+	h.Summary = summary(s, h)
+	return h
+}
+
+// summary is the job in one line.
+func summary(s jobs.Snapshot, h Handoff) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "job %s %s", s.ID, s.Status)
+	if s.StopReason != "" && s.StopReason != jobs.StopCompleted {
+		fmt.Fprintf(&b, " (%s", s.StopReason)
+		if s.ModelError != "" {
+			b.WriteString(": " + s.ModelError)
+		}
+		b.WriteString(")")
+	}
+	fmt.Fprintf(&b, ": %s", plural(s.Steps, "tool call"))
+	if s.EndedAt != nil {
+		fmt.Fprintf(&b, ", %s, $%.4f", s.Elapsed(*s.EndedAt).Round(time.Second), s.CostUSD)
+	}
+	if (s.Status.Final() && s.ChangesNote == "") || len(h.Changes) > 0 {
+		fmt.Fprintf(&b, ", %s changed on disk", plural(len(h.Changes)+h.ChangesUnlisted, "file"))
+	}
+	if n := len(h.UnresolvedFailures); n > 0 {
+		fmt.Fprintf(&b, ", %s not fixed (%s)", plural(n, "failed command"), strings.Join(h.UnresolvedFailures, "; "))
+	}
+	if s.Status == jobs.StatusWaitingApproval && s.Approval != nil {
+		b.WriteString(", waiting for approval: " + s.Approval.Summary)
+	}
+	return b.String()
+}
+
+// nextStep says what the calling model should do now.
+func nextStep(s jobs.Snapshot) string {
+	poll := fmt.Sprintf("call deepseek_agent_poll with job_id %q", s.ID)
+	switch s.Status {
+	case jobs.StatusQueued, jobs.StatusRunning:
+		return "Nothing to report yet: do not describe any result; " + poll + " again."
+	case jobs.StatusWaitingApproval:
+		req := ""
+		if s.Approval != nil {
+			req = " request " + s.Approval.ID
+		}
+		return "Ask the owner to run `bridgectl pending` on the bridge's machine and approve or deny" + req + "; nothing to report yet; then " + poll + " again."
+	case jobs.StatusDone:
+		step := fmt.Sprintf("Report the result and quote the nonce %s verbatim with it.", s.Nonce)
+		if u := s.UnresolvedFailures; len(u) > 0 {
+			step += fmt.Sprintf(" Say that %s failed and never succeeded afterwards (%s): decide whether the result can be accepted.", plural(len(u), "command"), strings.Join(u, "; "))
+		}
+		if len(s.Quarantined) > 0 {
+			step += " Tell the user what was quarantined."
+		}
+		return step
+	}
+	return "There is no result and no nonce: do not present anything from this job as its result. " + stopAdvice(s)
+}
+
+// stopAdvice says what a host can do about a job that ended without a result.
+func stopAdvice(s jobs.Snapshot) string {
+	switch s.StopReason {
+	case jobs.StopStepCeiling:
+		return "It hit its step ceiling: start a new job with a narrower task or a larger max_steps."
+	case jobs.StopTimeCeiling:
+		return "It hit its wall-clock ceiling: start a new job with a narrower task or a larger timeout_seconds."
+	case jobs.StopBudgetCeiling:
+		return "It spent its budget: start a smaller job, or ask the owner to raise BRIDGE_JOB_MAX_COST_USD / BRIDGE_JOB_MAX_TOKENS."
+	case jobs.StopDailyBudget:
+		return "Today's spend limit is reached: wait for 00:00 UTC, or ask the owner about BRIDGE_DAILY_MAX_COST_USD."
+	case jobs.StopModelError:
+		switch s.ModelError {
+		case jobs.ModelKeyRejected:
+			return "DeepSeek refused the key: ask the owner to check DEEPSEEK_API_KEY."
+		case jobs.ModelBalance:
+			return "The DeepSeek account is out of credit: ask the owner to top it up."
+		case jobs.ModelRateLimit, jobs.ModelOverload, jobs.ModelServerError, jobs.ModelUnreachable, jobs.ModelStreamCut:
+			return "DeepSeek failed (" + s.ModelError + "): try again later."
+		}
+		return "DeepSeek refused a request (" + s.ModelError + "): tell the user."
+	case jobs.StopCancelledByCaller:
+		return "It was cancelled by a deepseek_agent_cancel call: start it again only if the user asks."
+	case jobs.StopCancelledByOwner:
+		return "The owner cancelled it (bridgectl job kill): do not start it again without asking the user."
+	case jobs.StopInterruptedByRestart:
+		return "The bridge stopped or restarted while it ran: start it again if the user still wants it."
+	case jobs.StopApprovalTimeout:
+		return "Nobody answered its approval request in time: ask the owner to watch `bridgectl approve --watch`, then start it again."
+	case jobs.StopHarnessFailed:
+		return "The agent harness failed: ask the owner to run `bridgectl doctor`."
+	case jobs.StopNoResult:
+		return "The agent ended without an answer: start a new job with a clearer task."
+	}
+	return "Tell the user why it ended."
+}
+
+// writeHandoff adds what the job changed, what failed and the next step to
+// an ended job's text.
+func writeHandoff(b *strings.Builder, p AgentJobPayload) {
+	if len(p.UnresolvedFailures) > 0 {
+		fmt.Fprintf(b, "\nUnresolved failures (failed, never followed by a success of the same command): %s", strings.Join(p.UnresolvedFailures, "; "))
+	}
+	if len(p.Changes) > 0 || p.ChangesUnlisted > 0 {
+		b.WriteString("\nChanged on disk:")
+		for _, c := range p.Changes {
+			fmt.Fprintf(b, "\n- %s %s (%d bytes", c.Change, c.Path, c.Size)
+			if c.By != "" {
+				fmt.Fprintf(b, ", by %s", c.By)
+			}
+			switch {
+			case c.Secret:
+				b.WriteString(", secret: contents not shown")
+			case c.Binary:
+				b.WriteString(", binary")
+			}
+			b.WriteString(")")
+			if c.Note != "" {
+				fmt.Fprintf(b, " [%s]", c.Note)
+			}
+		}
+		if p.ChangesUnlisted > 0 {
+			fmt.Fprintf(b, "\n- and %d more", p.ChangesUnlisted)
+		}
+	}
+	if p.ChangesNote != "" {
+		fmt.Fprintf(b, "\nChanges note: %s", p.ChangesNote)
+	}
+	if p.Diff != "" {
+		b.WriteString("\nDiff:\n" + p.Diff)
+		if p.DiffTruncated {
+			b.WriteString("(the diff is cut at 64 KiB; the owner sees all of it with `bridgectl jobs " + p.JobID + " --diff`)")
+		}
+	}
+	fmt.Fprintf(b, "\nNext step: %s", p.NextStep)
+}
+
+// commandEvidence is how a command ended, its duration, how often the job
+// ran it, and the last line of its output.
+func commandEvidence(c jobs.Command) string {
+	out := c.Status()
+	if c.DurationMS != nil {
+		out += ", " + (time.Duration(*c.DurationMS) * time.Millisecond).Round(time.Millisecond).String()
+	}
+	if c.Runs > 1 {
+		out += fmt.Sprintf(", run %d times", c.Runs)
+	}
+	if c.OutputTail != "" {
+		lines := strings.Split(c.OutputTail, "\n")
+		out += ", output ends: " + lines[len(lines)-1]
+	}
+	return out
+}
