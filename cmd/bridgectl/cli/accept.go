@@ -69,7 +69,7 @@ func runAccept(ctx context.Context, e *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	tasks := acceptTasks(witness)
+	tasks := acceptTasks(e, witness)
 	if *only != "" {
 		want := strings.ToUpper(*only)
 		tasks = slices.DeleteFunc(tasks, func(t acceptTask) bool { return t.name != want })

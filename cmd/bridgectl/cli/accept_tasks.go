@@ -26,7 +26,7 @@ print("OK: the sum is 6")
 var saysMissing = regexp.MustCompile(`(?i)(does ?n[o']t exist|not exist|no such file|not found|missing|(can ?not|could ?n[o']t|unable to) (find|read|open|locate))`)
 
 // acceptTasks are A, B and C; witness is A's random string.
-func acceptTasks(witness string) []acceptTask {
+func acceptTasks(e *Env, witness string) []acceptTask {
 	return []acceptTask{
 		{
 			name: "A", title: "a string only a file holds, reversed",
@@ -52,6 +52,9 @@ func acceptTasks(witness string) []acceptTask {
 		{
 			name: "B", title: "run a failing script, fix it, run it again",
 			prepare: func(ws string) (string, error) {
+				if _, err := lookPath(e, "python3"); err != nil {
+					return "", errors.New("python3 is not installed here, and task B runs `python3 check.py`: install it (`sudo apt-get install python3`)")
+				}
 				err := os.WriteFile(filepath.Join(ws, "check.py"), []byte(checkScript), 0o644)
 				return fmt.Sprintf("In %s, run `python3 check.py`: it fails. Find out why from its output, fix check.py so that the check passes "+
 					"(keep what it checks: the sum of 1, 2 and 3 is 6), then run `python3 check.py` again to show it passes. Reply with what was wrong.", ws), err

@@ -20,3 +20,19 @@ func TestAcceptPreconditions(t *testing.T) {
 		t.Errorf("no roots: exit %d %s", code, errs)
 	}
 }
+
+// Task B without python3 fails with what to install, before any job starts.
+func TestAcceptNamesAMissingPython(t *testing.T) {
+	te := newTestEnv(t)
+	for i, kv := range te.environ {
+		if strings.HasPrefix(kv, "PATH=") {
+			te.environ[i] = "PATH=" + te.pathDir // no python3 there
+		}
+	}
+	te.must("allow", t.TempDir())
+	te.must("start")
+	out, errs, code := te.run("accept", "--only", "B")
+	if code != 1 || !strings.Contains(out, "FAIL B (run a failing script, fix it, run it again): python3 is not installed here") || !strings.Contains(out, "sudo apt-get install python3") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}

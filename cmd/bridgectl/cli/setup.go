@@ -279,7 +279,7 @@ func (s *setup) approval(flag string) error {
 func (s *setup) sandbox() {
 	var missing []string
 	for _, p := range []string{"bwrap", "socat"} {
-		if _, err := exec.LookPath(p); err != nil {
+		if _, err := lookPath(s.e, p); err != nil {
 			missing = append(missing, p)
 		}
 	}
