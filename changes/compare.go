@@ -47,8 +47,9 @@ type Change struct {
 	// Write/Edit the harness reported) or "command" (not a file tool's: a
 	// shell command of the job).
 	By string `json:"by,omitempty" jsonschema:"tool (a Write/Edit call reported it) or command (no file tool did: a shell command); empty when neither ran"`
-	// Secret: a secret file by name, listed by path only: never read or diffed.
-	Secret bool `json:"secret,omitempty" jsonschema:"a secret file (.env, keys): its contents are never read or shown"`
+	// Secret: a secret file by name, or a deny path of the job's policy,
+	// listed by path and size only: never read or diffed.
+	Secret bool `json:"secret,omitempty" jsonschema:"a secret file (.env, keys) or a deny path of the job's policy: its contents are never read or shown"`
 	Binary bool `json:"binary,omitempty" jsonschema:"not text: listed, not diffed"`
 	// Note says why the diff does not show it, or what else changed.
 	Note string `json:"note,omitempty" jsonschema:"why the diff does not show this file, or what else changed (mode, link)"`
