@@ -103,7 +103,7 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) (err error) {
 		secretPaths = ws.Paths
 		secretWalk = time.Since(t)
 		t = time.Now()
-		recordErr = g.recordStart(spec.JobID, spec.Workspace, ws, wsErr)
+		recordErr = g.recordStart(spec.JobID, spec.Workspace, denyGlobs(spec), ws, wsErr)
 		startRecord = time.Since(t)
 	})
 	wg.Go(func() {
@@ -222,6 +222,14 @@ func literalDenyPaths(spec *harness.Spec) []string {
 		out = append(out, sandbox.LiteralPattern(filepath.Clean(p)))
 	}
 	return out
+}
+
+// denyGlobs are all the deny_paths of the job's policy, globs included.
+func denyGlobs(spec *harness.Spec) []string {
+	if spec.Policy == nil {
+		return nil
+	}
+	return spec.Policy.DenyPaths
 }
 
 func writeJSON(path string, v any) error {
