@@ -62,7 +62,10 @@ print('LOOP-ENDED')
 		_ = os.WriteFile(filepath.Join(ws, "stop"), nil, 0o644)
 		waitSettled(t, cs, first.P.JobID, jobLimit)
 	}()
-	for i := 0; i < 40; i++ {
+	// Bounded for the suite's time: the unit tests of sandbox.Tree and
+	// changes.Compare prove the mechanism; before it, a leak came within
+	// the first few attempts.
+	for i := 0; i < swapAttempts; i++ {
 		g.d.ScriptAnthropic(dt.Text("nothing to do"))
 		c := startJob(t, cs, "Answer.", ws)
 		c = waitSettled(t, cs, c.P.JobID, jobLimit)
@@ -71,6 +74,9 @@ print('LOOP-ENDED')
 		}
 	}
 }
+
+// swapAttempts is how many jobs race a swapping job in the swap tests.
+const swapAttempts = 12
 
 // The daemon runs git outside every sandbox for the record of a job's
 // changes in a git work tree. A PATH entry of the daemon inside a workspace
