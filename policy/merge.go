@@ -213,16 +213,42 @@ func (e Enforced) ListsCommands() bool { return e.Commands != nil || e.FloorComm
 
 // WritableDirs are the directories, relative to the workspace, that the OS
 // sandbox leaves writable for write_paths: the part of each glob before its
-// first wildcard (its parent when that part is a file name). Globs of both
-// lists are listed; a write outside the other list is still refused by the
-// rules.
+// first wildcard (its parent when that part is a file name). When both the
+// caller and the floor give a list, only what both lists reach is writable:
+// of two directories where one holds the other, the deeper; none when no
+// directory of one list holds or is held by one of the other. A write the
+// lists refuse inside a writable directory is still refused by the rules.
 func (e Enforced) WritableDirs() []string {
-	list := e.WritePaths
-	if list == nil || e.FloorWritePaths != nil && len(e.FloorWritePaths) < len(list) {
-		list = e.FloorWritePaths
+	dirs := globDirs(e.WritePaths)
+	if e.WritePaths == nil {
+		return globDirs(e.FloorWritePaths)
+	}
+	if e.FloorWritePaths == nil {
+		return dirs
 	}
 	var out []string
-	for _, g := range list {
+	for _, a := range dirs {
+		for _, b := range globDirs(e.FloorWritePaths) {
+			d := ""
+			switch {
+			case within(a, b):
+				d = a
+			case within(b, a):
+				d = b
+			}
+			if d != "" && !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// globDirs are the static directories of globs (staticPrefix), without the
+// workspace itself.
+func globDirs(globs []string) []string {
+	var out []string
+	for _, g := range globs {
 		d := staticPrefix(g)
 		if d == "" || d == "." {
 			continue
@@ -233,6 +259,9 @@ func (e Enforced) WritableDirs() []string {
 	}
 	return out
 }
+
+// within reports whether the slash-separated relative dir d is dir or below it.
+func within(d, dir string) bool { return d == dir || strings.HasPrefix(d, dir+"/") }
 
 // staticPrefix is the directory part of g before any wildcard.
 func staticPrefix(g string) string {
