@@ -381,3 +381,51 @@ func (e *Enforced) UnmarshalJSON(b []byte) error {
 	}
 	return nil
 }
+
+// GlobBase is the directory part of glob g before its first wildcard ("" or
+// "/" when g starts with one): every path g matches is below it.
+func GlobBase(g string) string { return staticPrefix(g) }
+
+// DenyGlobMatches expands the wildcard entries of deny_paths against paths,
+// the workspace's files (relative, slash-separated, as a walk listed them):
+// for each file, its highest directory a glob matches (a dir, so that a file
+// made there later is covered too), or else the file. Relative globs match
+// against the relative path; absolute ones against workspace joined with it.
+func (e Enforced) DenyGlobMatches(workspace string, paths []string) (dirs, files []string) {
+	var globs []string
+	for _, g := range e.DenyPaths {
+		if strings.ContainsAny(g, "*?[") {
+			globs = append(globs, g)
+		}
+	}
+	if len(globs) == 0 {
+		return nil, nil
+	}
+	seen := map[string]bool{}
+	for _, p := range paths {
+		segs := strings.Split(path.Clean(p), "/")
+		for i := range segs {
+			rel := strings.Join(segs[:i+1], "/")
+			if !slices.ContainsFunc(globs, func(g string) bool { return matchesDenyGlob(g, workspace, rel) }) {
+				continue
+			}
+			if !seen[rel] {
+				seen[rel] = true
+				if i < len(segs)-1 {
+					dirs = append(dirs, rel)
+				} else {
+					files = append(files, rel)
+				}
+			}
+			break
+		}
+	}
+	return dirs, files
+}
+
+func matchesDenyGlob(g, workspace, rel string) bool {
+	if path.IsAbs(g) {
+		return Match(g, path.Join(filepath.ToSlash(workspace), rel))
+	}
+	return Match(g, rel)
+}
