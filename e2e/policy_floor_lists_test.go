@@ -24,7 +24,18 @@ func TestCallersWritePathsStayInsideTheFloorsJail(t *testing.T) {
 	if err := os.WriteFile(floor, []byte(`{"write_paths":["out/**"]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a := startAgentBridge(t, false, map[string]string{"BRIDGE_POLICY_FLOOR_FILE": floor, "BRIDGE_APPROVAL_TIMEOUT_MS": "20000"})
+	ws, c := runScriptWritingSrc(t, map[string]string{"BRIDGE_POLICY_FLOOR_FILE": floor}, "src/**")
+	if _, err := os.Stat(filepath.Join(ws, "src", "planted.txt")); err == nil {
+		t.Errorf("a script wrote src/planted.txt under the floor's write_paths out/** (enforced policy %+v)", c.P.Policy)
+	}
+}
+
+// runScriptWritingSrc runs a job (approval on, nobody answers) whose model
+// runs `python3 w.py`, a script that writes src/planted.txt, under
+// write_paths writePaths, and returns its workspace and settled payload.
+func runScriptWritingSrc(t *testing.T, env map[string]string, writePaths string) (string, agentCall) {
+	t.Helper()
+	a := startAgentBridge(t, false, mergeEnv(map[string]string{"BRIDGE_APPROVAL_TIMEOUT_MS": "3000"}, env))
 	ws := a.workspace(t, map[string]string{"w.py": "open('src/planted.txt', 'w').write('x')\nprint('WROTE')\n"})
 	if err := os.MkdirAll(filepath.Join(ws, "src"), 0o755); err != nil {
 		t.Fatal(err)
@@ -32,7 +43,7 @@ func TestCallersWritePathsStayInsideTheFloorsJail(t *testing.T) {
 	a.d.ScriptAnthropic(dt.ToolCalls(bash("python3 w.py")), dt.Text("done"))
 	cs := goSDKClient(t, a.URL())
 	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{
-		"task": "Write.", "workspace": ws, "policy": map[string]any{"write_paths": []string{"src/**"}},
+		"task": "Write.", "workspace": ws, "policy": map[string]any{"write_paths": []string{writePaths}},
 	}, nil)
 	if c.IsError {
 		t.Fatalf("start: %s", c.Text)
@@ -40,9 +51,7 @@ func TestCallersWritePathsStayInsideTheFloorsJail(t *testing.T) {
 	if c.P.Status != string(jobs.StatusDone) {
 		c = waitSettled(t, cs, c.P.JobID, jobLimit)
 	}
-	if _, err := os.Stat(filepath.Join(ws, "src", "planted.txt")); err == nil {
-		t.Errorf("a script wrote src/planted.txt under the floor's write_paths out/** (enforced policy %+v)", c.P.Policy)
-	}
+	return ws, c
 }
 
 // The owner's floor {"commands": []} — no command runs unattended — reaches
@@ -75,22 +84,7 @@ func TestFloorWithNoCommandsRunsNoCommandUnattended(t *testing.T) {
 // waits for a human instead of running by rule. Approval on, nobody answers.
 func TestWritePathsWithoutAJailHoldScriptsForAHuman(t *testing.T) {
 	t.Parallel()
-	a := startAgentBridge(t, false, map[string]string{"BRIDGE_SANDBOX": "off", "BRIDGE_APPROVAL_TIMEOUT_MS": "3000"})
-	ws := a.workspace(t, map[string]string{"w.py": "open('src/planted.txt', 'w').write('x')\nprint('WROTE')\n"})
-	if err := os.MkdirAll(filepath.Join(ws, "src"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	a.d.ScriptAnthropic(dt.ToolCalls(bash("python3 w.py")), dt.Text("done"))
-	cs := goSDKClient(t, a.URL())
-	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{
-		"task": "Write.", "workspace": ws, "policy": map[string]any{"write_paths": []string{"out/**"}},
-	}, nil)
-	if c.IsError {
-		t.Fatalf("start: %s", c.Text)
-	}
-	if c.P.Status != string(jobs.StatusDone) {
-		c = waitSettled(t, cs, c.P.JobID, jobLimit)
-	}
+	ws, c := runScriptWritingSrc(t, map[string]string{"BRIDGE_SANDBOX": "off"}, "out/**")
 	if _, err := os.Stat(filepath.Join(ws, "src", "planted.txt")); err == nil {
 		t.Errorf("a script wrote src/planted.txt under write_paths out/** with no jail (ledger %v)", verdicts(c.P))
 	}
