@@ -89,7 +89,7 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 	var (
 		wg                                           sync.WaitGroup
 		secretPaths                                  []string
-		wsFiles                                      []sandbox.FileEntry
+		globDirs, globFiles                          []string
 		scan                                         sandbox.RunsLaterScan
 		scanErr, recordErr, approvalErr, mcpErr      error
 		secretWalk, startRecord, runsLater, cfgFiles time.Duration
@@ -97,7 +97,8 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 	wg.Go(func() {
 		t := time.Now()
 		ws, wsErr := g.workspaceScan(spec.JobID, spec.Workspace)
-		secretPaths, wsFiles = ws.Paths, ws.Files
+		secretPaths = ws.Paths
+		globDirs, globFiles = denyGlobPaths(spec, ws.Files)
 		secretWalk = time.Since(t)
 		t = time.Now()
 		recordErr = g.recordStart(spec.JobID, spec.Workspace, ws, wsErr)
@@ -138,7 +139,6 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 		wsSecrets = append(wsSecrets, sandbox.LiteralPattern(p))
 	}
 	denyPaths := literalDenyPaths(spec)
-	globDirs, globFiles := denyGlobPaths(spec, wsFiles)
 	denyPaths = append(denyPaths, globFiles...)
 	denyWrite := slices.Concat(g.protected(), runsLaterDenies(spec.Workspace, scan), denyPaths)
 	if spec.Policy != nil && spec.Policy.ReadOnly() {

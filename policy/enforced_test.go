@@ -130,3 +130,23 @@ func must(b []byte, err error) []byte {
 	}
 	return b
 }
+
+// A deny_paths glob is expanded over a walk's file list into the highest
+// matching dir (so a file made there later is covered) or the file; an
+// absolute glob is matched against the workspace's absolute paths, and
+// literal entries are left to the caller.
+func TestDenyGlobMatches(t *testing.T) {
+	e := Merge(Policy{DenyPaths: []string{"/ws/x/*", "/other/*"}}, Policy{DenyPaths: []string{"secrets/**", "**/*.pem", "private"}}, "f")
+	dirs, files := e.DenyGlobMatches("/ws", []string{
+		"secrets/a", "secrets/b/c", "a.pem", "src/b.pem", "src/ok.go", "x/y", "x/z/w", "private/p", "other/q",
+	})
+	if want := []string{"secrets", "x/z"}; !slices.Equal(dirs, want) {
+		t.Errorf("dirs = %v, want %v", dirs, want)
+	}
+	if want := []string{"a.pem", "src/b.pem", "x/y"}; !slices.Equal(files, want) {
+		t.Errorf("files = %v, want %v", files, want)
+	}
+	if d, f := Merge(Policy{}, Policy{DenyPaths: []string{"private"}}, "").DenyGlobMatches("/ws", []string{"private/p"}); d != nil || f != nil {
+		t.Errorf("a literal entry expanded to %v %v", d, f)
+	}
+}

@@ -391,41 +391,62 @@ func GlobBase(g string) string { return staticPrefix(g) }
 // for each file, its highest directory a glob matches (a dir, so that a file
 // made there later is covered too), or else the file. Relative globs match
 // against the relative path; absolute ones against workspace joined with it.
+// Each directory is matched once, however many files it holds.
 func (e Enforced) DenyGlobMatches(workspace string, paths []string) (dirs, files []string) {
-	var globs []string
+	var rel, abs [][]string
 	for _, g := range e.DenyPaths {
-		if strings.ContainsAny(g, "*?[") {
-			globs = append(globs, g)
+		switch {
+		case !strings.ContainsAny(g, "*?["):
+		case path.IsAbs(g):
+			if b := staticPrefix(g); within(filepath.ToSlash(workspace), b) || within(b, filepath.ToSlash(workspace)) || b == "" {
+				abs = append(abs, strings.Split(path.Clean(g), "/"))
+			}
+		default:
+			rel = append(rel, strings.Split(path.Clean(g), "/"))
 		}
 	}
-	if len(globs) == 0 {
+	if len(rel)+len(abs) == 0 {
 		return nil, nil
 	}
-	seen := map[string]bool{}
-	for _, p := range paths {
-		segs := strings.Split(path.Clean(p), "/")
-		for i := range segs {
-			rel := strings.Join(segs[:i+1], "/")
-			if !slices.ContainsFunc(globs, func(g string) bool { return matchesDenyGlob(g, workspace, rel) }) {
-				continue
+	wsSegs := strings.Split(path.Clean(filepath.ToSlash(workspace)), "/")
+	matches := func(segs []string) bool {
+		for _, g := range rel {
+			if matchSegs(g, segs) {
+				return true
 			}
-			if !seen[rel] {
-				seen[rel] = true
-				if i < len(segs)-1 {
-					dirs = append(dirs, rel)
-				} else {
-					files = append(files, rel)
+		}
+		for _, g := range abs {
+			if matchSegs(g, append(wsSegs[:len(wsSegs):len(wsSegs)], segs...)) {
+				return true
+			}
+		}
+		return false
+	}
+	dirMatched := map[string]bool{}
+	for _, p := range paths {
+		p = path.Clean(p)
+		segs := strings.Split(p, "/")
+		end := -1 // p[:end] is the dir of segs[:i+1]
+		for i := range segs {
+			end += 1 + len(segs[i])
+			if i == len(segs)-1 {
+				if matches(segs) {
+					files = append(files, p)
+				}
+				break
+			}
+			m, seen := dirMatched[p[:end]]
+			if !seen {
+				m = matches(segs[:i+1])
+				dirMatched[p[:end]] = m
+				if m {
+					dirs = append(dirs, p[:end])
 				}
 			}
-			break
+			if m {
+				break
+			}
 		}
 	}
 	return dirs, files
-}
-
-func matchesDenyGlob(g, workspace, rel string) bool {
-	if path.IsAbs(g) {
-		return Match(g, path.Join(filepath.ToSlash(workspace), rel))
-	}
-	return Match(g, rel)
 }
