@@ -13,6 +13,7 @@ type SpawnStages struct {
 	Admission, Record, Token, Prepare, Spawn time.Duration // the registry's stages (record runs beside token and prepare)
 	RecordWait                               time.Duration // what the spawn still waited for the record after prepare
 	SecretWalk, RunsLater, ApprovalConfig    time.Duration // inside Prepare, side by side
+	StartRecord                              time.Duration // inside Prepare, after the secret walk: the change record's manifest and copies
 	AcceptedToSpawned                        time.Duration // Registry.Start called → harness spawned
 	Spawned                                  time.Time     // when the harness was spawned (wall clock)
 	Sent, Running                            time.Time     // deepseek_agent_start sent; the stand-in running (the bench's own clocks)
@@ -45,6 +46,7 @@ func (l *stageLog) take(line []byte) {
 		SecretWalk                               float64 `json:"secret_walk"`
 		RunsLaterScan                            float64 `json:"runs_later_scan"`
 		ApprovalConfig                           float64 `json:"config_files"`
+		StartRecord                              float64 `json:"start_record"`
 	}
 	if json.Unmarshal(line, &rec) != nil || rec.Job == "" {
 		return
@@ -60,6 +62,7 @@ func (l *stageLog) take(line []byte) {
 		s.Spawned = time.Unix(0, rec.SpawnedUnixNS)
 	case len(rec.Message) > 21 && rec.Message[:21] == "harness files written":
 		s.SecretWalk, s.RunsLater, s.ApprovalConfig, s.haveGuard = ms(rec.SecretWalk), ms(rec.RunsLaterScan), ms(rec.ApprovalConfig), true
+		s.StartRecord = ms(rec.StartRecord)
 	default:
 		return
 	}

@@ -12,7 +12,7 @@ func TestStageLogJoinsTheTwoLines(t *testing.T) {
 	l := newStageLog()
 	for _, line := range []string{
 		`{"level":"info","component":"jobs","job":"a1","spawned_unix_ns":1700000000000000000,"admission":0.12,"record":5.5,"token":0.04,"prepare":2.5,"record_wait":1.25,"spawn":3,"accepted_to_spawned":10.5,"message":"harness spawned"}`,
-		`{"level":"info","component":"guard","job":"a1","secret_walk":0.2,"runs_later_scan":0.5,"config_files":0.9,"prepare":2.4,"message":"harness files written (the walks beside the config files and the jail)"}`,
+		`{"level":"info","component":"guard","job":"a1","secret_walk":0.2,"start_record":0.7,"runs_later_scan":0.5,"config_files":0.9,"prepare":2.4,"message":"harness files written (the walks beside the config files and the jail)"}`,
 		`{"level":"info","component":"guard","job":"b2","secret_walk":1,"message":"harness files written (the walks beside the config files and the jail)"}`,
 		`{"level":"info","job":"a1","message":"job accepted"}`,
 		`not json`,
@@ -28,11 +28,12 @@ func TestStageLogJoinsTheTwoLines(t *testing.T) {
 	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 	want := SpawnStages{
 		Admission: ms(0.12), Record: ms(5.5), Token: ms(0.04), Prepare: ms(2.5), RecordWait: ms(1.25), Spawn: ms(3),
-		AcceptedToSpawned: ms(10.5), SecretWalk: ms(0.2), RunsLater: ms(0.5), ApprovalConfig: ms(0.9),
+		AcceptedToSpawned: ms(10.5), SecretWalk: ms(0.2), RunsLater: ms(0.5), ApprovalConfig: ms(0.9), StartRecord: ms(0.7),
 	}
 	if s.Admission != want.Admission || s.Record != want.Record || s.Token != want.Token || s.Prepare != want.Prepare ||
 		s.RecordWait != want.RecordWait || s.Spawn != want.Spawn || s.AcceptedToSpawned != want.AcceptedToSpawned ||
-		s.SecretWalk != want.SecretWalk || s.RunsLater != want.RunsLater || s.ApprovalConfig != want.ApprovalConfig {
+		s.SecretWalk != want.SecretWalk || s.RunsLater != want.RunsLater || s.ApprovalConfig != want.ApprovalConfig ||
+		s.StartRecord != want.StartRecord {
 		t.Fatalf("stages %+v, want %+v", s, want)
 	}
 	if d := s.Spawned.Sub(s.Sent); d != 20*time.Millisecond {

@@ -13,6 +13,13 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 )
 
+// testGit is the git the tests run, found as the daemon finds it: once, at
+// its start, before any test changes PATH.
+var testGit = func() Git {
+	p, _ := exec.LookPath("git")
+	return Git{Bin: p, Path: os.Getenv("PATH")}
+}()
+
 func write(t *testing.T, ws, rel, content string) {
 	t.Helper()
 	p := filepath.Join(ws, filepath.FromSlash(rel))
@@ -32,7 +39,7 @@ func record(t *testing.T, ws string) (dir string, rec *Record) {
 		t.Fatal(err)
 	}
 	dir = filepath.Join(t.TempDir(), "changes")
-	rec, err = Start(ws, scan, dir)
+	rec, err = Start(ws, scan, dir, Options{Git: testGit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +101,7 @@ func TestCompareOutsideGit(t *testing.T) {
 	write(t, ws, "img.bin", "\x00\x01\x02\x03")
 	bump(t, ws, "same.txt") // touched, same contents
 
-	rep, err := Compare(ws, dir)
+	rep, err := Compare(t.Context(), ws, dir, testGit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +165,7 @@ func TestCompareInGit(t *testing.T) {
 	bump(t, ws, "tracked.go")
 	write(t, ws, "dirty.txt", "changed by the job\n")
 	bump(t, ws, "dirty.txt")
-	rep, err := Compare(ws, dir)
+	rep, err := Compare(t.Context(), ws, dir, testGit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +196,7 @@ func TestCompareInGit(t *testing.T) {
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = Compare(ws, dir)
+	rep, err = Compare(t.Context(), ws, dir, testGit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +244,7 @@ func BenchmarkStart(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := Start(ws, scan, filepath.Join(b.TempDir(), "c")); err != nil {
+		if _, err := Start(ws, scan, filepath.Join(b.TempDir(), "c"), Options{Git: testGit}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -262,7 +269,7 @@ func TestCompareBoundsTheList(t *testing.T) {
 	for i := range MaxChanges + 5 {
 		write(t, ws, "gen/f"+strconv.Itoa(10000+i)+".txt", "x\n")
 	}
-	rep, err := Compare(ws, dir)
+	rep, err := Compare(t.Context(), ws, dir, testGit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +306,7 @@ func TestGitRunsNoFilter(t *testing.T) {
 	}
 	write(t, ws, "a.txt", "three\n")
 	bump(t, ws, "a.txt")
-	if _, err := Compare(ws, dir); err != nil {
+	if _, err := Compare(t.Context(), ws, dir, testGit); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(marker); err == nil {

@@ -2,12 +2,14 @@ package changes
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
@@ -21,6 +23,10 @@ const (
 	MaxDiffFile = 1 << 20
 	// MaxDiffTotal bounds the whole diff kept with the job.
 	MaxDiffTotal = 16 << 20
+	// MaxCompareTime bounds the reads of the comparison (the walk is
+	// bounded by its entries): the job's end, and the slot and token it
+	// holds, wait for it.
+	MaxCompareTime = 60 * time.Second
 )
 
 // The kinds of change.
@@ -41,8 +47,9 @@ type Change struct {
 	// Write/Edit the harness reported) or "command" (not a file tool's: a
 	// shell command of the job).
 	By string `json:"by,omitempty" jsonschema:"tool (a Write/Edit call reported it) or command (no file tool did: a shell command); empty when neither ran"`
-	// Secret: a secret file by name, listed by path only: never read or diffed.
-	Secret bool `json:"secret,omitempty" jsonschema:"a secret file (.env, keys): its contents are never read or shown"`
+	// Secret: a secret file by name, or a deny path of the job's policy,
+	// listed by path and size only: never read or diffed.
+	Secret bool `json:"secret,omitempty" jsonschema:"a secret file (.env, keys) or a deny path of the job's policy: its contents are never read or shown"`
 	Binary bool `json:"binary,omitempty" jsonschema:"not text: listed, not diffed"`
 	// Note says why the diff does not show it, or what else changed.
 	Note string `json:"note,omitempty" jsonschema:"why the diff does not show this file, or what else changed (mode, link)"`
@@ -60,9 +67,12 @@ type Report struct {
 }
 
 // Compare walks ws again, compares it with the start record kept in dir,
-// and writes the whole diff to dir/DiffFile. An error means there was no
-// usable start record (the job never started, or the record is damaged).
-func Compare(ws, dir string) (Report, error) {
+// and writes the whole diff to dir/DiffFile. It reads no more files once
+// ctx is done (the guard gives it MaxCompareTime): what still differs is
+// then listed unread, and the report's Note says so. It runs git as git
+// says. An error means there was no usable start record (the job never
+// started, or the record is damaged).
+func Compare(ctx context.Context, ws, dir string, git Git) (Report, error) {
 	rec, err := LoadRecord(dir)
 	if err != nil {
 		return Report{}, err
@@ -71,7 +81,12 @@ func Compare(ws, dir string) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("walk the workspace: %w", err)
 	}
-	c := comparer{ws: ws, dir: dir, rec: rec}
+	tree, err := sandbox.OpenTree(ws)
+	if err != nil {
+		return Report{}, fmt.Errorf("open the workspace: %w", err)
+	}
+	defer tree.Close()
+	c := comparer{ws: ws, dir: dir, rec: rec, tree: tree, git: git}
 	var notes []string
 	if rec.Truncated || scan.Truncated {
 		notes = append(notes, fmt.Sprintf("the workspace is too large to compare whole (over %d entries): changes in the %d directories not looked at are not listed", sandbox.DefaultSecretScanLimit, max(rec.Unlisted, scan.Unlisted)))
@@ -99,15 +114,20 @@ func Compare(ws, dir string) (Report, error) {
 	var rep Report
 	var diff strings.Builder
 	diffCut := false
+	late := 0 // changes listed unread because ctx was done
 	for _, p := range paths {
 		old, had := rec.Files[p]
 		cur, has := now[p]
 		// Past either bound no more file is read: what still differs by
 		// its size, time or mode is listed (or counted) unread.
 		c.full = diff.Len() >= MaxDiffTotal || len(rep.Changes) >= MaxChanges
+		c.late = ctx.Err() != nil
 		ch, d, ok := c.compare(p, old, had, cur, has)
 		if !ok {
 			continue
+		}
+		if strings.Contains(ch.Note, notReadLate) {
+			late++
 		}
 		if len(rep.Changes) >= MaxChanges {
 			rep.Unlisted++
@@ -129,6 +149,9 @@ func Compare(ws, dir string) (Report, error) {
 	if diffCut {
 		notes = append(notes, "the diff is cut: it reached its 16 MiB bound")
 	}
+	if late > 0 {
+		notes = append(notes, fmt.Sprintf("the comparison ran out of time: %d changed files are listed without being read or diffed", late))
+	}
 	rep.Diff = diff.String()
 	rep.Note = strings.Join(notes, "; ")
 	if err := statedir.WriteFileAtomic(filepath.Join(dir, DiffFile), []byte(rep.Diff)); err != nil {
@@ -140,20 +163,55 @@ func Compare(ws, dir string) (Report, error) {
 type comparer struct {
 	ws, dir string
 	rec     *Record
+	tree    *sandbox.Tree // the workspace, for reads that follow no link
+	git     Git
 	full    bool // the report is full: read no more files
+	late    bool // the comparison's time is up: read no more files
 }
 
-// notRead notes a change listed without reading the file: the report was full.
-const notRead = "not read: the diff or the list reached its bound (its size, time or mode differ)"
+// notRead notes a change listed without reading the file: the report was
+// full, or (notReadLate) the comparison's time was up.
+const (
+	notRead     = "not read: the diff or the list reached its bound (its size, time or mode differ)"
+	notReadLate = "not read: the comparison ran out of time (its size, time or mode differ)"
+)
+
+// unread says why no file is read any more ("" when they still are).
+func (c comparer) unread() string {
+	switch {
+	case c.late:
+		return notReadLate
+	case c.full:
+		return notRead
+	}
+	return ""
+}
+
+// denyNote marks a deny path of the job's policy in the list.
+const denyNote = "a deny path of the job's policy: never read or shown"
+
+// secret reports whether p's contents must never be read: a secret file by
+// name at either end, or a deny path of the job.
+func (c comparer) secret(p string, old Entry, had bool, cur sandbox.FileEntry, has bool) (secret, denied bool) {
+	denied = c.rec.denied(p)
+	return denied || had && old.Secret || has && cur.Secret, denied
+}
 
 // compare says whether path changed, how, and its diff ("" when none).
-func (c comparer) compare(p string, old Entry, had bool, cur sandbox.FileEntry, has bool) (Change, string, bool) {
+func (c comparer) compare(p string, old Entry, had bool, cur sandbox.FileEntry, has bool) (ch Change, diff string, changed bool) {
+	var denied bool
+	defer func() {
+		if changed && denied {
+			ch.Note = joinNote(ch.Note, denyNote)
+		}
+	}()
 	switch {
 	case had && has:
 		if old.Size == cur.Size && old.ModTime == cur.ModTime && old.Mode == cur.Mode {
 			return Change{}, "", false
 		}
-		ch := Change{Path: p, Change: Modified, Size: cur.Size, Secret: old.Secret || cur.Secret}
+		ch = Change{Path: p, Change: Modified, Size: cur.Size}
+		ch.Secret, denied = c.secret(p, old, had, cur, has)
 		oldSize := old.Size
 		ch.OldSize = &oldSize
 		if old.Mode != cur.Mode {
@@ -166,29 +224,31 @@ func (c comparer) compare(p string, old Entry, had bool, cur sandbox.FileEntry, 
 			ch.Note = joinNote(ch.Note, "not a regular file: not diffed")
 			return ch, "", true
 		}
-		if c.full {
-			ch.Note = joinNote(ch.Note, notRead)
+		if why := c.unread(); why != "" {
+			ch.Note = joinNote(ch.Note, why)
 			return ch, "", true
 		}
 		before, why := c.oldContent(old)
-		after, err := readSmall(c.path(p), MaxDiffFile)
+		after, err := readSmall(c.tree, p, MaxDiffFile)
 		if why == "" && err == nil && bytes.Equal(before, after) && old.Mode == cur.Mode {
 			return Change{}, "", false // touched, not changed
 		}
 		return c.diffed(ch, before, why, after, err)
 	case had:
-		ch := Change{Path: p, Change: Deleted, Size: old.Size, Secret: old.Secret}
+		ch = Change{Path: p, Change: Deleted, Size: old.Size}
+		ch.Secret, denied = c.secret(p, old, had, cur, has)
 		if ch.Secret || !old.Mode.IsRegular() {
 			return ch, "", true
 		}
-		if c.full {
-			ch.Note = notRead
+		if why := c.unread(); why != "" {
+			ch.Note = why
 			return ch, "", true
 		}
 		before, why := c.oldContent(old)
 		return c.diffed(ch, before, why, nil, nil)
 	default:
-		ch := Change{Path: p, Change: Created, Size: cur.Size, Secret: cur.Secret}
+		ch = Change{Path: p, Change: Created, Size: cur.Size}
+		ch.Secret, denied = c.secret(p, old, had, cur, has)
 		if ch.Secret {
 			return ch, "", true
 		}
@@ -196,11 +256,11 @@ func (c comparer) compare(p string, old Entry, had bool, cur sandbox.FileEntry, 
 			ch.Note = "not a regular file: not diffed"
 			return ch, "", true
 		}
-		if c.full {
-			ch.Note = notRead
+		if why := c.unread(); why != "" {
+			ch.Note = why
 			return ch, "", true
 		}
-		after, err := readSmall(c.path(p), MaxDiffFile)
+		after, err := readSmall(c.tree, p, MaxDiffFile)
 		return c.diffed(ch, nil, "", after, err)
 	}
 }
@@ -233,7 +293,7 @@ func (c comparer) oldContent(e Entry) ([]byte, string) {
 		}
 		return b, ""
 	case e.Blob != "":
-		b, err := blob(c.ws, e.Blob, MaxDiffFile)
+		b, err := blob(c.git, c.ws, e.Blob, MaxDiffFile)
 		if err != nil {
 			return nil, "its contents at the start could not be read from git (" + err.Error() + ")"
 		}
@@ -247,8 +307,6 @@ func (c comparer) oldContent(e Entry) ([]byte, string) {
 		return nil, "no copy of it was kept at the start"
 	}
 }
-
-func (c comparer) path(rel string) string { return filepath.Join(c.ws, filepath.FromSlash(rel)) }
 
 func readWhy(err error) string {
 	if errors.Is(err, errTooLarge) {

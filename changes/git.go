@@ -33,14 +33,30 @@ var gitArgs = []string{
 	"-c", "core.untrackedCache=false", "--no-pager", "--no-optional-locks",
 }
 
-// git runs git in ws with its own git dir and returns its stdout.
-func git(ws string, args ...string) ([]byte, error) {
+// Git is the git the daemon runs, outside every sandbox. The daemon finds
+// it once, on its PATH without the directories a job can write
+// (harness.TrustedLook), never on the PATH as it is: a PATH entry inside a
+// workspace (an activated .venv/bin) would let a job plant the git the
+// daemon runs.
+type Git struct {
+	// Bin is git's absolute path ("": git was not found; none is run).
+	Bin string
+	// Path is the PATH git runs with: the daemon's without the directories
+	// a job can write (harness.TrustedPath).
+	Path string
+}
+
+// run runs git in ws with its own git dir and returns its stdout.
+func (g Git) run(ws string, args ...string) ([]byte, error) {
+	if !filepath.IsAbs(g.Bin) {
+		return nil, errNoGit
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, gitArgs...), args...)...)
+	cmd := exec.CommandContext(ctx, g.Bin, append(append([]string{}, gitArgs...), args...)...)
 	cmd.Dir = ws
 	// git looks for the repository no higher than the workspace.
-	cmd.Env = append(gitEnv(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(ws))
+	cmd.Env = append(g.env(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(ws))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -54,14 +70,15 @@ func git(ws string, args ...string) ([]byte, error) {
 	return out, nil
 }
 
-// gitEnv is the daemon's PATH and HOME, and nothing that points git
+// errNoGit: the daemon found no git on its trusted PATH.
+var errNoGit = errors.New("git is not on the daemon's PATH (outside the directories a job can write)")
+
+// env is the trusted PATH, the daemon's HOME, and nothing that points git
 // elsewhere.
-func gitEnv() []string {
-	env := []string{"GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "GIT_NO_REPLACE_OBJECTS=1", "LC_ALL=C"}
-	for _, k := range []string{"PATH", "HOME"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
+func (g Git) env() []string {
+	env := []string{"GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "GIT_NO_REPLACE_OBJECTS=1", "LC_ALL=C", "PATH=" + g.Path}
+	if v, ok := os.LookupEnv("HOME"); ok {
+		env = append(env, "HOME="+v)
 	}
 	return env
 }
@@ -76,7 +93,7 @@ func gitEnv() []string {
 // every sandbox. It returns nil when ws is not a work tree's top; a git
 // that fails is recorded as the state's Error, and every file is then
 // copied.
-func gitStart(ws string, files []sandbox.FileEntry) (*GitState, map[string]string) {
+func gitStart(git Git, ws string, files []sandbox.FileEntry) (*GitState, map[string]string) {
 	st, err := os.Lstat(filepath.Join(ws, ".git"))
 	if err != nil || !(st.IsDir() || st.Mode().IsRegular()) {
 		return nil, nil
@@ -86,10 +103,10 @@ func gitStart(ws string, files []sandbox.FileEntry) (*GitState, map[string]strin
 		g.Error, g.Dirty = err.Error(), nil
 		return g, nil
 	}
-	if _, err := exec.LookPath("git"); err != nil {
-		return fail(errors.New("git is not on the daemon's PATH"))
+	if git.Bin == "" {
+		return fail(errNoGit)
 	}
-	out, err := git(ws, "rev-parse", "--show-toplevel", "--git-path", "index")
+	out, err := git.run(ws, "rev-parse", "--show-toplevel", "--git-path", "index")
 	if err != nil {
 		return fail(err)
 	}
@@ -105,10 +122,10 @@ func gitStart(ws string, files []sandbox.FileEntry) (*GitState, map[string]strin
 	if err != nil {
 		return fail(fmt.Errorf("the index: %w", err))
 	}
-	if head, err := git(ws, "rev-parse", "--verify", "-q", "HEAD"); err == nil {
+	if head, err := git.run(ws, "rev-parse", "--verify", "-q", "HEAD"); err == nil {
 		g.Head = strings.TrimSpace(string(head))
 	}
-	staged, err := git(ws, "ls-files", "-s", "--debug", "-z")
+	staged, err := git.run(ws, "ls-files", "-s", "--debug", "-z")
 	if err != nil {
 		return fail(err)
 	}
@@ -187,8 +204,8 @@ func parseEntry(header, debug string) (staged, bool) {
 
 // blob reads a git object of ws by id and checks that its contents hash to
 // that id, so an object the job rewrote cannot pass for the old contents.
-func blob(ws, id string, limit int64) ([]byte, error) {
-	out, err := git(ws, "cat-file", "blob", id)
+func blob(git Git, ws, id string, limit int64) ([]byte, error) {
+	out, err := git.run(ws, "cat-file", "blob", id)
 	if err != nil {
 		return nil, err
 	}
@@ -216,26 +233,4 @@ func sameDir(a, b string) bool {
 	sa, err1 := os.Stat(a)
 	sb, err2 := os.Stat(b)
 	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
-}
-
-// openNoFollow opens p for reading unless it is a symlink (or was swapped
-// for one between the check and the open).
-func openNoFollow(p string) (*os.File, error) {
-	before, err := os.Lstat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !before.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	after, err := f.Stat()
-	if err != nil || !os.SameFile(before, after) {
-		f.Close()
-		return nil, errors.New("the file changed while it was opened")
-	}
-	return f, nil
 }

@@ -3,8 +3,12 @@
 // files from the same bounded walk that finds its secret files, the git HEAD
 // and the object ids of tracked files, and copies of the small text files git
 // does not hold), and at the job's end the list of files created, modified
-// and deleted, with a unified diff of the text files. Secret files are
-// listed by path alone: their contents are never read, copied or diffed.
+// and deleted, with a unified diff of the text files. Secret files and the
+// job's deny paths are listed by path and size alone: their contents are
+// never read, copied or diffed. Every read of the workspace goes through a
+// sandbox.Tree (no link followed in any component, no FIFO waited on): the
+// daemon reads outside every sandbox, while a job may still be changing
+// the workspace.
 //
 // record.go takes the start record; compare.go compares the end with it;
 // git.go asks git (hardened, read-only) for HEAD and the old contents of
@@ -25,6 +29,7 @@ import (
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/workers"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -81,6 +86,10 @@ type Record struct {
 	Unlisted  int  `json:"unlisted,omitempty"`
 	// Git is set when the workspace is the top of a git work tree.
 	Git *GitState `json:"git,omitempty"`
+	// DenyPaths are the deny_paths of the job's policy: files they match
+	// are listed like secret files (never copied, read or diffed), at the
+	// job's end too.
+	DenyPaths []string `json:"deny_paths,omitempty"`
 	// CopiedBytes is what the copies hold; Uncopied counts the files left
 	// without a copy because of MaxCopyTotal or MaxCopyFiles.
 	CopiedBytes int64 `json:"copied_bytes"`
@@ -98,22 +107,36 @@ type GitState struct {
 	Error string `json:"error,omitempty"`
 }
 
+// Options are what the daemon knows of a job beyond its workspace.
+type Options struct {
+	// Git is how the daemon runs git (its zero value: git is not run).
+	Git Git
+	// DenyPaths are the deny_paths globs of the job's policy (policy.Enforced).
+	DenyPaths []string
+}
+
 // Start takes the start record of ws from scan (sandbox.WorkspaceScan with
 // its manifest) and keeps it, with its copies, in dir (the job's changes
 // dir, which the job cannot reach). In a git work tree the old contents of
 // clean tracked files stay in the repository; elsewhere, and for dirty and
 // untracked files, copies of text files up to MaxCopyFile are kept, at most
-// MaxCopyTotal bytes in all.
-func Start(ws string, scan sandbox.SecretScan, dir string) (*Record, error) {
+// MaxCopyTotal bytes in all. Secret files and o.DenyPaths get no copy.
+func Start(ws string, scan sandbox.SecretScan, dir string, o Options) (*Record, error) {
 	rec := &Record{
 		Version: RecordVersion, Workspace: ws, Taken: time.Now().UTC(),
 		Files: make(map[string]Entry, len(scan.Files)), Truncated: scan.Truncated, Unlisted: scan.Unlisted,
+		DenyPaths: o.DenyPaths,
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("changes dir: %w", err)
 	}
+	tree, err := sandbox.OpenTree(ws)
+	if err != nil {
+		return nil, fmt.Errorf("open the workspace: %w", err)
+	}
+	defer tree.Close()
 	var clean map[string]string // path → git object id of a clean tracked file
-	if g, c := gitStart(ws, scan.Files); g != nil {
+	if g, c := gitStart(o.Git, ws, scan.Files); g != nil {
 		rec.Git, clean = g, c
 	}
 	// What to copy is decided from the manifest's sizes, in path order, so
@@ -125,8 +148,9 @@ func Start(ws string, scan sandbox.SecretScan, dir string) (*Record, error) {
 	for i, f := range scan.Files {
 		e := &entries[i]
 		e.FileEntry = f
+		e.Secret = e.Secret || rec.denied(f.Path)
 		switch {
-		case f.Secret || !f.Mode.IsRegular():
+		case e.Secret || !f.Mode.IsRegular():
 		case clean[f.Path] != "":
 			e.Blob = clean[f.Path]
 		case f.Size > MaxCopyFile || budget+f.Size > MaxCopyTotal || len(toCopy) >= MaxCopyFiles:
@@ -138,7 +162,7 @@ func Start(ws string, scan sandbox.SecretScan, dir string) (*Record, error) {
 			toCopy = append(toCopy, e)
 		}
 	}
-	written, err := copyAll(ws, filepath.Join(dir, packFile), toCopy)
+	written, err := copyAll(tree, filepath.Join(dir, packFile), toCopy)
 	if err != nil {
 		return nil, fmt.Errorf("copies of the workspace's text files: %w", err)
 	}
@@ -167,10 +191,10 @@ const copyWorkers = 4
 // written. The files are read on a few goroutines and written in order,
 // in one sequential write: thousands of small files written one by one
 // cost the job's start far more.
-func copyAll(ws, pack string, es []*Entry) (int64, error) {
+func copyAll(tree *sandbox.Tree, pack string, es []*Entry) (int64, error) {
 	contents := make([][]byte, len(es))
 	workers.Each(len(es), copyWorkers, func(i int) {
-		b, err := readStart(filepath.Join(ws, filepath.FromSlash(es[i].Path)), es[i].Size)
+		b, err := readStart(tree, es[i].Path, es[i].Size)
 		switch {
 		case err != nil:
 		case !isText(b):
@@ -244,17 +268,12 @@ func LoadRecord(dir string) (*Record, error) {
 // errTooLarge: a file over the bound it was read with.
 var errTooLarge = errors.New("too large")
 
-// readStart reads a file the walk listed as regular, of size bytes, in
-// three system calls (open without following a link, one read, close): the
-// start of a job waits for thousands of them. A file that is not that size
-// any more is an error.
-func readStart(p string, size int64) ([]byte, error) {
-	if openFileFlags == 0 {
-		if st, err := os.Lstat(p); err != nil || !st.Mode().IsRegular() {
-			return nil, errors.New("not a regular file")
-		}
-	}
-	f, err := os.OpenFile(p, os.O_RDONLY|openFileFlags, 0)
+// readStart reads a file the walk listed as regular, of size bytes, with
+// few system calls (open below the workspace without following a link,
+// fstat, one read, close): the start of a job waits for thousands of them.
+// A file that is not that size any more is an error.
+func readStart(tree *sandbox.Tree, rel string, size int64) ([]byte, error) {
+	f, err := tree.Open(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -267,21 +286,14 @@ func readStart(p string, size int64) ([]byte, error) {
 	return b[:n], nil
 }
 
-// readSmall reads a regular file of at most limit bytes without following a
-// symlink; a larger one is an error.
-func readSmall(p string, limit int64) ([]byte, error) {
-	f, err := openNoFollow(p)
+// readSmall reads the regular file rel of the workspace, of at most limit
+// bytes, without following a link in any component; a larger one is an error.
+func readSmall(tree *sandbox.Tree, rel string, limit int64) ([]byte, error) {
+	f, err := tree.Open(rel)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
@@ -295,4 +307,15 @@ func readSmall(p string, limit int64) ([]byte, error) {
 // isText: no NUL byte in the first sniffBytes.
 func isText(b []byte) bool {
 	return !bytes.Contains(b[:min(len(b), sniffBytes)], []byte{0})
+}
+
+// denied reports whether rel (slash-separated, relative to the workspace)
+// is one of the record's deny paths, or lies below one.
+func (r *Record) denied(rel string) bool {
+	if len(r.DenyPaths) == 0 {
+		return false
+	}
+	e := policy.Enforced{Policy: policy.Policy{DenyPaths: r.DenyPaths}}
+	_, ok := e.Denied(r.Workspace, filepath.Join(r.Workspace, filepath.FromSlash(rel)))
+	return ok
 }

@@ -4,6 +4,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -62,6 +63,9 @@ type Config struct {
 	// IgnoredLocalEnv is ./.env (absolute) when it exists but was not read:
 	// only a file named by --env or BRIDGE_ENV_FILE is (LocalEnvNote says so).
 	IgnoredLocalEnv string
+	// origins is where each variable that is set came from: "env" (the
+	// process environment, which wins) or "file" (EnvFile). Origin reads it.
+	origins map[string]string
 
 	APIKey     string // DEEPSEEK_API_KEY
 	PathSecret string // MCP_PATH_SECRET
@@ -226,15 +230,22 @@ func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 		}
 		path = ""
 	}
+	origins := map[string]string{}
 	get := func(name string) string {
 		if v, ok := env(name); ok {
+			origins[name] = "env"
 			return strings.TrimSpace(v)
 		}
-		return strings.TrimSpace(fileVals[name])
+		if v, ok := fileVals[name]; ok {
+			origins[name] = "file"
+			return strings.TrimSpace(v)
+		}
+		return ""
 	}
 	p := parser{get: get}
 	c := Config{
 		EnvFile:            path,
+		origins:            origins,
 		MissingEnvFile:     missing,
 		IgnoredLocalEnv:    ignoredLocalEnv(path, missing),
 		APIKey:             get("DEEPSEEK_API_KEY"),
@@ -311,6 +322,32 @@ func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 
 // Addr is HOST:PORT.
 func (c Config) Addr() string { return joinHostPort(c.Host, c.Port) }
+
+// Origin says where variable name's value came from, for messages that tell
+// the owner where to change it: "the environment", "<EnvFile>", or "" when it
+// is the default.
+func (c Config) Origin(name string) string {
+	switch c.origins[name] {
+	case "env":
+		return "the environment"
+	case "file":
+		return c.EnvFile
+	}
+	return ""
+}
+
+// PortAdvice is how to pick another port, named after where PORT came from.
+// envFile is where to set it when PORT is the default ("" names .env).
+func (c Config) PortAdvice(envFile string) string {
+	switch o := c.Origin("PORT"); o {
+	case "":
+		return fmt.Sprintf("PORT is the default %d: set another PORT in %s (PORT=0 picks a free port)", c.Port, cmp.Or(envFile, c.EnvFile, ".env"))
+	case "the environment":
+		return fmt.Sprintf("PORT=%d comes from the environment: unset it or set another (PORT=0 picks a free port)", c.Port)
+	default:
+		return fmt.Sprintf("PORT=%d is set in %s: change it there (PORT=0 picks a free port)", c.Port, o)
+	}
+}
 
 func joinHostPort(h string, p int) string {
 	if strings.Contains(h, ":") && !strings.HasPrefix(h, "[") {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -78,6 +79,7 @@ type Daemon struct {
 	stopCtx context.Context // ends serving, the approval watcher and the debug endpoint
 	stop    context.CancelFunc
 
+	ln        net.Listener // bound by New, served by Run (nil once Run has it)
 	addr      string
 	socket    string        // the unix socket's path ("" when it could not be made)
 	sockDone  chan struct{} // closed when serving the socket has ended (nil: not started)
@@ -109,14 +111,25 @@ func New(cfg config.Config, o Options) (*Daemon, error) {
 		d.log.Error().Err(err).Msg("refusing to start")
 		return nil, err
 	}
+	// Bind first: a taken port fails here, before the model proxy listens
+	// and the log says agent jobs can run.
+	var lc net.ListenConfig
+	if d.ln, err = lc.Listen(context.Background(), "tcp", cfg.Addr()); err != nil {
+		d.unlock()
+		err = fmt.Errorf("listen on %s: %w", cfg.Addr(), err)
+		d.log.Error().Err(err).Msg(cmp.Or(ListenHint(err, cfg), "refusing to start"))
+		return nil, err
+	}
 	owner, err := writeOwnerToken(dir)
 	if err != nil {
 		d.log.Error().Err(err).Msg("refusing to start")
+		d.ln.Close()
 		d.unlock()
 		return nil, err
 	}
 	if d.agent, err = newAgentJobs(cfg, d.log); err != nil {
 		d.log.Error().Err(err).Msg("agent jobs")
+		d.ln.Close()
 		d.unlock()
 		return nil, err
 	}
@@ -130,10 +143,10 @@ func New(cfg config.Config, o Options) (*Daemon, error) {
 	return d, nil
 }
 
-// Run starts the approval watcher and the debug endpoint, listens on the
-// configured address (PORT=0 picks a free port), writes daemon.json and
-// returns; serving goes on until Close, or until it fails (Done). ctx bounds
-// the listen only. Call Run once.
+// Run starts the approval watcher and the debug endpoint, serves on the
+// address New bound (PORT=0 picks a free port), writes daemon.json and
+// returns; serving goes on until Close, or until it fails (Done). Call Run
+// once.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.watchDone = make(chan struct{})
 	go func() { // owner: Daemon; joined by Close
@@ -143,11 +156,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// Loopback-only pprof and goroutine count for `make bench`; off unless set.
 	d.stopDebug = server.ServeDebug(d.stopCtx, d.cfg.DebugAddr, d.log)
 
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", d.cfg.Addr())
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", d.cfg.Addr(), err)
-	}
+	ln := d.ln
+	d.ln = nil
 	d.addr = ln.Addr().String()
 	d.serveSocket()
 	if err := d.writeInfo(); err != nil {
@@ -204,7 +214,11 @@ func (d *Daemon) Close(ctx context.Context) error {
 		if d.watchDone != nil {
 			<-d.watchDone
 		}
+		if d.ln != nil {
+			d.ln.Close()
+		}
 		stopModelProxy(ctx, d.agent.proxy, d.log)
+		d.removePIDFile()
 		d.unlock()
 	})
 	return d.serveErr
@@ -216,11 +230,7 @@ func ListenHint(err error, cfg config.Config) string {
 	if !errors.Is(err, syscall.EADDRINUSE) && !strings.Contains(err.Error(), "address already in use") {
 		return ""
 	}
-	where := ".env or the environment"
-	if cfg.EnvFile != "" {
-		where = cfg.EnvFile + " or the environment"
-	}
-	return fmt.Sprintf("port %d on %s is taken: stop whatever listens there (`ss -ltnp 'sport = :%d'`; a bridge already running? `bridgectl status`), or set PORT in %s (PORT=0 picks a free port)", cfg.Port, cfg.Host, cfg.Port, where)
+	return fmt.Sprintf("port %d on %s is taken: stop whatever listens there (`ss -ltnp 'sport = :%d'`; a bridge already running? `bridgectl status`); or %s", cfg.Port, cfg.Host, cfg.Port, cfg.PortAdvice(""))
 }
 
 func (d *Daemon) writeInfo() error {
@@ -238,6 +248,19 @@ func (d *Daemon) writeInfo() error {
 		d.log.Warn().Err(err).Msg("daemon.json without this process's start time: bridgectl relies on the state dir's lock alone")
 	}
 	return statedir.WriteJSON(d.dir.DaemonInfoFile(), info)
+}
+
+// removePIDFile removes bridge.pid when it names this process: `bridgectl
+// start --foreground` writes it and then becomes the daemon, so nobody else
+// is left to remove it when the daemon stops.
+func (d *Daemon) removePIDFile() {
+	b, err := os.ReadFile(d.dir.PIDFile())
+	if err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(os.Getpid()) {
+		return
+	}
+	if err := os.Remove(d.dir.PIDFile()); err != nil {
+		d.log.Warn().Err(err).Msg("remove bridge.pid")
+	}
 }
 
 func (d *Daemon) removeInfo() {

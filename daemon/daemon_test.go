@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,12 +11,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config/configtest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/syncbuf"
@@ -37,6 +40,16 @@ func newTestDaemon(t *testing.T, logs *syncbuf.Buffer) *Daemon {
 	t.Helper()
 	cfg := configtest.New(t, map[string]string{"HOST": "127.0.0.1", "PORT": "0", "DEEPSEEK_API_KEY": ""})
 	d, err := New(cfg, Options{Flash: noFlash{}, Logger: zerolog.New(logs), Version: "v9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// newTestDaemonIn builds a daemon on cfg, as a restart would.
+func newTestDaemonIn(t *testing.T, cfg config.Config) *Daemon {
+	t.Helper()
+	d, err := New(cfg, Options{Flash: noFlash{}, Logger: zerolog.Nop(), Version: "v9"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,36 +154,6 @@ func TestDaemonHoldsTheStateDirLock(t *testing.T) {
 }
 
 // A taken port fails Run with the listen error; Close still releases all.
-func TestDaemonRunOnATakenPort(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	cfg := configtest.New(t, map[string]string{"HOST": "127.0.0.1", "PORT": port})
-	d, err := New(cfg, Options{Flash: noFlash{}, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = d.Run(t.Context())
-	if err == nil || !strings.Contains(err.Error(), "listen on 127.0.0.1:"+port) || !strings.Contains(err.Error(), "address already in use") {
-		t.Errorf("Run = %v", err)
-	}
-	if hint := ListenHint(err, cfg); !strings.Contains(hint, "sport = :"+port) || !strings.Contains(hint, "PORT=0 picks a free port") {
-		t.Errorf("hint %q", hint)
-	}
-	if hint := ListenHint(errors.New("serve: boom"), cfg); hint != "" {
-		t.Errorf("hint for another error: %q", hint)
-	}
-	if err := d.Close(t.Context()); err != nil {
-		t.Errorf("Close = %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(cfg.StateDir, "daemon.json")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("daemon.json written without a listener: %v", err)
-	}
-}
-
 // LoadEnv reads the environment, logs to BRIDGE_LOG_FILE tagged with the
 // command, and warns when there is no key.
 func TestLoadEnv(t *testing.T) {
@@ -287,5 +270,80 @@ func TestDaemonServesUnixSocket(t *testing.T) {
 	}
 	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("socket after Close: %v, want gone", err)
+	}
+}
+
+// A taken port fails New before the model proxy listens or agent jobs are
+// announced: nothing in the log says the daemon is up when it is not.
+func TestDaemonBindsFirst(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	cfg := configtest.New(t, map[string]string{"HOST": "127.0.0.1", "PORT": port})
+	var logs syncbuf.Buffer
+	d, err := New(cfg, Options{Flash: noFlash{}, Logger: zerolog.New(&logs)})
+	if err == nil {
+		d.Close(t.Context())
+		t.Fatal("New on a taken port succeeded")
+	}
+	if !strings.Contains(err.Error(), "listen on 127.0.0.1:"+port) || !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("New = %v", err)
+	}
+	if hint := ListenHint(err, cfg); !strings.Contains(hint, "sport = :"+port) || !strings.Contains(hint, "PORT=0 picks a free port") {
+		t.Errorf("hint %q", hint)
+	}
+	if hint := ListenHint(errors.New("serve: boom"), cfg); hint != "" {
+		t.Errorf("hint for another error: %q", hint)
+	}
+	if l := logs.String(); strings.Contains(l, "model proxy listening") || strings.Contains(l, "agent jobs can run") {
+		t.Errorf("logged as up before the bind failed:\n%s", l)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.StateDir, "daemon.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("daemon.json written without a listener: %v", err)
+	}
+	// The lock is free again: a second daemon can start on another port.
+	cfg.Port = 0
+	d, err = New(cfg, Options{Flash: noFlash{}, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatalf("after a failed New: %v", err)
+	}
+	d.Close(t.Context())
+}
+
+// `bridgectl start --foreground` writes bridge.pid naming the process it
+// becomes; when that daemon stops (Ctrl-C) it removes the file. A pid file
+// naming another process is not the daemon's to remove.
+func TestDaemonRemovesItsPIDFile(t *testing.T) {
+	d := newTestDaemon(t, &syncbuf.Buffer{})
+	pidFile := filepath.Join(d.cfg.StateDir, "bridge.pid")
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Run(t.Context()); err != nil {
+		d.Close(t.Context())
+		t.Fatal(err)
+	}
+	if err := d.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(pidFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("bridge.pid naming this daemon stayed behind: %v", err)
+	}
+
+	d = newTestDaemonIn(t, d.cfg)
+	other := []byte(strconv.Itoa(os.Getpid()+1) + "\n")
+	if err := os.WriteFile(pidFile, other, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Run(t.Context()); err != nil {
+		d.Close(t.Context())
+		t.Fatal(err)
+	}
+	d.Close(t.Context())
+	if b, err := os.ReadFile(pidFile); err != nil || !bytes.Equal(b, other) {
+		t.Errorf("another process's pid file: %q, %v", b, err)
 	}
 }

@@ -114,7 +114,8 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
 	if lerr == nil {
 		harnessBin = bin
 	}
-	g, err := guard.New(guard.Options{Config: cfg, Dir: dir, Exe: exe, HarnessBin: harnessBin, Home: userHome(), Look: look, Logger: log})
+	trusted, _ := harness.TrustedPath(a.path, untrusted.dirs())
+	g, err := guard.New(guard.Options{Config: cfg, Dir: dir, Exe: exe, HarnessBin: harnessBin, Home: userHome(), Look: look, TrustedPath: trusted, Logger: log})
 	if err != nil {
 		stopModelProxy(context.Background(), mp, log)
 		return nil, err

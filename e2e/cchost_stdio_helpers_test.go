@@ -8,7 +8,6 @@ package e2e
 //	writeStdioEnv(t, jobModel, extra) (envFile, state, root)  a .env for an auto-started daemon
 //	stdioCtl(t, envFile, args...) string                         bridgectl --env envFile ARGS (must succeed)
 //	stdioHostBrain(f) dt.Turn                                       a model turn from the host's tool calls so far
-//	stdioToolSearch(tool) dt.Turn                                   Claude Code's way to load a deferred MCP tool
 //	runStdioHost(t, model, mcpConfig, prompt, allowed...) stdioHostResult  one `claude -p` session to its end
 //	stdioProcs(envFile) []string                               live `bridge stdio` processes of that .env
 //	stdioClient(t, envFile) *mcp.ClientSession                 the Go SDK's client over `bridge stdio`
@@ -22,18 +21,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/syncbuf"
 )
-
-// stdioHostTimeout bounds one Claude Code host session.
-const stdioHostTimeout = 3 * time.Minute
 
 // writeStdioEnv writes the .env a `bridge stdio` host starts its daemon
 // with: the job model double, the pinned Claude Code, one allowed root and
@@ -157,11 +151,6 @@ func stdioHostBrain(f func(calls []stdioHostCall) dt.Turn) dt.Turn {
 	return dt.Func(func(r dt.Request) dt.Turn { return f(stdioHostCalls(r)) })
 }
 
-// stdioToolSearch loads a deferred MCP tool the way Claude Code's model does.
-func stdioToolSearch(tool string) dt.Turn {
-	return dt.ToolCalls(dt.Call("ToolSearch", map[string]any{"query": "select:" + tool, "max_results": 5}))
-}
-
 // stdioPayload reads the structuredContent JSON Claude Code hands its
 // model as an agent tool's result.
 func stdioPayload(t *testing.T, c stdioHostCall) map[string]any {
@@ -185,29 +174,8 @@ type stdioHostResult struct {
 // and returns when Claude Code has exited.
 func runStdioHost(t *testing.T, model *dt.Server, mcpConfig []byte, prompt string, allowed ...string) stdioHostResult {
 	t.Helper()
-	dir := t.TempDir()
-	cfgFile := filepath.Join(dir, "mcp.json")
-	if err := os.WriteFile(cfgFile, mcpConfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), stdioHostTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, claudeBin(t), "-p", prompt, "--output-format", "stream-json", "--verbose",
-		"--mcp-config", cfgFile, "--strict-mcp-config", "--setting-sources", "user",
-		"--allowedTools", strings.Join(append([]string{"ToolSearch"}, allowed...), ","))
-	cmd.Dir = dir
-	cmd.Env = append(stdioHostEnv(t),
-		"CLAUDE_CONFIG_DIR="+filepath.Join(dir, "claude"),
-		"ANTHROPIC_BASE_URL="+model.URL()+"/anthropic", "ANTHROPIC_AUTH_TOKEN="+model.Key(),
-		"ANTHROPIC_MODEL=deepseek-flash", "ANTHROPIC_SMALL_FAST_MODEL=deepseek-flash",
-		"ANTHROPIC_DEFAULT_HAIKU_MODEL=deepseek-flash", "ANTHROPIC_DEFAULT_SONNET_MODEL=deepseek-flash",
-		"ANTHROPIC_DEFAULT_OPUS_MODEL=deepseek-flash", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	res := stdioHostResult{Output: out.String(), Stderr: errb.String()}
+	stdout, stderr, err := execClaudeHost(t, model, mcpConfig, prompt, allowed...)
+	res := stdioHostResult{Output: stdout, Stderr: stderr}
 	sc := bufio.NewScanner(strings.NewReader(res.Output))
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	found := false

@@ -55,11 +55,11 @@ func TestClaudeCodeStdioHostJobOutlivesItsSession(t *testing.T) {
 	first := dt.New(dt.WithDefault(stdioHostBrain(func(calls []stdioHostCall) dt.Turn {
 		switch len(calls) {
 		case 0:
-			return stdioToolSearch(stdioStartTool)
+			return loadTool(stdioStartTool)
 		case 1:
 			return dt.ToolCalls(dt.Call(stdioStartTool, map[string]any{"workspace": ws, "task": "reverse the word hello"}))
 		case 2:
-			return stdioToolSearch(stdioPollTool)
+			return loadTool(stdioPollTool)
 		case 3:
 			id, _ := stdioPayload(t, calls[1])["job_id"].(string)
 			return dt.ToolCalls(dt.Call(stdioPollTool, map[string]any{"job_id": id, "wait_seconds": 1}))
@@ -91,7 +91,7 @@ func TestClaudeCodeStdioHostJobOutlivesItsSession(t *testing.T) {
 	second := dt.New(dt.WithDefault(stdioHostBrain(func(calls []stdioHostCall) dt.Turn {
 		switch len(calls) {
 		case 0:
-			return stdioToolSearch(stdioListTool)
+			return loadTool(stdioListTool)
 		case 1:
 			return dt.ToolCalls(dt.Call(stdioListTool, map[string]any{"status": "running"}))
 		case 2:
@@ -103,7 +103,7 @@ func TestClaudeCodeStdioHostJobOutlivesItsSession(t *testing.T) {
 			if json.Unmarshal([]byte(calls[1].Result), &l) == nil && len(l.Jobs) == 1 {
 				listedID = l.Jobs[0].JobID
 			}
-			return stdioToolSearch(stdioPollTool)
+			return loadTool(stdioPollTool)
 		case 3: // the job's model answers now, while this session polls
 			once.Do(func() { close(release) })
 		}

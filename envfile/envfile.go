@@ -17,7 +17,8 @@ import (
 
 // Set writes KEY=value into the file at path, creating it (mode 0600) if it
 // does not exist. Every existing assignment of key is rewritten in place; if
-// there is none, the assignment is appended. A symlinked file is edited at its
+// there is none, the first commented-out one (`# KEY=…`, as in .env.example)
+// becomes the assignment; only without either is it appended. A symlinked file is edited at its
 // target, so the link survives.
 func Set(path, key, value string) error {
 	if !validKey(key) {
@@ -74,6 +75,7 @@ func Update(data []byte, key, value string) []byte {
 		parts = parts[:len(parts)-1] // the empty piece after the last newline
 	}
 	found := false
+	example := -1     // the first commented-out assignment of key ("# KEY=…")
 	var open byte     // the quote of a multi-line value still open ('"', '\'' or 0)
 	dropping := false // the open value is key's old one: its lines go
 	drop := map[int]bool{}
@@ -97,7 +99,22 @@ func Update(data []byte, key, value string) []byte {
 			open, dropping = q, q != 0
 			continue
 		}
+		if example < 0 && q == 0 {
+			if _, ok := rewriteLine(uncomment(line), key, value); ok {
+				example = i
+			}
+		}
 		open = q
+	}
+	if !found && example >= 0 {
+		// Edit the commented example (.env.example's `# KEY=`) in place
+		// rather than append a second line that leaves it to mislead.
+		raw := parts[example]
+		parts[example], _ = rewriteLine(uncomment(strings.TrimSuffix(raw, "\r")), key, value)
+		if strings.HasSuffix(raw, "\r") {
+			parts[example] += "\r"
+		}
+		found = true
 	}
 	var b strings.Builder
 	for i, p := range parts {
@@ -116,6 +133,21 @@ func Update(data []byte, key, value string) []byte {
 		b.WriteString(key + "=" + Quote(value) + eol)
 	}
 	return []byte(b.String())
+}
+
+// uncomment returns the assignment a comment line holds when it is nothing
+// but `#` and an assignment ("# KEY=value"), or "".
+func uncomment(line string) string {
+	t, ok := strings.CutPrefix(strings.TrimLeft(line, " \t"), "#")
+	if !ok {
+		return ""
+	}
+	t = strings.TrimLeft(t, " \t")
+	name, _, ok := strings.Cut(t, "=")
+	if !ok || !validKey(strings.TrimPrefix(name, "export ")) {
+		return ""
+	}
+	return t
 }
 
 // opensQuote returns the quote character of an assignment whose quoted value

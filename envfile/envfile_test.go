@@ -25,6 +25,24 @@ func TestUpdate(t *testing.T) {
 			want: "# only a comment\nPORT=8787\nMCP_PATH_SECRET=abc0123456789def\n",
 		},
 		{
+			name: "uncomments the commented example instead of appending",
+			in:   "# roots a job's workspace must lie in\n# DEEPSEEK_ALLOWED_ROOTS=\nPORT=8787\n",
+			key:  "DEEPSEEK_ALLOWED_ROOTS", value: "/home/me/code",
+			want: "# roots a job's workspace must lie in\nDEEPSEEK_ALLOWED_ROOTS=/home/me/code\nPORT=8787\n",
+		},
+		{
+			name: "an assignment wins over a commented example",
+			in:   "#DEEPSEEK_ALLOWED_ROOTS=/old/example\nDEEPSEEK_ALLOWED_ROOTS=/srv\n",
+			key:  "DEEPSEEK_ALLOWED_ROOTS", value: "/srv:/home/me/code",
+			want: "#DEEPSEEK_ALLOWED_ROOTS=/old/example\nDEEPSEEK_ALLOWED_ROOTS=/srv:/home/me/code\n",
+		},
+		{
+			name: "prose naming the key is no example",
+			in:   "# set DEEPSEEK_ALLOWED_ROOTS= to allow jobs\n",
+			key:  "DEEPSEEK_ALLOWED_ROOTS", value: "/srv",
+			want: "# set DEEPSEEK_ALLOWED_ROOTS= to allow jobs\nDEEPSEEK_ALLOWED_ROOTS=/srv\n",
+		},
+		{
 			name: "appends after a last line without newline",
 			in:   "PORT=8787",
 			key:  "HOST", value: "127.0.0.1",
@@ -41,12 +59,6 @@ func TestUpdate(t *testing.T) {
 			in:   "  export MCP_PATH_SECRET = \"old value\"   # rotate me\nX=1\n",
 			key:  "MCP_PATH_SECRET", value: "new0123456789abcdef",
 			want: "  export MCP_PATH_SECRET = new0123456789abcdef   # rotate me\nX=1\n",
-		},
-		{
-			name: "commented-out assignment stays a comment; a real one is appended",
-			in:   "# MCP_PATH_SECRET=\nPORT=1\n",
-			key:  "MCP_PATH_SECRET", value: "new0123456789abcdef",
-			want: "# MCP_PATH_SECRET=\nPORT=1\nMCP_PATH_SECRET=new0123456789abcdef\n",
 		},
 		{
 			name: "prefix of another name is not touched",

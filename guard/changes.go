@@ -14,8 +14,10 @@ import (
 // (changes.Start) in the job's changes dir, outside its jail. A walk that
 // failed leaves no record: the job's end then says its changes are unknown
 // rather than calling every file new. Only a record that cannot be written
-// refuses the job, as a start record the audit needs does.
-func (g *Guard) recordStart(jobID, ws string, scan sandbox.SecretScan, walkErr error) error {
+// refuses the job, as a start record the audit needs does. The job's
+// deny paths are kept in the record: their files are never copied, read or
+// diffed, at the start or at the end.
+func (g *Guard) recordStart(jobID, ws string, deny []string, scan sandbox.SecretScan, walkErr error) error {
 	dir := g.dir.ChangesDir(jobID)
 	log := g.log.With().Str("job", jobID).Logger()
 	if walkErr != nil {
@@ -23,7 +25,7 @@ func (g *Guard) recordStart(jobID, ws string, scan sandbox.SecretScan, walkErr e
 		return nil
 	}
 	start := time.Now()
-	rec, err := changes.Start(ws, scan, dir)
+	rec, err := changes.Start(ws, scan, dir, changes.Options{Git: g.git, DenyPaths: deny})
 	if err != nil {
 		return err
 	}
@@ -42,13 +44,17 @@ var ErrNoRecord = errors.New("no record of the workspace at the job's start")
 // Changes compares the workspace with the record of the job's start
 // (changes.Compare) and keeps the whole diff with it. It runs after Audit,
 // in every end state and at the next start after a crash, so the git
-// metadata it reads is back to what it was at the start.
-func (g *Guard) Changes(_ context.Context, jobID, ws string) (changes.Report, error) {
+// metadata it reads is back to what it was at the start. Its reads stop
+// after changes.MaxCompareTime (a cancelled ctx does not stop them: the
+// job's end still lists what it changed).
+func (g *Guard) Changes(ctx context.Context, jobID, ws string) (changes.Report, error) {
 	dir := g.dir.ChangesDir(jobID)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return changes.Report{}, ErrNoRecord
 	}
-	rep, err := changes.Compare(ws, dir)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), changes.MaxCompareTime)
+	defer cancel()
+	rep, err := changes.Compare(ctx, ws, dir, g.git)
 	if err != nil {
 		g.log.Warn().Err(err).Str("job", jobID).Msg("the job's changes could not be listed")
 		return changes.Report{}, err

@@ -15,7 +15,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/changes"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -59,9 +61,13 @@ type Options struct {
 	SandboxAvailable func() (string, error)
 	// Look finds a program the bridge runs outside every sandbox
 	// (bubblewrap, socat) on the daemon's PATH without the dirs a job can
-	// write (nil: exec.LookPath).
-	Look   func(name string) (string, error)
-	Logger zerolog.Logger
+	// write (nil: exec.LookPath). It finds git too, which the record of a
+	// job's changes runs.
+	Look func(name string) (string, error)
+	// TrustedPath is the PATH git runs with: the daemon's without the dirs
+	// a job can write (harness.TrustedPath; "": harness.DefaultPath).
+	TrustedPath string
+	Logger      zerolog.Logger
 }
 
 // Guard is the approval and sandbox layer of one daemon (see the package doc).
@@ -74,11 +80,12 @@ type Guard struct {
 	home       string // the daemon's home, for the credential stores to deny
 	allow      []string
 	timeout    time.Duration
-	approval   bool     // BRIDGE_CC_APPROVAL
-	sandbox    bool     // BRIDGE_SANDBOX
-	sandboxErr error    // why the sandbox cannot run (nil: it can)
-	bwrap      string   // bubblewrap for the jail ("" when the sandbox is off or unavailable, or not Linux)
-	runtime    []string // BRIDGE_RUNTIME_ROOTS, resolved: read-only in every job's jail
+	approval   bool        // BRIDGE_CC_APPROVAL
+	sandbox    bool        // BRIDGE_SANDBOX
+	sandboxErr error       // why the sandbox cannot run (nil: it can)
+	bwrap      string      // bubblewrap for the jail ("" when the sandbox is off or unavailable, or not Linux)
+	runtime    []string    // BRIDGE_RUNTIME_ROOTS, resolved: read-only in every job's jail
+	git        changes.Git // the git the record of a job's changes runs (its Bin "" when none was found)
 	queue      *approvals.Queue
 	log        zerolog.Logger
 }
@@ -93,13 +100,22 @@ func New(o Options) (*Guard, error) {
 		approval: cfg.CCApproval, sandbox: cfg.Sandbox,
 		log: o.Logger.With().Str("component", "guard").Logger(),
 	}
+	look := o.Look
+	if look == nil {
+		look = exec.LookPath
+	}
 	available := o.SandboxAvailable
 	if available == nil {
-		look := o.Look
-		if look == nil {
-			look = exec.LookPath
-		}
 		available = func() (string, error) { return sandbox.Available(look) }
+	}
+	g.git.Path = o.TrustedPath
+	if g.git.Path == "" {
+		g.git.Path = harness.DefaultPath
+	}
+	if bin, err := look("git"); err == nil {
+		g.git.Bin = bin
+	} else {
+		g.log.Info().Err(err).Msg("no git on the daemon's PATH outside the dirs a job can write: the changes of a job in a git work tree are recorded from copies alone")
 	}
 	rr, err := checkRuntimeRoots(cfg, g.dir.Root, g.home)
 	if err != nil {

@@ -58,7 +58,23 @@ func (g *Guard) jail(spec *harness.Spec, files []string) ([]string, error) {
 	if pol != nil && pol.RestrictsWrites() && !pol.ReadOnly() {
 		writable = writableDirs(spec.Workspace, pol.WritableDirs())
 	}
+	// The workspace was admitted by its path, with every link resolved; it
+	// is bound by a descriptor opened now without following any, so a
+	// component swapped for a link since (by a job whose workspace holds
+	// this one) fails here instead of mounting where the link leads.
+	fds := map[string]int{}
+	spec.CloseWrapFiles()
+	for _, d := range append([]string{spec.Workspace}, writable...) {
+		f, err := sandbox.OpenDirNoSymlinks(d)
+		if err != nil {
+			spec.CloseWrapFiles()
+			return nil, fmt.Errorf("jail: the workspace changed since it was admitted: %w", err)
+		}
+		fds[d] = 3 + len(spec.WrapFiles) // exec.Cmd.ExtraFiles start at 3
+		spec.WrapFiles = append(spec.WrapFiles, f)
+	}
 	return sandbox.JailArgs(sandbox.JailOptions{
+		BindFDs:           fds,
 		Bwrap:             g.bwrap,
 		Workspace:         spec.Workspace,
 		WorkspaceReadOnly: pol != nil && pol.RestrictsWrites(),

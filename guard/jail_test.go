@@ -92,7 +92,7 @@ func TestPrepareJailsAndAuditQuarantines(t *testing.T) {
 	}
 	joined := strings.Join(spec.Wrap, " ")
 	for _, want := range []string{
-		"--bind " + ws + " " + ws,
+		"--bind-fd 3 " + ws, // the admitted dir itself, by descriptor
 		"--bind " + spec.ConfigDir + " " + spec.ConfigDir,
 		"--ro-bind " + spec.SettingsFile + " " + spec.SettingsFile,
 		"--ro-bind " + filepath.Join(spec.ConfigDir, baselineFile) + " " + filepath.Join(spec.ConfigDir, baselineFile),
@@ -106,6 +106,10 @@ func TestPrepareJailsAndAuditQuarantines(t *testing.T) {
 	if strings.Contains(joined, f.home) || strings.Contains(joined, f.env) || strings.Contains(joined, "--bind "+f.dir.Root+" ") {
 		t.Errorf("the jail shows the home, the .env or the whole state dir: %s", joined)
 	}
+	if len(spec.WrapFiles) != 1 || spec.WrapFiles[0].Name() != ws {
+		t.Errorf("the jail's descriptors %v, want the workspace's alone", spec.WrapFiles)
+	}
+	spec.CloseWrapFiles()
 	settings, err := os.ReadFile(spec.SettingsFile)
 	if err != nil {
 		t.Fatal(err)

@@ -29,8 +29,13 @@ const (
 // Prepare writes the job's harness files and points spec at them. The files
 // live in the job's harness dir inside the state dir, which the job can
 // neither read nor write; the approval child learns its job from them alone.
-func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
+func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) (err error) {
 	start := time.Now()
+	defer func() {
+		if err != nil {
+			spec.CloseWrapFiles() // the jail's descriptors: no harness will inherit them
+		}
+	}()
 	if g.exe == "" || !filepath.IsAbs(g.exe) {
 		return fmt.Errorf("cannot locate this bridge's own executable (%q) to run as the approval child", g.exe)
 	}
@@ -65,6 +70,7 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 		ApprovalMode: mode,
 		Policy:       spec.Policy,
 		Ledger:       filepath.Join(hd, policy.LedgerFile),
+		Jailed:       g.bwrap != "",
 	}
 	mcp := map[string]any{"mcpServers": map[string]any{
 		"bridge": map[string]any{
@@ -88,6 +94,7 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 	var (
 		wg                                           sync.WaitGroup
 		secretPaths                                  []string
+		globDirs, globFiles                          []string
 		scan                                         sandbox.RunsLaterScan
 		scanErr, recordErr, approvalErr, mcpErr      error
 		secretWalk, startRecord, runsLater, cfgFiles time.Duration
@@ -96,9 +103,10 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 		t := time.Now()
 		ws, wsErr := g.workspaceScan(spec.JobID, spec.Workspace)
 		secretPaths = ws.Paths
+		globDirs, globFiles = denyGlobPaths(spec, ws.Files)
 		secretWalk = time.Since(t)
 		t = time.Now()
-		recordErr = g.recordStart(spec.JobID, spec.Workspace, ws, wsErr)
+		recordErr = g.recordStart(spec.JobID, spec.Workspace, denyGlobs(spec), ws, wsErr)
 		startRecord = time.Since(t)
 	})
 	wg.Go(func() {
@@ -136,18 +144,19 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) error {
 		wsSecrets = append(wsSecrets, sandbox.LiteralPattern(p))
 	}
 	denyPaths := literalDenyPaths(spec)
+	denyPaths = append(denyPaths, globFiles...)
 	denyWrite := slices.Concat(g.protected(), runsLaterDenies(spec.Workspace, scan), denyPaths)
 	if spec.Policy != nil && spec.Policy.ReadOnly() {
 		denyWrite = append(denyWrite, spec.Workspace) // read-only: commands write nothing in it
 	}
 	settings := sandbox.ClaudeSettings(sandbox.SettingsOptions{
 		Sandbox:           g.sandbox,
-		DenyRead:          slices.Concat(g.denied(), wsSecrets, denyPaths),
-		DenyWrite:         denyWrite,
+		DenyRead:          slices.Concat(g.denied(), wsSecrets, denyPaths, globDirs),
+		DenyWrite:         slices.Concat(denyWrite, globDirs),
 		HideFromFileTools: slices.Concat(wsSecrets, denyPaths),
 		// The jail shows the host's /proc (its own nested sandbox needs one
 		// nothing is mounted over): the daemon's environment is in it.
-		HideDirsFromFileTools: []string{"/proc", "/sys"},
+		HideDirsFromFileTools: slices.Concat([]string{"/proc", "/sys"}, globDirs),
 	})
 	if !g.sandbox {
 		delete(settings, "sandbox")
@@ -217,6 +226,41 @@ func literalDenyPaths(spec *harness.Spec) []string {
 		out = append(out, sandbox.LiteralPattern(filepath.Clean(p)))
 	}
 	return out
+}
+
+// denyGlobs are all the deny_paths of the job's policy, globs included.
+func denyGlobs(spec *harness.Spec) []string {
+	if spec.Policy == nil {
+		return nil
+	}
+	return spec.Policy.DenyPaths
+}
+
+// denyGlobPaths are the files and dirs of the workspace the wildcard
+// entries of deny_paths match, as the secret walk listed them at the job's
+// start (policy.Enforced.DenyGlobMatches), as absolute literal paths: a
+// search from above them names no deny path, so they are hidden like the
+// literal entries. A file made later, or past the walk's limit, is held by
+// the approval rules alone.
+func denyGlobPaths(spec *harness.Spec, files []sandbox.FileEntry) (dirs, paths []string) {
+	if spec.Policy == nil {
+		return nil, nil
+	}
+	rels := make([]string, len(files))
+	for i, f := range files {
+		rels[i] = f.Path
+	}
+	d, f := spec.Policy.DenyGlobMatches(spec.Workspace, rels)
+	abs := func(rel string) string {
+		return sandbox.LiteralPattern(filepath.Join(spec.Workspace, filepath.FromSlash(rel)))
+	}
+	for _, rel := range d {
+		dirs = append(dirs, abs(rel))
+	}
+	for _, rel := range f {
+		paths = append(paths, abs(rel))
+	}
+	return dirs, paths
 }
 
 func writeJSON(path string, v any) error {

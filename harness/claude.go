@@ -114,6 +114,7 @@ func isExecutable(p string) bool {
 
 // Start launches Claude Code for spec in its own process group.
 func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
+	defer spec.CloseWrapFiles() // once started, the child has its own copies
 	if c.Bin == "" {
 		if c.LookupErr != nil {
 			return nil, c.LookupErr
@@ -141,6 +142,7 @@ func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = spec.Workspace
 	cmd.Env = c.Env(spec)
+	cmd.ExtraFiles = spec.WrapFiles
 	setProcessGroup(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -6,6 +6,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"os"
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
@@ -107,6 +108,18 @@ type Spec struct {
 	// Wrap is an argv prefix the harness is started through (the guard's
 	// jail: bubblewrap ending in "--"); the binary and its arguments follow.
 	Wrap []string
+	// WrapFiles are descriptors the wrap inherits, as fds 3, 4, … in order
+	// (the jail's --bind-fd); the harness closes them once it has started.
+	WrapFiles []*os.File
+}
+
+// CloseWrapFiles closes the descriptors of WrapFiles: for a spec whose
+// harness never starts.
+func (s *Spec) CloseWrapFiles() {
+	for _, f := range s.WrapFiles {
+		f.Close()
+	}
+	s.WrapFiles = nil
 }
 
 // Kind says what an Event carries.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
@@ -39,6 +40,12 @@ func LastLedger(l []LedgerEntry, n int) []LedgerEntry {
 	return append([]LedgerEntry{}, l...)
 }
 
+// denyRuleText is in Claude Code's (2.1.328) answer to a file tool call a
+// permissions.deny rule of the job's settings refuses before any prompt (a
+// deny path, a workspace secret file): "File is in a directory that is
+// denied by your permission settings."
+const denyRuleText = "denied by your permission settings"
+
 // ledgerEntry is the verdict on one finished tool call: the approval child's
 // record of it when there is one, else what the harness showed.
 func (p *progress) ledgerEntry(tu harness.ToolUse, tr *harness.ToolResult, at time.Time) LedgerEntry {
@@ -57,7 +64,7 @@ func (p *progress) ledgerEntry(tu harness.ToolUse, tr *harness.ToolResult, at ti
 	switch {
 	case p.offered != nil && !slices.Contains(p.offered, tu.Name):
 		e.Verdict, e.Reason = policy.NotOffered, "the job's policy does not offer "+tu.Name+": Claude Code was not given it"
-	case tr.Denied:
+	case tr.Denied, tr.IsError && strings.Contains(tr.Text, denyRuleText):
 		e.Verdict, e.Reason = policy.DeniedByPolicy, "refused by the job's permission settings: "+harness.Clip(tr.Text, 200)
 	case tr.IsError:
 		e.Verdict, e.Reason = policy.AllowedByRule, "not asked: the harness answered it with an error before any permission check: "+harness.Clip(tr.Text, 200)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
@@ -103,5 +104,22 @@ func TestLedgerAndCostCap(t *testing.T) {
 	}
 	if p := LastLedger(make([]LedgerEntry, 80), PayloadLedger); len(p) != 50 {
 		t.Errorf("payload ledger keeps %d", len(p))
+	}
+}
+
+// A file tool call Claude Code's own deny rules refuse (a deny path hidden
+// at the job's start) never reaches the approval child; the ledger still
+// says the policy refused it, not that it ran.
+func TestLedgerNamesAClaudeCodeDenyRuleRefusal(t *testing.T) {
+	var p progress
+	tu := harness.ToolUse{ID: "u1", Name: "Read", Detail: "secrets/key.txt"}
+	for text, want := range map[string]string{
+		"<tool_use_error>File is in a directory that is denied by your permission settings.</tool_use_error>": policy.DeniedByPolicy,
+		"<tool_use_error>File does not exist.</tool_use_error>":                                               policy.AllowedByRule,
+	} {
+		e := p.ledgerEntry(tu, &harness.ToolResult{ToolUseID: "u1", IsError: true, Text: text}, time.Now())
+		if e.Verdict != want || !strings.Contains(e.Reason, text) {
+			t.Errorf("%s: verdict %s (%s), want %s", text, e.Verdict, e.Reason, want)
+		}
 	}
 }

@@ -104,6 +104,7 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 	if j.stop != nil { // cancelled or shut down before the harness started
 		out := outcome{stop: *j.stop}
 		r.mu.Unlock()
+		spec.CloseWrapFiles()
 		return out
 	}
 	r.mu.Unlock()
@@ -142,17 +143,7 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 	case res.Succeeded():
 		return outcome{stop: Stop{Reason: StopCompleted}, result: res.Text}
 	case res != nil:
-		why := fmt.Sprintf("the agent harness ended without a successful result (%s", res.Subtype)
-		if res.TerminalReason != "" && res.TerminalReason != "completed" {
-			why += ", " + res.TerminalReason
-		}
-		why += ")"
-		if res.Text != "" {
-			why += ": " + res.Text
-		} else if !res.IsError {
-			why += ": its final answer was empty"
-		}
-		return j.unfinished(StopNoResult, why)
+		return j.unfinished(StopNoResult, failureReason(res))
 	default:
 		why := fmt.Sprintf("the agent harness exited (code %d%s) without a result", exit.Code, sigSuffix(exit.Signal))
 		if tail := lastLines(exit.Stderr, 5); tail != "" {

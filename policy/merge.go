@@ -213,16 +213,42 @@ func (e Enforced) ListsCommands() bool { return e.Commands != nil || e.FloorComm
 
 // WritableDirs are the directories, relative to the workspace, that the OS
 // sandbox leaves writable for write_paths: the part of each glob before its
-// first wildcard (its parent when that part is a file name). Globs of both
-// lists are listed; a write outside the other list is still refused by the
-// rules.
+// first wildcard (its parent when that part is a file name). When both the
+// caller and the floor give a list, only what both lists reach is writable:
+// of two directories where one holds the other, the deeper; none when no
+// directory of one list holds or is held by one of the other. A write the
+// lists refuse inside a writable directory is still refused by the rules.
 func (e Enforced) WritableDirs() []string {
-	list := e.WritePaths
-	if list == nil || e.FloorWritePaths != nil && len(e.FloorWritePaths) < len(list) {
-		list = e.FloorWritePaths
+	dirs := globDirs(e.WritePaths)
+	if e.WritePaths == nil {
+		return globDirs(e.FloorWritePaths)
+	}
+	if e.FloorWritePaths == nil {
+		return dirs
 	}
 	var out []string
-	for _, g := range list {
+	for _, a := range dirs {
+		for _, b := range globDirs(e.FloorWritePaths) {
+			d := ""
+			switch {
+			case within(a, b):
+				d = a
+			case within(b, a):
+				d = b
+			}
+			if d != "" && !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// globDirs are the static directories of globs (staticPrefix), without the
+// workspace itself.
+func globDirs(globs []string) []string {
+	var out []string
+	for _, g := range globs {
 		d := staticPrefix(g)
 		if d == "" || d == "." {
 			continue
@@ -233,6 +259,9 @@ func (e Enforced) WritableDirs() []string {
 	}
 	return out
 }
+
+// within reports whether the slash-separated relative dir d is dir or below it.
+func within(d, dir string) bool { return d == dir || strings.HasPrefix(d, dir+"/") }
 
 // staticPrefix is the directory part of g before any wildcard.
 func staticPrefix(g string) string {
@@ -351,4 +380,73 @@ func (e *Enforced) UnmarshalJSON(b []byte) error {
 		e.FloorCommands = append([]string{}, (*x.FloorCommands)...)
 	}
 	return nil
+}
+
+// GlobBase is the directory part of glob g before its first wildcard ("" or
+// "/" when g starts with one): every path g matches is below it.
+func GlobBase(g string) string { return staticPrefix(g) }
+
+// DenyGlobMatches expands the wildcard entries of deny_paths against paths,
+// the workspace's files (relative, slash-separated, as a walk listed them):
+// for each file, its highest directory a glob matches (a dir, so that a file
+// made there later is covered too), or else the file. Relative globs match
+// against the relative path; absolute ones against workspace joined with it.
+// Each directory is matched once, however many files it holds.
+func (e Enforced) DenyGlobMatches(workspace string, paths []string) (dirs, files []string) {
+	var rel, abs [][]string
+	for _, g := range e.DenyPaths {
+		switch {
+		case !strings.ContainsAny(g, "*?["):
+		case path.IsAbs(g):
+			if b := staticPrefix(g); within(filepath.ToSlash(workspace), b) || within(b, filepath.ToSlash(workspace)) || b == "" {
+				abs = append(abs, strings.Split(path.Clean(g), "/"))
+			}
+		default:
+			rel = append(rel, strings.Split(path.Clean(g), "/"))
+		}
+	}
+	if len(rel)+len(abs) == 0 {
+		return nil, nil
+	}
+	wsSegs := strings.Split(path.Clean(filepath.ToSlash(workspace)), "/")
+	matches := func(segs []string) bool {
+		for _, g := range rel {
+			if matchSegs(g, segs) {
+				return true
+			}
+		}
+		for _, g := range abs {
+			if matchSegs(g, append(wsSegs[:len(wsSegs):len(wsSegs)], segs...)) {
+				return true
+			}
+		}
+		return false
+	}
+	dirMatched := map[string]bool{}
+	for _, p := range paths {
+		p = path.Clean(p)
+		segs := strings.Split(p, "/")
+		end := -1 // p[:end] is the dir of segs[:i+1]
+		for i := range segs {
+			end += 1 + len(segs[i])
+			if i == len(segs)-1 {
+				if matches(segs) {
+					files = append(files, p)
+				}
+				break
+			}
+			m, seen := dirMatched[p[:end]]
+			if !seen {
+				m = matches(segs[:i+1])
+				dirMatched[p[:end]] = m
+				if m {
+					dirs = append(dirs, p[:end])
+				}
+			}
+			if m {
+				break
+			}
+		}
+	}
+	return dirs, files
 }

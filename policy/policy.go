@@ -60,38 +60,58 @@ type Policy struct {
 	AppendSystemPrompt string `json:"append_system_prompt,omitempty"`
 }
 
-// UnmarshalJSON keeps `"write_paths": []` apart from an absent write_paths:
-// the first is a read-only job, the second no restriction.
+// Policy's lists are written and read through pointers (MarshalJSON,
+// UnmarshalJSON), so that JSON keeps an empty list apart from an absent one:
+// `"write_paths": []` is a read-only job, `"commands": []` lets no command
+// run unattended, `"tools": []` offers no tool — each the opposite of no
+// restriction. The pointer fields, at the top of the struct that embeds
+// policyPlain (Policy without its JSON methods), shadow its lists.
+type policyPlain Policy
+
+// UnmarshalJSON keeps an empty list apart from an absent one.
 func (p *Policy) UnmarshalJSON(b []byte) error {
-	type plain Policy
 	var raw struct {
-		plain
+		policyPlain
+		Tools      *[]string `json:"tools"`
 		WritePaths *[]string `json:"write_paths"`
+		DenyPaths  *[]string `json:"deny_paths"`
+		Commands   *[]string `json:"commands"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&raw); err != nil {
 		return err
 	}
-	*p = Policy(raw.plain)
-	if raw.WritePaths != nil {
-		p.WritePaths = append([]string{}, (*raw.WritePaths)...)
-	}
+	*p = Policy(raw.policyPlain)
+	p.Tools, p.WritePaths, p.DenyPaths, p.Commands = listOf(raw.Tools), listOf(raw.WritePaths), listOf(raw.DenyPaths), listOf(raw.Commands)
 	return nil
 }
 
-// MarshalJSON writes write_paths whenever it restricts (an empty list too).
+// MarshalJSON writes every list that restricts, an empty one too.
 func (p Policy) MarshalJSON() ([]byte, error) {
-	type plain Policy
-	out := struct {
-		plain
+	return json.Marshal(struct {
+		policyPlain
+		Tools      *[]string `json:"tools,omitempty"`
 		WritePaths *[]string `json:"write_paths,omitempty"`
-	}{plain: plain(p)}
-	if p.WritePaths != nil {
-		wp := p.WritePaths
-		out.WritePaths = &wp
+		DenyPaths  *[]string `json:"deny_paths,omitempty"`
+		Commands   *[]string `json:"commands,omitempty"`
+	}{policyPlain(p), ptrOf(p.Tools), ptrOf(p.WritePaths), ptrOf(p.DenyPaths), ptrOf(p.Commands)})
+}
+
+// ptrOf is l for JSON: nil (absent) stays nil, an empty list is written.
+func ptrOf(l []string) *[]string {
+	if l == nil {
+		return nil
 	}
-	return json.Marshal(out)
+	return &l
+}
+
+// listOf is what ptrOf wrote, read back: an empty list as empty, not nil.
+func listOf(l *[]string) []string {
+	if l == nil {
+		return nil
+	}
+	return append([]string{}, (*l)...)
 }
 
 // IsZero reports whether p restricts nothing.

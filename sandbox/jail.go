@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -41,6 +42,12 @@ type JailOptions struct {
 	// write_paths), with only WritableDirs (absolute, inside it) read-write.
 	WorkspaceReadOnly bool
 	WritableDirs      []string
+	// BindFDs maps the workspace and writable dirs to the number of an open
+	// descriptor of each (OpenDirNoSymlinks) that bubblewrap inherits: it
+	// binds that descriptor (--bind-fd), not the path, so a path swapped
+	// for a link after it was checked mounts nothing else. A path without
+	// one is bound by path.
+	BindFDs map[string]int
 	// ConfigDir is the harness's HOME and config dir, read-write.
 	ConfigDir string
 	// Tmp is bound at /tmp, read-write: the job's private /tmp.
@@ -116,14 +123,14 @@ func JailArgs(o JailOptions) ([]string, error) {
 		wsBind = "--ro-bind"
 	}
 	args = append(args, "--bind", o.Tmp, "/tmp",
-		"--bind", o.ConfigDir, o.ConfigDir,
-		wsBind, o.Workspace, o.Workspace)
+		"--bind", o.ConfigDir, o.ConfigDir)
+	args = append(args, o.bind(wsBind, o.Workspace)...)
 	if o.WorkspaceReadOnly {
 		for _, d := range o.WritableDirs {
 			if !within(d, o.Workspace) || d == o.Workspace {
 				return nil, fmt.Errorf("jail: writable dir %q is not inside the workspace %q", d, o.Workspace)
 			}
-			args = append(args, "--bind", d, d)
+			args = append(args, o.bind("--bind", d)...)
 		}
 	}
 	for _, p := range o.ReadWrite {
@@ -152,6 +159,15 @@ func JailArgs(o JailOptions) ([]string, error) {
 		args = append(args, "--setenv", k, o.Env[k])
 	}
 	return append(args, "--chdir", o.Workspace, "--"), nil
+}
+
+// bind is kind ("--bind" or "--ro-bind") of p onto itself: of its
+// descriptor when BindFDs has one.
+func (o JailOptions) bind(kind, p string) []string {
+	if fd, ok := o.BindFDs[p]; ok {
+		return []string{kind + "-fd", strconv.Itoa(fd), p}
+	}
+	return []string{kind, p, p}
 }
 
 type hiddenPath struct {

@@ -98,7 +98,7 @@ func ScanRunsLater(workspace string, limit int) (RunsLaterScan, error) {
 	}
 	ws := filepath.Clean(workspace)
 	s := &runsLaterWalk{ws: ws, scan: &scan}
-	w, err := walkLevels(ws, limit, &scan.Visited, nil, func(dir string, entries []fs.DirEntry) (next []string) {
+	w, err := walkLevels(ws, limit, &scan.Visited, nil, nil, func(dir string, entries []fs.DirEntry) (next []string) {
 		if isGitDirShape(dir, entries) {
 			if dir != ws {
 				s.gitDir(dir)

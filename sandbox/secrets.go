@@ -188,6 +188,16 @@ func WorkspaceScan(workspace string, limit int, manifest bool) (SecretScan, erro
 	if err != nil {
 		return scan, fmt.Errorf("workspace %s: %w", ws, err)
 	}
+	// Every directory is listed relative to the workspace opened once, with
+	// no link followed on the way (Tree): a directory swapped for a link
+	// during the walk is not entered, and the manifest's lstats are taken
+	// in the directory that was listed.
+	tree, err := OpenTree(ws)
+	if err != nil {
+		return scan, fmt.Errorf("list workspace %s: %w", ws, err)
+	}
+	defer tree.Close()
+	list := func(dir string) ([]fs.DirEntry, error) { return tree.ReadDir(tree.Rel(dir), manifest) }
 	var listed []listedFile // appended by visit, which walkLevels calls on one goroutine
 	seen := map[string]bool{}
 	add := func(p string) {
@@ -197,7 +207,7 @@ func WorkspaceScan(workspace string, limit int, manifest bool) (SecretScan, erro
 		}
 	}
 
-	w, err := walkLevels(ws, limit, &scan.Visited, func(dir string, err error) {
+	w, err := walkLevels(ws, limit, &scan.Visited, list, func(dir string, err error) {
 		scan.Unreadable = append(scan.Unreadable, fmt.Sprintf("%s: %v", dir, err))
 	}, func(dir string, entries []fs.DirEntry) (next []string) {
 		prefix := dir
@@ -243,14 +253,13 @@ type listedFile struct {
 	e    fs.DirEntry
 }
 
-// manifestOf stats the listed files on scanWorkers goroutines (one lstat
-// each: the walk waits on the file system, not the CPU) and returns their
-// manifest sorted by path.
+// manifestOf is the manifest of the listed files, sorted by path; their
+// lstats were taken as their directories were listed (Tree.ReadDir).
 func manifestOf(ws string, listed []listedFile) []FileEntry {
 	files := make([]FileEntry, len(listed))
-	workers.Each(len(listed), scanWorkers, func(i int) {
-		files[i] = fileEntry(ws, listed[i].path, listed[i].e)
-	})
+	for i, l := range listed {
+		files[i] = fileEntry(ws, l.path, l.e)
+	}
 	slices.SortFunc(files, func(a, b FileEntry) int { return strings.Compare(a.Path, b.Path) })
 	return files
 }
@@ -275,17 +284,21 @@ type walked struct {
 }
 
 // walkLevels is the bounded breadth-first walk of a workspace that
-// WorkspaceSecrets and ScanRunsLater share: visit gets each listed
+// WorkspaceSecrets and ScanRunsLater share (list lists a directory; nil:
+// listDir): visit gets each listed
 // directory's entries and returns the directories to list next; once
 // *visited (which visit may add to as well) reaches limit no further
 // directory is listed (the top always is), and those left are counted. A directory that cannot be
 // listed goes to unreadable, and fails the walk when it is ws itself.
-func walkLevels(ws string, limit int, visited *int, unreadable func(dir string, err error), visit func(dir string, entries []fs.DirEntry) []string) (walked, error) {
+func walkLevels(ws string, limit int, visited *int, list func(dir string) ([]fs.DirEntry, error), unreadable func(dir string, err error), visit func(dir string, entries []fs.DirEntry) []string) (walked, error) {
 	var w walked
+	if list == nil {
+		list = listDir
+	}
 	level := []string{ws}
 	for len(level) > 0 && !w.truncated {
 		var next []string
-		for _, r := range listLevel(level, ws, limit, visited) {
+		for _, r := range listLevel(level, ws, limit, visited, list) {
 			switch {
 			case r.skipped:
 				w.truncated = true
@@ -325,7 +338,7 @@ type dirListing struct {
 // scanWorkers goroutines, adding to *visited; a directory other than ws is
 // skipped once *visited has reached limit. It returns when every worker has
 // ended.
-func listLevel(level []string, ws string, limit int, visited *int) []dirListing {
+func listLevel(level []string, ws string, limit int, visited *int, list func(string) ([]fs.DirEntry, error)) []dirListing {
 	out := make([]dirListing, len(level))
 	var mu sync.Mutex // guards *visited
 	workers.Each(len(level), scanWorkers, func(i int) {
@@ -337,7 +350,7 @@ func listLevel(level []string, ws string, limit int, visited *int) []dirListing 
 			out[i].skipped = true
 			return
 		}
-		out[i].entries, out[i].err = listDir(level[i])
+		out[i].entries, out[i].err = list(level[i])
 		mu.Lock()
 		*visited += len(out[i].entries)
 		mu.Unlock()

@@ -30,6 +30,9 @@ type Config struct {
 	// Ledger is the file the child appends each tool call's verdict to
 	// (policy.Verdict lines; "" writes none): the job's ledger.
 	Ledger string
+	// Jailed is true when the job runs in the OS jail, which holds its
+	// write_paths for commands (rules.Policy.Jailed).
+	Jailed bool
 
 	// Stderr receives the child's log lines (nil: discarded). Not stored.
 	Stderr io.Writer
@@ -46,6 +49,7 @@ type configFile struct {
 	ApprovalMode string           `json:"approval_mode"`
 	Policy       *policy.Enforced `json:"policy,omitempty"`
 	Ledger       string           `json:"ledger,omitempty"`
+	Jailed       bool             `json:"jailed,omitempty"`
 }
 
 // ConfigPath is where the daemon writes a job's Config.
@@ -65,7 +69,7 @@ func WriteConfig(path string, cfg Config) error {
 	b, err := json.MarshalIndent(configFile{
 		Version: statedir.FormatVersion, JobID: cfg.JobID, Workspace: cfg.Workspace, StateDir: cfg.StateDir,
 		Allow: cfg.Allow, Protected: cfg.Protected, TimeoutMS: cfg.Timeout.Milliseconds(), ApprovalMode: cfg.mode(),
-		Policy: cfg.Policy, Ledger: cfg.Ledger,
+		Policy: cfg.Policy, Ledger: cfg.Ledger, Jailed: cfg.Jailed,
 	}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
@@ -84,7 +88,7 @@ func LoadConfig(path string) (Config, error) {
 	}
 	cfg := Config{JobID: f.JobID, Workspace: f.Workspace, StateDir: f.StateDir, Allow: f.Allow,
 		Protected: f.Protected, Timeout: time.Duration(f.TimeoutMS) * time.Millisecond, ApprovalMode: f.ApprovalMode,
-		Policy: f.Policy, Ledger: f.Ledger}
+		Policy: f.Policy, Ledger: f.Ledger, Jailed: f.Jailed}
 	if err := cfg.validate(); err != nil {
 		return Config{}, fmt.Errorf("approval config %s: %w", path, err)
 	}

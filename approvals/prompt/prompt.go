@@ -98,7 +98,7 @@ func (p *Prompter) Answer(ctx context.Context, req rules.Request) Answer {
 // AnswerCall is Answer for the tool call toolUseID (Claude Code's id of it):
 // its verdict goes to the job's ledger under that id.
 func (p *Prompter) AnswerCall(ctx context.Context, req rules.Request, toolUseID string) Answer {
-	v := rules.Classify(req, rules.Policy{Workspace: p.cfg.Workspace, Allow: p.cfg.Allow, Protected: p.cfg.Protected, Job: p.cfg.Policy})
+	v := rules.Classify(req, rules.Policy{Workspace: p.cfg.Workspace, Allow: p.cfg.Allow, Protected: p.cfg.Protected, Job: p.cfg.Policy, Jailed: p.cfg.Jailed})
 	ledger := func(verdict, reason string) { p.ledger(toolUseID, req.Tool, v.Summary, verdict, reason) }
 	if err := p.record(approvals.AuditRecord{Event: approvals.EventRequest, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Verdict: v.Decision, Reason: v.Reason}); err != nil {
 		ledger(policy.DeniedByPolicy, "its audit record could not be written")

@@ -377,6 +377,7 @@ func TestPromptConfigRoundTrip(t *testing.T) {
 	path := ConfigPath(dir, "job-1")
 	cfg := promptConfig(t, w)
 	cfg.Timeout = 1500 * time.Millisecond
+	cfg.Jailed = true
 	if err := WriteConfig(path, cfg); err == nil {
 		// HarnessDir does not exist yet: writing must fail rather than create it elsewhere.
 		t.Log("harness dir existed")
@@ -390,7 +391,7 @@ func TestPromptConfigRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.JobID != "job-1" || got.Workspace != w.ws || got.StateDir != w.state || got.Timeout != 1500*time.Millisecond ||
-		got.ApprovalMode != approvals.ModeOn || len(got.Allow) != len(cfg.Allow) || len(got.Protected) != 2 {
+		got.ApprovalMode != approvals.ModeOn || len(got.Allow) != len(cfg.Allow) || len(got.Protected) != 2 || !got.Jailed {
 		t.Fatalf("round trip = %+v", got)
 	}
 	for name, bad := range map[string]Config{

@@ -45,7 +45,7 @@ func applyJob(req Request, p Policy, v Verdict) Verdict {
 				return deny("%s is outside write_paths (%s): writes there are refused", s, writePathsText(e))
 			}
 		}
-		return v
+		return askIf(v, readsBelowGlob(req, p, parsed{}))
 	}
 	field, ok := commandTools[req.Tool]
 	if !ok {
@@ -69,6 +69,12 @@ func applyJob(req Request, p Policy, v Verdict) Verdict {
 			}
 		}
 	}
+	v = askIf(v, readsBelowGlob(req, p, pc))
+	if e.RestrictsWrites() && !p.Jailed {
+		if call := writesUnheld(pc); call != "" && v.Decision == Allow {
+			v = Verdict{Decision: Ask, Reason: PolicyPrefix + noJailReason(call), Summary: v.Summary}
+		}
+	}
 	listed := len(pc.words) > 0 && e.CommandListed(cmd, pc.words[0].text)
 	switch {
 	case v.Decision == Allow && e.ListsCommands() && !listed && e.OnOtherCommands == policy.Deny:
@@ -79,6 +85,14 @@ func applyJob(req Request, p Policy, v Verdict) Verdict {
 		return deny("other commands are refused (on_other_commands deny); the rules said: %s", v.Reason)
 	}
 	return v
+}
+
+// askIf sends an allowed call to a human, for why, when why is not "".
+func askIf(v Verdict, why string) Verdict {
+	if why == "" || v.Decision != Allow {
+		return v
+	}
+	return Verdict{Decision: Ask, Reason: PolicyPrefix + why + ": a human decides", Summary: v.Summary}
 }
 
 // removers delete their operands: for write_paths, a removal is a write.

@@ -36,6 +36,10 @@ type Policy struct {
 	Protected []string // paths no tool call may touch: state dir, the daemon's .env
 	// Job is the job's enforced policy (nil: none); it only narrows.
 	Job *policy.Enforced
+	// Jailed is true when an OS jail holds the job's write_paths for its
+	// commands (Linux, bubblewrap, the sandbox on). Without one the rules
+	// alone hold them, and allow only commands whose writes they model.
+	Jailed bool
 }
 
 // Verdict is the rules' answer for one Request.

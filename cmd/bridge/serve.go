@@ -40,7 +40,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer env.Close()
 	d, err := daemon.New(env.Config, daemon.Options{Flash: env.Flash, Logger: env.Log, Version: version})
 	if err != nil { // logged by New
-		fmt.Fprintf(stderr, "bridge serve: %v\n", err)
+		fmt.Fprintf(stderr, "bridge serve: %v%s\n", err, ifHint(daemon.ListenHint(err, env.Config)))
 		if errors.Is(err, config.ErrBadSecret) || errors.Is(err, config.ErrBadRuntimeRoot) {
 			return exitConfig
 		}
@@ -62,17 +62,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err == nil {
 		return exitOK
 	}
-	hint := daemon.ListenHint(err, env.Config)
-	if hint == "" {
-		env.Log.Error().Err(err).Msg("serve")
-	} else {
-		env.Log.Error().Err(err).Msg(hint)
-		hint = ": " + hint
-	}
+	env.Log.Error().Err(err).Msg("serve")
 	if env.Config.LogFile != "" {
-		fmt.Fprintf(stderr, "bridge serve: %v%s\n", err, hint)
+		fmt.Fprintf(stderr, "bridge serve: %v\n", err)
 	}
 	return exitFail
+}
+
+// ifHint is ": hint", or "" without one.
+func ifHint(hint string) string {
+	if hint == "" {
+		return ""
+	}
+	return ": " + hint
 }
 
 func runApprovalPrompt(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -77,6 +77,7 @@ type world struct {
 	environ   []string
 	marker    string
 	proxyFile string
+	double    *deepseektest.Server
 }
 
 // worldBase builds the binaries and starts the double (answering "pong"),
@@ -95,7 +96,7 @@ func worldBase(t *testing.T) (double *deepseektest.Server, dir, suffix string) {
 func newWorld(t *testing.T) *world {
 	double, dir, suffix := worldBase(t)
 	w := &world{t: t, dir: dir, envFile: filepath.Join(dir, "bridge.env"), state: filepath.Join(dir, "state"),
-		marker: "bridgectl-e2e-" + suffix, proxyFile: filepath.Join(dir, "edge-addr")}
+		marker: "bridgectl-e2e-" + suffix, proxyFile: filepath.Join(dir, "edge-addr"), double: double}
 	env := "# settings of an end-to-end test\n" +
 		"DEEPSEEK_API_KEY=" + testKey + "\n" +
 		"MCP_PATH_SECRET=" + testSecret + "\n" +

@@ -51,6 +51,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	script := fs.String("script", "", "JSON script of turns (see above)")
 	delayMS := fs.Int("delay-ms", 0, "extra delay before every answer, in milliseconds")
 	logFile := fs.String("log", "", "append one JSON line per request to this file (keys redacted)")
+	balance := fs.String("balance", "110.00", "what GET /user/balance reports, in CNY; 0.00 is an empty balance (is_available false)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			// Asked-for help goes to stdout, so that `| less` shows it.
@@ -80,6 +81,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	opts := []deepseektest.Option{
 		deepseektest.WithKey(*key),
+		deepseektest.WithBalance(*balance),
 		deepseektest.WithDelay(time.Duration(*delayMS) * time.Millisecond),
 		deepseektest.WithDefault(deepseektest.Func(defaultAnswer)),
 	}

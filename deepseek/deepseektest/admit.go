@@ -64,6 +64,24 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, list)
 }
 
+// handleBalance answers GET /user/balance in DeepSeek's documented shape.
+func (s *Server) handleBalance(w http.ResponseWriter, r *http.Request) {
+	if ok, msg := s.authorized(r, SideOpenAI); !ok {
+		writeJSON(w, http.StatusUnauthorized, deepseekError(msg, "authentication_error"))
+		return
+	}
+	type info struct {
+		Currency        string `json:"currency"`
+		TotalBalance    string `json:"total_balance"`
+		GrantedBalance  string `json:"granted_balance"`
+		ToppedUpBalance string `json:"topped_up_balance"`
+	}
+	writeJSON(w, http.StatusOK, struct {
+		IsAvailable  bool   `json:"is_available"`
+		BalanceInfos []info `json:"balance_infos"`
+	}{IsAvailable: s.balance != "0.00", BalanceInfos: []info{{Currency: "CNY", TotalBalance: s.balance, GrantedBalance: "0.00", ToppedUpBalance: s.balance}}})
+}
+
 // authorized checks the key. Anthropic side also accepts x-api-key.
 func (s *Server) authorized(r *http.Request, side Side) (ok bool, msg string) {
 	if side == SideAnthropic {

@@ -12,6 +12,7 @@
 //	POST URL()/anthropic/v1/messages[?beta=true]         Anthropic side, streamed or JSON
 //	POST URL()/anthropic/v1/messages/count_tokens        {"input_tokens": N}
 //	GET  URL()/models                                    the accepted model ids (a key check)
+//	GET  URL()/user/balance                              is_available and the balance (WithBalance)
 //
 // Anything else is 404. Close abandons delayed answers, closes connections
 // and returns once every handler has.

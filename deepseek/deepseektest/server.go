@@ -51,6 +51,11 @@ func WithSideTurn(t Turn) Option { return func(s *Server) { s.sideTurn = t } }
 // requests are side requests (default: a request without tools).
 func WithSideRule(isSide func(Request) bool) Option { return func(s *Server) { s.isSide = isSide } }
 
+// WithBalance sets what GET /user/balance answers: the total in CNY, and
+// is_available false when it is "0.00" (an empty balance; chat calls still
+// answer as scripted, so a test scripts the 402 itself).
+func WithBalance(total string) Option { return func(s *Server) { s.balance = total } }
+
 // WithDelay adds d before every response (scripted, default and side turns).
 func WithDelay(d time.Duration) Option { return func(s *Server) { s.delay = d } }
 
@@ -67,6 +72,7 @@ type Server struct {
 	delay       time.Duration
 	reqLog      io.Writer
 	isSide      func(Request) bool
+	balance     string // GET /user/balance's total, in CNY; "0.00" is_available false
 
 	ln   net.Listener
 	srv  *http.Server
@@ -104,6 +110,7 @@ func NewServer(ln net.Listener, opts ...Option) *Server {
 		done:          make(chan struct{}),
 		reasonedCalls: map[string]bool{},
 		isSide:        func(r Request) bool { return !r.HasTools() },
+		balance:       "110.00",
 	}
 	for _, id := range DefaultModels {
 		s.models[id] = true
@@ -116,6 +123,7 @@ func NewServer(ln net.Listener, opts ...Option) *Server {
 	mux.HandleFunc("POST /anthropic/v1/messages", s.handleAnthropic)
 	mux.HandleFunc("POST /anthropic/v1/messages/count_tokens", s.handleCountTokens)
 	mux.HandleFunc("GET /models", s.handleModels)
+	mux.HandleFunc("GET /user/balance", s.handleBalance)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, deepseekError("Not Found: "+r.Method+" "+r.URL.Path, "invalid_request_error"))
 	})

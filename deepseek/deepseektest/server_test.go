@@ -330,23 +330,7 @@ func TestAuthModelsAndDocumentedErrors(t *testing.T) {
 func TestModelsList(t *testing.T) {
 	s := deepseektest.New(deepseektest.WithModels("deepseek-extra"))
 	t.Cleanup(s.Close)
-	get := func(key string) (int, string) {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL()+"/models", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(b)
-	}
+	get := func(key string) (int, string) { return getWithKey(t, s.URL()+"/models", key) }
 	status, body := get(s.Key())
 	var list struct {
 		Object string `json:"object"`
@@ -366,6 +350,50 @@ func TestModelsList(t *testing.T) {
 	}
 	if status, body := get("sk-wrong-abcd"); status != 401 || !strings.Contains(body, "Authentication Fails, Your api key: ****abcd is invalid") {
 		t.Errorf("wrong key: %d %s", status, body)
+	}
+}
+
+// getWithKey GETs url with key as the bearer token: the status and the body.
+func getWithKey(t *testing.T, url, key string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// GET /user/balance in DeepSeek's documented shape: is_available and the
+// balance per currency; "0.00" is an empty balance; a wrong key gets 401.
+func TestUserBalance(t *testing.T) {
+	for _, tt := range []struct {
+		total string
+		want  string
+	}{
+		{"110.00", `{"is_available":true,"balance_infos":[{"currency":"CNY","total_balance":"110.00","granted_balance":"0.00","topped_up_balance":"110.00"}]}`},
+		{"0.00", `{"is_available":false,"balance_infos":[{"currency":"CNY","total_balance":"0.00","granted_balance":"0.00","topped_up_balance":"0.00"}]}`},
+	} {
+		s := deepseektest.New(deepseektest.WithBalance(tt.total))
+		for _, key := range []string{s.Key(), "sk-wrong-abcd"} {
+			status, body := getWithKey(t, s.URL()+"/user/balance", key)
+			switch {
+			case key == s.Key() && (status != 200 || strings.TrimSpace(body) != tt.want):
+				t.Errorf("balance %s: %d %s", tt.total, status, body)
+			case key != s.Key() && status != 401:
+				t.Errorf("wrong key: %d %s", status, body)
+			}
+		}
+		s.Close()
 	}
 }
 

@@ -89,7 +89,7 @@ func TestApproveWatch(t *testing.T) {
 	wr.waitOut(t, "request: "+r1.ID)
 	wr.waitOut(t, "approve "+short(r1.ID)+"? ")
 	out := wr.out.String()
-	for _, want := range []string{"\a=== approval needed ===", "job:     " + jobA + " (waiting_approval, workspace " + w.ws + ") task: tidy the build directory",
+	for _, want := range []string{"\a=== approval needed ===", "job:     " + jobA + " (waiting for approval, workspace " + w.ws + ") task: tidy the build directory",
 		"tool:    Bash", "command: ls; rm -rf build", "why:     " + r1.Reason, "expires: in "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the watcher's request lacks %q:\n%s", want, out)

@@ -45,7 +45,7 @@ func commands() []*Command {
 		jobsCmd, jobCmd,
 		pendingCmd, approveCmd, denyCmd, auditCmd, approvalCmd,
 		tunnelCmd, untunnelCmd,
-		smokeCmd, doctorCmd, versionCmd,
+		setupCmd, smokeCmd, acceptCmd, doctorCmd, versionCmd,
 	}
 }
 

@@ -162,11 +162,20 @@ func (c *ctl) preflight(port int, wait time.Duration) error {
 		addr := config.Config{Host: c.cfg.Host, Port: port}.Addr()
 		ln, err := listenSoon(addr, wait)
 		if err != nil {
-			return fmt.Errorf("port %d on %s is taken (%v): stop whatever listens there (`ss -ltnp 'sport = :%d'`), or set PORT in %s", port, c.cfg.Host, errors.Unwrap(err), port, c.envPath)
+			return fmt.Errorf("port %d on %s is taken (%v): stop whatever listens there (`ss -ltnp 'sport = :%d'`); or %s", port, c.cfg.Host, errors.Unwrap(err), port, c.portAdvice(port))
 		}
 		ln.Close()
 	}
 	return nil
+}
+
+// portAdvice is how to pick a port other than port, named after where PORT
+// came from (a restart may try the port the daemon had, not PORT).
+func (c *ctl) portAdvice(port int) string {
+	if port != c.cfg.Port {
+		return fmt.Sprintf("set PORT in %s (PORT=0 picks a free port)", c.envPath)
+	}
+	return c.cfg.PortAdvice(c.envPath)
 }
 
 // daemonArgs is how bridgectl runs the daemon.

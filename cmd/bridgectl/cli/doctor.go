@@ -203,7 +203,7 @@ func (c *ctl) doctorPort(ctx context.Context, r *report) {
 	}
 	ln, err := net.Listen("tcp", c.cfg.Addr())
 	if err != nil {
-		r.fail("port: %s is taken (%v) — stop what listens there (`ss -ltnp 'sport = :%d'`) or set PORT in %s", c.cfg.Addr(), errors.Unwrap(err), c.cfg.Port, c.envPath)
+		r.fail("port: %s is taken (%v) — stop what listens there (`ss -ltnp 'sport = :%d'`); or %s", c.cfg.Addr(), errors.Unwrap(err), c.cfg.Port, c.portAdvice(c.cfg.Port))
 		return
 	}
 	ln.Close()

@@ -132,8 +132,10 @@ func TestJobTextIsEscaped(t *testing.T) {
 	if err := os.WriteFile(logFile, []byte(`{"level":"warn","summary":"x`+"\u009b2J\x7f"+`"}`+"\n"+"panic: "+osc52+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out = te.must("logs")
-	noRawControls(t, "logs", out, `"summary":"x\u{9b}2J\u{7f}"`, `panic: done\u{1b}]52`)
+	out = te.must("logs", "--json")
+	noRawControls(t, "logs --json", out, `"summary":"x\u{9b}2J\u{7f}"`, `panic: done\u{1b}]52`)
+	out = te.must("logs") // the readable form
+	noRawControls(t, "logs", out, `WRN summary=`, `panic: done\u{1b}]52`)
 }
 
 // `bridgectl jobs ID` shows what the end-of-job audit moved aside, where to

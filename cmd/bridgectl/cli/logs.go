@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // maxLogLine bounds one printed log line; longer lines are cut.
@@ -18,13 +20,15 @@ const maxLogLine = 64 << 10
 
 var logsCmd = &Command{
 	Name:  "logs",
-	Usage: "logs [-f] [-n N] [--tunnel]",
+	Usage: "logs [-f] [-n N] [--json] [--tunnel]",
 	Short: "print the daemon's log (masked); -f follows it",
 	Long: `Prints the last N lines (default 50) of the daemon's log: BRIDGE_LOG_FILE if set,
 else <state>/bridge.log. --tunnel prints cloudflared's log instead. The path
 secret, the API key and the tunnel token are masked in every line, and control
-characters (which a job's text can carry) are shown escaped, as \u{1b}. -f keeps
-printing new lines until Ctrl-C.`,
+characters (which a job's text can carry) are shown escaped, as \u{1b}. The
+daemon's JSON lines are printed readably (time, level, message, fields), as
+` + "`bridgectl start --foreground`" + ` shows them; --json prints them as they are in the file.
+-f keeps printing new lines until Ctrl-C.`,
 	Run: runLogs,
 }
 
@@ -33,6 +37,7 @@ func runLogs(ctx context.Context, e *Env, args []string) error {
 	follow := f.Bool("f", false, "follow: keep printing new lines")
 	n := f.Int("n", 50, "how many lines from the end")
 	tunnel := f.Bool("tunnel", false, "the tunnel's (cloudflared's) log")
+	raw := f.Bool("json", false, "print the daemon's JSON lines as they are")
 	if _, err := f.parse(args); err != nil {
 		return err
 	}
@@ -59,13 +64,14 @@ func runLogs(ctx context.Context, e *Env, args []string) error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("read log: %w", err)
 	}
+	print := func(l string) { printLogLine(e.Stdout, l, !*raw) }
 	for _, l := range ls {
-		printLogLine(e.Stdout, l)
+		print(l)
 	}
 	if !*follow {
 		return nil
 	}
-	return followLog(ctx, e.Stdout, path, size)
+	return followLog(ctx, print, path, size)
 }
 
 // tailFile returns the last n lines of the file at path and its size,
@@ -130,11 +136,15 @@ func (c *ctl) logFile() string {
 }
 
 // printLogLine prints one log line, cut to maxLogLine bytes, with its
-// terminal controls made visible.
-func printLogLine(w io.Writer, l string) {
+// terminal controls made visible; readable turns a JSON line into the
+// console form (a line that is not JSON is printed as it is).
+func printLogLine(w io.Writer, l string, readable bool) {
 	cut := ""
 	if len(l) > maxLogLine {
 		l, cut = l[:maxLogLine], " …(cut)"
+	}
+	if readable {
+		l = readableLogLine(l)
 	}
 	// The log holds text from jobs (tools, summaries, a raw stderr line):
 	// controls are shown, never sent to the terminal.
@@ -143,7 +153,7 @@ func printLogLine(w io.Writer, l string) {
 
 // followLog prints lines appended to path after offset until ctx ends. A
 // truncated or replaced file is read again from its start.
-func followLog(ctx context.Context, w io.Writer, path string, offset int64) error {
+func followLog(ctx context.Context, print func(string), path string, offset int64) error {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	var partial []byte
@@ -179,8 +189,22 @@ func followLog(ctx context.Context, w io.Writer, path string, offset int64) erro
 			last--
 		}
 		for _, l := range lines(data[:last]) {
-			printLogLine(w, l)
+			print(l)
 		}
 		partial = append([]byte(nil), data[last:]...)
 	}
+}
+
+// readableLogLine is a JSON log line as the daemon prints it on a terminal:
+// time, level, message, then the fields. Anything else is returned as is.
+func readableLogLine(l string) string {
+	if !strings.HasPrefix(l, "{") {
+		return l
+	}
+	var b bytes.Buffer
+	cw := zerolog.ConsoleWriter{Out: &b, NoColor: true, TimeFormat: time.DateTime}
+	if _, err := cw.Write([]byte(l)); err != nil {
+		return l
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

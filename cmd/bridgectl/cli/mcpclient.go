@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -74,6 +75,31 @@ func (t *statusTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // callTool calls the tool name with args.
 func callTool(ctx context.Context, c *client.Client, name string, args map[string]any) (*mcp.CallToolResult, error) {
 	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
+	return res, callError(ctx, "tools/call", err)
+}
+
+// callToolWatched is callTool asking for progress: each progress message of
+// this call that watch is given (a retry, a job's state) arrives while the
+// call runs, on mcp-go's goroutine; none arrives after it returns.
+func callToolWatched(ctx context.Context, c *client.Client, name string, args map[string]any, watch func(msg string)) (*mcp.CallToolResult, error) {
+	token := "bridgectl-" + randomWord()
+	var mu sync.Mutex
+	done := false
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method != "notifications/progress" || fmt.Sprint(n.Params.AdditionalFields["progressToken"]) != token {
+			return
+		}
+		msg, _ := n.Params.AdditionalFields["message"].(string)
+		mu.Lock()
+		defer mu.Unlock()
+		if !done && msg != "" {
+			watch(msg)
+		}
+	})
+	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args, Meta: &mcp.Meta{ProgressToken: token}}})
+	mu.Lock()
+	done = true
+	mu.Unlock()
 	return res, callError(ctx, "tools/call", err)
 }
 

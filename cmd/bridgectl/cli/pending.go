@@ -111,7 +111,13 @@ func describeRequest(w io.Writer, dir statedir.Dir, r approvals.PendingRequest, 
 	fmt.Fprintf(w, "request: %s\n", r.ID)
 	job := r.JobID
 	if s, err := jobs.Load(dir, r.JobID); err == nil {
-		job += fmt.Sprintf(" (%s, workspace %s) task: %s", s.Status, visible(s.Workspace, 200), visible(truncate(s.Task, 120), 200))
+		// A job with a pending request waits for it, whatever its snapshot,
+		// written a moment later, still says.
+		state := string(s.Status)
+		if s.Status == jobs.StatusRunning || s.Status == jobs.StatusWaitingApproval {
+			state = "waiting for approval"
+		}
+		job += fmt.Sprintf(" (%s, workspace %s) task: %s", state, visible(s.Workspace, 200), visible(truncate(s.Task, 120), 200))
 	}
 	fmt.Fprintf(w, "  job:     %s\n", job)
 	fmt.Fprintf(w, "  tool:    %s\n", visible(r.Tool, 200))

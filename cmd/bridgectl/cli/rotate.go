@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 )
@@ -75,6 +76,7 @@ func runRotate(ctx context.Context, e *Env, args []string) error {
 	} else if portOf(d.Addr) == 0 {
 		// PORT=0 and nothing running: the port, so the URL, is chosen at start.
 		fmt.Fprintln(e.Stdout, "new endpoint: known once the daemon runs (PORT=0 picks the port at start): `bridgectl start`, then `bridgectl url --show`")
+		remindHosts(e.Stdout)
 		return nil
 	}
 	fmt.Fprintf(e.Stdout, "new endpoint: %s\n", url)
@@ -83,7 +85,18 @@ func runRotate(ctx context.Context, e *Env, args []string) error {
 	} else {
 		fmt.Fprintf(e.Stdout, "the URL was NOT copied to the clipboard: %v; `bridgectl url --show` prints the full URL\n", err)
 	}
+	remindHosts(e.Stdout)
 	return nil
+}
+
+// remindHosts tells the owner which host registrations the rotation broke
+// and prints how to redo them.
+func remindHosts(w io.Writer) {
+	fmt.Fprintln(w, "hosts registered with the old URL (`bridgectl register HOST --url`, a connector URL) now get 404: register them again —")
+	for _, h := range registerHosts {
+		fmt.Fprintf(w, "  bridgectl register %s --url --show\n", h)
+	}
+	fmt.Fprintln(w, "hosts registered with the command form (`bridge stdio`) hold no secret and need nothing")
 }
 
 // postStatus POSTs an empty JSON-RPC body and returns the status (0 on a transport error).

@@ -117,8 +117,14 @@ func runSmoke(ctx context.Context, e *Env, args []string) error {
 	fctx, cancel := context.WithTimeout(ctx, c.cfg.FlashTimeout+30*time.Second)
 	defer cancel()
 	start := time.Now()
-	res, err := callTool(fctx, sess, "deepseek_flash", map[string]any{
+	// A dead upstream costs retries with backoff: show each one as it comes
+	// rather than sit silent until the last.
+	res, err := callToolWatched(fctx, sess, "deepseek_flash", map[string]any{
 		"task": "Smoke test from bridgectl: reply with the single word pong.", "mode": "analyze",
+	}, func(msg string) {
+		if why, ok := strings.CutPrefix(msg, "retrying: "); ok {
+			fmt.Fprintf(e.Stdout, "     deepseek_flash: %s\n", oneLine(why, 300))
+		}
 	})
 	switch {
 	case err != nil:

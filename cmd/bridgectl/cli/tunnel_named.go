@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+	"golang.org/x/term"
 )
 
 // maxTokenBytes bounds what is read from stdin as a tunnel token.
@@ -87,12 +88,9 @@ func (c *ctl) startNamedTunnel(ctx context.Context, st daemonStatus, host string
 	return c.runTunnelProcess(ctx, args, ti, false)
 }
 
-// isTerminal reports whether r is a character device such as a terminal.
+// isTerminal reports whether r is a terminal; /dev/null and other character
+// devices are not.
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
