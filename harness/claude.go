@@ -266,8 +266,18 @@ func (r *run) Wait() Exit {
 func (r *run) Stop() {
 	r.stopOnce.Do(func() {
 		r.stopped.Store(true)
-		if r.interrupt > 0 && r.stopTurns() == nil {
+		if r.interrupt > 0 {
+			// Never wait here on the input pipe (a harness that stopped
+			// reading, a large message ahead): the registry calls Stop under
+			// its lock. A write stuck on a full pipe ends with EPIPE once the
+			// signals after the interrupt grace have ended the process.
 			r.interrupted.Store(true)
+			go func() { // owner: the run; ends with its write
+				if r.stopTurns() != nil {
+					r.closeStdin()
+					signalGroup(r.pid, false)
+				}
+			}()
 		} else {
 			r.closeStdin()
 			signalGroup(r.pid, false)

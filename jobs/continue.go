@@ -5,6 +5,8 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -108,12 +110,61 @@ func subset(name string, parent, caller []string) error {
 	return nil
 }
 
+// maxSessionBytes bounds the session files a continue copies.
+const maxSessionBytes = 256 << 20
+
 // seedSession copies the parent's session files into the new job's config
-// dir, so that its harness can resume the session.
+// dir, so that its harness can resume the session. The parent's config dir
+// was writable in its jail, so nothing in it is trusted: a link (the dir
+// itself, or anything in it) is refused or skipped, only directories and
+// regular files are copied, and the whole copy is bounded. The parent has ended: nothing of it runs to swap a
+// path meanwhile.
 func seedSession(from, to string) error {
 	src := filepath.Join(from, sessionDir)
-	if _, err := os.Stat(src); err != nil {
+	st, err := os.Lstat(src)
+	switch {
+	case err != nil:
 		return fmt.Errorf("the parent job's session files are gone (%w): start a new job", err)
+	case !st.IsDir():
+		return fmt.Errorf("the parent job's session dir %s is not a directory (%s): start a new job", src, st.Mode().Type())
 	}
-	return os.CopyFS(filepath.Join(to, sessionDir), os.DirFS(src))
+	dst := filepath.Join(to, sessionDir)
+	var total int64
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		out := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(out, 0o700)
+		case !d.Type().IsRegular():
+			return nil // a link or a device: not session data
+		}
+		in, err := os.Open(p) // a regular file by Lstat (WalkDir); nothing swaps it now
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+			return err
+		}
+		w, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		n, err := io.Copy(w, io.LimitReader(in, maxSessionBytes-total+1))
+		total += n
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil && total > maxSessionBytes {
+			err = fmt.Errorf("the parent job's session files exceed %d MiB: start a new job", maxSessionBytes>>20)
+		}
+		return err
+	})
 }
