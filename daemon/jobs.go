@@ -87,7 +87,7 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
 	a := &agentJobs{path: os.Getenv("PATH"), models: models}
 	untrusted := untrustedDirs(cfg)
 	warnDroppedPath(log, a.path, untrusted)
-	mp, perr := startModelProxy(cfg, dir, &log, func(id string, f modelproxy.Fault) { a.reg.Abort(id, faultStop(f)) }) // called only once jobs run
+	mp, perr := startModelProxy(cfg, models, dir, &log, func(id string, f modelproxy.Fault) { a.reg.Abort(id, faultStop(f)) }) // called only once jobs run
 	noKey := errors.Is(perr, modelproxy.ErrNoAPIKey)
 	if perr != nil && !noKey {
 		return nil, perr
@@ -149,6 +149,7 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
 		Gateway:       gw,
 		Guard:         jg,
 		Model:         cfg.Model,
+		Price:         models.PriceOf,
 		MaxConcurrent: cfg.MaxConcurrent,
 		MaxQueue:      cfg.MaxQueue,
 		MaxSteps:      cfg.MaxSteps,

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/guard"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/modelproxy"
@@ -66,11 +67,12 @@ func jobsUsage(u modelproxy.Usage) jobs.Metered {
 // until stopModelProxy. onFault ends a job the proxy cannot serve any more
 // (budget exceeded, key rejected, balance gone). Without a key it returns
 // modelproxy.ErrNoAPIKey.
-func startModelProxy(cfg config.Config, dir statedir.Dir, log *zerolog.Logger, onFault func(jobID string, f modelproxy.Fault)) (*modelproxy.Proxy, error) {
+func startModelProxy(cfg config.Config, models deepseek.Catalog, dir statedir.Dir, log *zerolog.Logger, onFault func(jobID string, f modelproxy.Fault)) (*modelproxy.Proxy, error) {
 	mp, err := modelproxy.New(modelproxy.Options{
 		Upstream:        cfg.AnthropicBaseURL,
 		APIKey:          cfg.APIKey,
 		Model:           cfg.Model,
+		Price:           models.PriceOf,
 		JobMaxCostUSD:   cfg.JobMaxCostUSD,
 		JobMaxTokens:    cfg.JobMaxTokens,
 		DailyMaxCostUSD: cfg.DailyMaxCostUSD,

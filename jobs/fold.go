@@ -46,6 +46,14 @@ type cmdRef struct {
 	start time.Time
 }
 
+// price is the price of model by Options.Price, else deepseek.PriceFor.
+func (r *Registry) price(model string) deepseek.Price {
+	if r.opts.Price != nil {
+		return r.opts.Price(model)
+	}
+	return deepseek.PriceFor(model)
+}
+
 func newProgress(snap Snapshot, price deepseek.Price) progress {
 	return progress{
 		snap:     snap,

@@ -77,6 +77,9 @@ type Options struct {
 	Harness harness.Harness
 	Gateway ModelGateway
 	Model   string // DEEPSEEK_MODEL: the harness's model and the price of its usage
+	// Price is a model's price (the daemon's catalog: built-in or
+	// DEEPSEEK_MODELS); nil = deepseek.PriceFor.
+	Price func(model string) deepseek.Price
 
 	MaxConcurrent int           // BRIDGE_MAX_CONCURRENT (0 = config.DefaultMaxConcurrent)
 	MaxQueue      int           // BRIDGE_MAX_QUEUE (0 = no queue: busy means refused)
@@ -209,7 +212,7 @@ func New(opts Options) (*Registry, error) {
 func (r *Registry) newJob(snap Snapshot) *job {
 	return &job{
 		id:       snap.ID,
-		progress: newProgress(snap, deepseek.PriceFor(cmp.Or(snap.Model, r.opts.Model))),
+		progress: newProgress(snap, r.price(cmp.Or(snap.Model, r.opts.Model))),
 		changed:  make(chan struct{}),
 		done:     make(chan struct{}),
 		recorded: make(chan struct{}),

@@ -109,7 +109,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w}
 	model, maxTokens := requestFields(body)
 	res := p.forward(sw, r, j, body, billable, maxTokens)
-	res.cost = res.usage.cost(priceOf(res.model, model, p.opts.Model))
+	res.cost = res.usage.cost(priceOf(p.price(), res.model, model, p.opts.Model))
 	fault := p.release(j, &res)
 	p.log.Debug().Str("job", j.id).Str("path", r.URL.Path).Int("status", sw.status).
 		Int("retries", res.retries).Int64("input_tokens", res.usage.Input+res.usage.CacheCreation).

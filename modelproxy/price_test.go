@@ -72,3 +72,27 @@ func TestPricedAtTheAnswersModel(t *testing.T) {
 		})
 	}
 }
+
+// With a catalog of the owner's (DEEPSEEK_MODELS), an answer is priced by
+// it, not by the built-in guess from the model's name.
+func TestPricedByTheOwnersCatalog(t *testing.T) {
+	u := usageBlock{Input: 1_000_000, Output: 100_000, CacheRead: 500_000}
+	own := deepseek.Price{CacheHitInput: 0.01, CacheMissInput: 1, Output: 2}
+	catalog := func(model string) deepseek.Price {
+		if model == "my-gateway-model" {
+			return own
+		}
+		return deepseek.PriceFor(model)
+	}
+	up := newUpstream(t, modelTurn("my-gateway-model", u, true))
+	p := startProxy(t, up, Options{Model: "deepseek-v4-flash", Price: catalog})
+	token := open(t, p, "job-1")
+	if a := call(t, p, "/v1/messages", "bearer", token, `{"model":"my-gateway-model","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`); a.status != http.StatusOK {
+		t.Fatalf("status %d: %s", a.status, a.body)
+	}
+	got, err := p.Close("job-1")
+	if want := own.Cost(u.CacheRead, u.Input, u.Output); err != nil || math.Abs(got.CostUSD-want) > 1e-9 {
+		t.Fatalf("job cost $%v (%v), want $%v at the catalog's price (PriceFor's guess: $%v)",
+			got.CostUSD, err, want, deepseek.PriceFor("my-gateway-model").Cost(u.CacheRead, u.Input, u.Output))
+	}
+}

@@ -10,7 +10,7 @@
 //
 // Accounting: every response's usage (message_start and the cumulative
 // message_delta when streamed, the usage block when not) is priced at
-// deepseek.PriceFor of the model that answer names (message_start's or the
+// Options.Price (the daemon's model catalog) of the model that answer names (message_start's or the
 // body's "model"), else the model the request named, else Options.Model —
 // so a pro request is never priced as flash. A job that has crossed its cost or token
 // ceiling, or a day that has crossed the daily ceiling, gets its next request
@@ -42,6 +42,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -76,6 +77,9 @@ type Options struct {
 	Upstream string // Anthropic base URL; the proxy appends /v1/messages…
 	APIKey   string // the real key; sent upstream only
 	Model    string // prices a response that names no model, in neither answer nor request
+	// Price is a model's price (the daemon's model catalog: built-in or
+	// DEEPSEEK_MODELS); nil = deepseek.PriceFor.
+	Price func(model string) deepseek.Price
 
 	JobMaxCostUSD   float64 // BRIDGE_JOB_MAX_COST_USD; 0 = no ceiling
 	JobMaxTokens    int64   // BRIDGE_JOB_MAX_TOKENS; 0 = no ceiling

@@ -2,6 +2,7 @@ package modelproxy
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
@@ -107,15 +108,19 @@ func messageUsage(body []byte) (counts, string) {
 	return m.Usage.counts(), m.Model
 }
 
-// priceOf is the price of one answer: the model the answer names (what
-// DeepSeek billed), else the one the request named, else the configured one.
-func priceOf(answer, request, configured string) deepseek.Price {
-	for _, m := range []string{answer, request} {
-		if m != "" {
-			return deepseek.PriceFor(m)
-		}
+// priceOf is the price of one answer by price: the model the answer names
+// (what DeepSeek billed), else the one the request named, else the
+// configured one.
+func priceOf(price func(string) deepseek.Price, answer, request, configured string) deepseek.Price {
+	return price(cmp.Or(answer, request, configured))
+}
+
+// price is Options.Price, or deepseek.PriceFor when unset.
+func (p *Proxy) price() func(string) deepseek.Price {
+	if p.opts.Price != nil {
+		return p.opts.Price
 	}
-	return deepseek.PriceFor(configured)
+	return deepseek.PriceFor
 }
 
 // Limits of the SSE reader used for accounting. Usage events are small; a
