@@ -16,12 +16,17 @@ import (
 // literal deny rules at the job's start, which hold Claude Code's file tools
 // and, jailed, every command; these calls still go to a human, for files a
 // glob matches that the walk did not list, and where no jail runs.
+//
+// Git's history holds every deny path, literal ones too, and no jail hides
+// it: its content commands go to a human whenever the job has a deny path;
+// with no jail, so do the recursive readers.
 func readsBelowGlob(req Request, p Policy, pc parsed) string {
 	bases := globBases(p.Job, p.Workspace)
-	if len(bases) == 0 {
+	anyDeny := p.Job != nil && len(p.Job.DenyPaths) > 0
+	if !anyDeny {
 		return ""
 	}
-	if req.Tool == "Grep" {
+	if req.Tool == "Grep" && len(bases) > 0 {
 		root, _ := req.Input["path"].(string)
 		if root == "" {
 			root = p.Workspace
@@ -42,6 +47,12 @@ func readsBelowGlob(req Request, p Policy, pc parsed) string {
 			continue
 		}
 		name, args := programBase(call[0].text), texts(call[1:])
+		if name == "git" && gitShowsContents(args) {
+			return "git shows committed files' contents, which may hold a file a deny_paths glob or entry names"
+		}
+		if len(bases) == 0 && p.Jailed {
+			continue // literal deny paths: the jail's deny rules hold every reader
+		}
 		if reader := recursiveReaders[name]; reader != nil && reader(args) {
 			return name + " reads every file below the directories it is given, which may hold files a deny_paths glob matches"
 		}
@@ -114,12 +125,12 @@ func gitShowsContents(args []string) bool {
 		if a == "--" {
 			break
 		}
-		for _, long := range []string{"--patch", "--cc", "--diff-merges", "--remerge-diff", "--full-diff", "--word-diff", "--color-words", "--function-context", "--ext-diff", "--textconv", "--dd"} {
+		for _, long := range []string{"--patch", "--unified", "--binary", "--cc", "--diff-merges", "--remerge-diff", "--full-diff", "--word-diff", "--color-words", "--function-context", "--ext-diff", "--textconv", "--dd"} {
 			if strings.HasPrefix(a, long) {
 				return true
 			}
 		}
-		if !strings.HasPrefix(a, "--") && strings.HasPrefix(a, "-") && strings.ContainsAny(a[1:], "puLcmW") {
+		if !strings.HasPrefix(a, "--") && strings.HasPrefix(a, "-") && strings.ContainsAny(a[1:], "puULcmW") {
 			return true
 		}
 	}
