@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"net"
 	"net/http"
 	"os"
@@ -50,19 +51,29 @@ const (
 // binDir holds the binaries built for this run (created in TestMain, removed after).
 var binDir string
 
-func TestMain(m *testing.M) {
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+
+// runTests isolates the process (testenv), runs the tests, and checks that no
+// job process outlived the run.
+func runTests(m *testing.M) int {
+	cleanup, err := testenv.Isolate()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 2
+	}
+	defer cleanup()
 	dir, err := os.MkdirTemp("", "bridge-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
-		os.Exit(2)
+		return 2
 	}
+	defer os.RemoveAll(dir)
 	binDir = dir
 	code := m.Run()
 	if !checkNoLeftoverJobProcesses() && code == 0 { // suite-wide: no job process outlives the run
 		code = 1
 	}
-	os.RemoveAll(dir)
-	os.Exit(code)
+	return code
 }
 
 // binaries names every binary the tests may ask for: its package and build tags.

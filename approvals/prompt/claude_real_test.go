@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -54,7 +55,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(testenv.Main(m))
 }
 
 // fakeModel is a minimal Anthropic Messages endpoint on loopback: the first

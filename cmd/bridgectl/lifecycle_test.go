@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"net/http"
 	"os"
 	"os/exec"
@@ -33,16 +34,24 @@ const (
 
 var binDir string
 
-func TestMain(m *testing.M) {
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+
+// runTests isolates the process (testenv) and runs the tests.
+func runTests(m *testing.M) int {
+	cleanup, err := testenv.Isolate()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer cleanup()
 	dir, err := os.MkdirTemp("", "bridgectl-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		return 2
 	}
+	defer os.RemoveAll(dir)
 	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	return m.Run()
 }
 
 // build builds the binaries once per run (bridge next to bridgectl, as installed).

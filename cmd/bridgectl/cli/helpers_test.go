@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"io"
 	"net"
 	"os"
@@ -28,12 +29,22 @@ const (
 // binDir holds the test doubles built once in TestMain.
 var binDir string
 
-func TestMain(m *testing.M) {
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+
+// runTests isolates the process (testenv), builds the doubles, runs the tests.
+func runTests(m *testing.M) int {
+	cleanup, err := testenv.Isolate()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer cleanup()
 	dir, err := os.MkdirTemp("", "bridgectl-test-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 2
 	}
+	defer os.RemoveAll(dir)
 	binDir = dir
 	for _, b := range []struct{ name, pkg string }{
 		{"fakebridge", "../internal/fakebridge"},
@@ -42,12 +53,10 @@ func TestMain(m *testing.M) {
 		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, b.name), b.pkg).CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", b.name, err, out)
-			os.Exit(1)
+			return 2
 		}
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	return m.Run()
 }
 
 // testEnv is one isolated bridgectl world: its own .env, state dir, HOME and PATH.
