@@ -50,7 +50,7 @@ echo sk-owner-check-not-a-key | "$root/bin/bridgectl" setup --yes --key-stdin --
   >"$owner/setup.out" 2>&1 || fail "bridgectl setup: $(tail -20 "$owner/setup.out")"
 
 state="$HOME/.local/state/deepseek-mcp-bridge"
-pid_of() { sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$state/daemon.json" | head -1; }
+pid_of() { { sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$state/daemon.json" 2>/dev/null || true; } | head -1; }
 pid=$(pid_of)
 [ -n "$pid" ] && kill -0 "$pid" || fail "no owner daemon after setup: $(tail -20 "$owner/setup.out")"
 curl -fsS "http://127.0.0.1:$port/health" >/dev/null || fail "the owner daemon does not answer on :$port"
