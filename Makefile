@@ -3,6 +3,8 @@
 #   make build   bin/bridge, bin/bridgectl, bin/deepseek-double, bin/bridge-demo
 #   make demo    the whole path on loopback with the DeepSeek double (no key needed):
 #                a deepseek_flash call, then an agent job through the real Claude Code
+#   make check   the fast loop: gofmt, vet and `go test -short ./...` (no installs, no network,
+#                no real Claude Code or bubblewrap; about a minute and a half on 2 cores)
 #   make test    install test deps, gofmt, vet, cross-builds, unit tests (-race),
 #                end-to-end tests (Go SDK, TypeScript SDK, conformance, Claude Code), short fuzz runs
 #   make vet     gofmt check, go vet (default and conformance tags), darwin/windows builds
@@ -28,7 +30,7 @@ UNIT_TIMEOUT ?= 20m
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build demo test deps vet fmt-check cross test-unit test-e2e fuzz fuzz-short bench clean
+.PHONY: all build demo check test deps vet fmt-check cross test-unit test-e2e fuzz fuzz-short bench clean
 
 all: build
 
@@ -52,6 +54,13 @@ deps:
 fmt-check:
 	@out=$$(gofmt -l $$($(GO) list -f '{{.Dir}}' ./...)); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+# The fast loop before a commit. -short skips every test that runs a real
+# part (the pinned Claude Code, bubblewrap, a built binary: internal/testenv),
+# and the e2e package as a whole; `make test` runs them all.
+check: fmt-check
+	$(GO) vet ./...
+	$(GO) test -short -timeout 10m ./...
 
 cross:
 	GOOS=darwin $(GO) build ./...

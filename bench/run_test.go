@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"io"
 	"os"
 	"os/exec"
@@ -17,18 +18,14 @@ import (
 
 const module = "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge"
 
-// build compiles the named packages of this module into a temporary bin dir.
+// build compiles the named packages of this module once per test process
+// (testenv.Binary); it skips under -short.
 func build(t *testing.T, pkgs map[string]string) map[string]string {
 	t.Helper()
-	dir := t.TempDir()
+	testenv.Real(t, "built binaries")
 	out := map[string]string{}
 	for name, pkg := range pkgs {
-		path := filepath.Join(dir, name)
-		cmd := exec.CommandContext(t.Context(), "go", "build", "-o", path, module+"/"+pkg)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-		out[name] = path
+		out[name] = testenv.Binary(t, module+"/"+pkg)
 	}
 	return out
 }

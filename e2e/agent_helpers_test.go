@@ -7,6 +7,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,18 +32,7 @@ import (
 var hexNonce = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // claudeBin is the pinned Claude Code (scripts/install.sh claude).
-func claudeBin(t testing.TB) string {
-	t.Helper()
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := harness.Locate(os.Getenv("BRIDGE_CLAUDE_BIN"), []string{filepath.Join(root, ".cache", "bin", "claude")}, nil)
-	if err != nil {
-		t.Fatalf("agent e2e tests need the pinned Claude Code: run `scripts/install.sh claude` (%v)", err)
-	}
-	return bin
-}
+func claudeBin(t testing.TB) string { t.Helper(); return testenv.ClaudeBin(t) }
 
 // agentBridge is a bridge that can run agent jobs, with one allowed root.
 type agentBridge struct {

@@ -24,10 +24,7 @@ const conformanceTimeout = 10 * time.Minute
 // unexpected failure and on a listed scenario that now passes.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := moduleRoot(t)
 	node := filepath.Join(root, ".cache/bin/node22")
 	suite := filepath.Join(root, ".cache/npm/node_modules/@modelcontextprotocol/conformance/dist/index.js")
 	for _, p := range []string{node, suite} {

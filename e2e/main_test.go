@@ -19,6 +19,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"net"
@@ -48,9 +49,6 @@ const (
 	buildTimeout = 5 * time.Minute
 )
 
-// binDir holds the binaries built for this run (created in TestMain, removed after).
-var binDir string
-
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
 // runTests isolates the process (testenv), runs the tests, and checks that no
@@ -62,13 +60,11 @@ func runTests(m *testing.M) int {
 		return 2
 	}
 	defer cleanup()
-	dir, err := os.MkdirTemp("", "bridge-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 2
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("e2e: skipped under -short (every test runs the real bridge binary)")
+		return 0
 	}
-	defer os.RemoveAll(dir)
-	binDir = dir
 	code := m.Run()
 	if !checkNoLeftoverJobProcesses() && code == 0 { // suite-wide: no job process outlives the run
 		code = 1
@@ -85,74 +81,19 @@ var binaries = map[string]struct{ pkg, tags string }{
 	"bridge-demo":        {"./cmd/bridge-demo", ""},
 }
 
-type buildOnce struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-var (
-	buildsMu sync.Mutex
-	builds   = map[string]*buildOnce{}
-)
-
-// binary returns the path of the named binary (a key of binaries), building it
-// the first time any test asks. E2E_RACE=1 builds with -race.
+// binary returns the path of the named binary (a key of binaries), built
+// once per run (testenv.Binary). E2E_RACE=1 builds with -race.
 func binary(t testing.TB, name string) string {
 	t.Helper()
 	spec, ok := binaries[name]
 	if !ok {
 		t.Fatalf("binary %q: not in e2e.binaries", name)
 	}
-	buildsMu.Lock()
-	b := builds[name]
-	if b == nil {
-		b = &buildOnce{}
-		builds[name] = b
-	}
-	buildsMu.Unlock()
-	b.once.Do(func() {
-		root, err := moduleRoot()
-		if err != nil {
-			b.err = err
-			return
-		}
-		out := filepath.Join(binDir, name)
-		args := []string{"build", "-o", out}
-		if spec.tags != "" {
-			args = append(args, "-tags", spec.tags)
-		}
-		if os.Getenv("E2E_RACE") == "1" {
-			args = append(args, "-race")
-		}
-		args = append(args, spec.pkg)
-		ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Dir = root
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go %v: %w\n%s", args, err, msg)
-			return
-		}
-		b.path = out
-	})
-	if b.err != nil {
-		t.Fatalf("build %s: %v", name, b.err)
-	}
-	return b.path
+	return testenv.BinaryWith(t, spec.pkg, testenv.Build{Tags: spec.tags, Race: os.Getenv("E2E_RACE") == "1"})
 }
 
 // moduleRoot is the directory holding go.mod (the parent of e2e/).
-func moduleRoot() (string, error) {
-	root, err := filepath.Abs("..")
-	if err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		return "", fmt.Errorf("module root: %w", err)
-	}
-	return root, nil
-}
+func moduleRoot(t testing.TB) string { t.Helper(); return testenv.ModuleRoot(t) }
 
 // startDouble starts the in-process DeepSeek double; it is closed in t.Cleanup.
 func startDouble(t testing.TB) *deepseektest.Server {

@@ -23,10 +23,7 @@ const nodeTimeout = 90 * time.Second
 // `make test` installs them through scripts/install.sh.
 func nodeBinaries(t testing.TB) map[string]string {
 	t.Helper()
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := moduleRoot(t)
 	if _, err := os.Stat(filepath.Join(root, ".cache/npm/node_modules/@modelcontextprotocol/sdk/package.json")); err != nil {
 		t.Fatalf("the MCP TypeScript SDK is not installed: run scripts/install.sh npm (%v)", err)
 	}
@@ -49,7 +46,7 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 // and returns its stdout; a non-zero exit fails the test with stderr.
 func runNodeClient(t testing.TB, node, url, scenario string, env map[string]string) []byte {
 	t.Helper()
-	root, _ := moduleRoot()
+	root := moduleRoot(t)
 	ctx, cancel := context.WithTimeout(t.Context(), nodeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join(root, "test/node/client.mjs"), scenario)

@@ -35,10 +35,7 @@ func configTable() string {
 // TestREADMEConfigTable keeps the README's configuration table equal to
 // config.Vars, the list the bridge actually reads.
 func TestREADMEConfigTable(t *testing.T) {
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := moduleRoot(t)
 	path := filepath.Join(root, "README.md")
 	readme, err := os.ReadFile(path)
 	if err != nil {

@@ -1,9 +1,9 @@
 package harness
 
 import (
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,18 +15,8 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 )
 
-// realClaude finds the pinned Claude Code (scripts/install.sh claude), or skips.
-func realClaude(t *testing.T) string {
-	t.Helper()
-	if runtime.GOOS != "linux" {
-		t.Skip("the pinned Claude Code is installed for linux here")
-	}
-	bin, err := Locate(os.Getenv("BRIDGE_CLAUDE_BIN"), PinnedPaths("", ".."), nil)
-	if err != nil {
-		t.Skipf("no Claude Code binary (%v): run scripts/install.sh claude", err)
-	}
-	return bin
-}
+// realClaude is the pinned Claude Code (skipped under -short).
+func realClaude(t *testing.T) string { t.Helper(); return testenv.ClaudeBin(t) }
 
 func realSpec(t *testing.T, d *deepseektest.Server) Spec {
 	suffix, err := ids.Hex(8)

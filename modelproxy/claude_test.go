@@ -5,6 +5,7 @@ package modelproxy
 import (
 	"bytes"
 	"context"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"io/fs"
 	"math"
 	"net/http"
@@ -21,25 +22,8 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 )
 
-// claudeBin is the pinned Claude Code (scripts/install.sh), or BRIDGE_CLAUDE_BIN.
-func claudeBin(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("runs the real Claude Code")
-	}
-	for _, c := range []string{os.Getenv("BRIDGE_CLAUDE_BIN"), filepath.Join("..", ".cache", "bin", "claude")} {
-		if c == "" {
-			continue
-		}
-		if abs, err := filepath.Abs(c); err == nil {
-			if st, err := os.Stat(abs); err == nil && !st.IsDir() {
-				return abs
-			}
-		}
-	}
-	t.Skip("no Claude Code binary: run scripts/install.sh")
-	return ""
-}
+// claudeBin is the pinned Claude Code (skipped under -short).
+func claudeBin(t *testing.T) string { t.Helper(); return testenv.ClaudeBin(t) }
 
 // runClaude runs the real harness against the proxy with a job token, the way
 // the registry will (env only; no key anywhere), in a fresh workspace.

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,10 +13,7 @@ import (
 // the system dirs and the read-only paths, and nothing else: not a file
 // beside the workspace, not the daemon's home, not /etc/shadow.
 func TestJailShowsOnlyWhatItBinds(t *testing.T) {
-	bw, err := exec.LookPath("bwrap")
-	if err != nil {
-		t.Skip("bubblewrap not installed:", err)
-	}
+	bw := testenv.Bwrap(t)
 	root := t.TempDir()
 	mk := func(rel, body string) string {
 		p := filepath.Join(root, rel)
@@ -69,10 +67,7 @@ func TestJailShowsOnlyWhatItBinds(t *testing.T) {
 // A read-only workspace (a job policy's write_paths) is read-only in the
 // jail, but for the dirs named writable; a writable dir outside it is refused.
 func TestJailReadOnlyWorkspace(t *testing.T) {
-	bw, err := exec.LookPath("bwrap")
-	if err != nil {
-		t.Skip("bubblewrap not installed:", err)
-	}
+	bw := testenv.Bwrap(t)
 	root := t.TempDir()
 	ws, cfg, tmp := filepath.Join(root, "ws"), filepath.Join(root, "cfg"), filepath.Join(root, "tmp")
 	for _, d := range []string{filepath.Join(ws, "out"), filepath.Join(ws, "src"), cfg, tmp} {

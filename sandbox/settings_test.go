@@ -3,6 +3,7 @@ package sandbox
 import (
 	"encoding/json"
 	"errors"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,10 +146,9 @@ func TestAvailable(t *testing.T) {
 		}
 	}
 	// The real one, installed by scripts/install.sh on this machine.
-	bw, lookErr := exec.LookPath("bwrap")
-	_, socatErr := exec.LookPath("socat")
-	if lookErr != nil || socatErr != nil {
-		t.Skip("bubblewrap or socat not installed; run scripts/install.sh")
+	bw := testenv.Bwrap(t)
+	if _, err := exec.LookPath("socat"); err != nil {
+		t.Fatal("socat is not installed: run scripts/install.sh apt")
 	}
 	if got, err := Available(exec.LookPath); err != nil || got != bw {
 		t.Fatalf("Available = %q, %v; want %s", got, err, bw)

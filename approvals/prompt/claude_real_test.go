@@ -154,18 +154,13 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // double with this package's approval child and sandbox settings, and checks
 // what the scripted Bash call's tool_result says.
 func TestRealClaudeCode(t *testing.T) {
-	if testing.Short() || runtime.GOOS != "linux" {
-		t.Skip("needs Linux and the pinned Claude Code binary")
+	if runtime.GOOS != "linux" {
+		t.Skip("needs Linux: the jail is bubblewrap")
 	}
-	claude, err := filepath.Abs("../../.cache/bin/claude")
-	if err == nil {
-		_, err = os.Stat(claude)
-	}
-	if err != nil {
-		t.Skip("Claude Code not installed (scripts/install.sh)")
-	}
+	claude := testenv.ClaudeBin(t)
+	testenv.Bwrap(t)
 	if _, err := sandbox.Available(exec.LookPath); err != nil {
-		t.Skip(err)
+		t.Fatalf("bubblewrap or socat cannot run here: %v (scripts/install.sh apt)", err)
 	}
 	self, err := os.Executable()
 	if err != nil {

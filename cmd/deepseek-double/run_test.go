@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"io"
 	"net"
 	"os"
@@ -180,10 +181,8 @@ func TestExitCodes(t *testing.T) {
 // TestBinaryStopsOnSIGTERM builds the real binary and stops it with SIGTERM.
 func TestBinaryStopsOnSIGTERM(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "deepseek-double")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	testenv.Real(t, "the built binary")
+	bin := testenv.Binary(t, "./cmd/deepseek-double")
 	cmd := exec.CommandContext(t.Context(), bin)
 	cmd.WaitDelay = 5 * time.Second
 	stdout, err := cmd.StdoutPipe()

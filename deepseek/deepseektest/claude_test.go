@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"io"
 	"os"
 	"os/exec"
@@ -20,27 +21,8 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 )
 
-// claudeBin finds the pinned Claude Code binary of scripts/install.sh.
-func claudeBin(t *testing.T) string {
-	t.Helper()
-	candidates := []string{filepath.Join("..", "..", ".cache", "bin", "claude")}
-	if out, err := exec.Command("go", "env", "GOMOD").Output(); err == nil {
-		if mod := strings.TrimSpace(string(out)); mod != "" && mod != os.DevNull {
-			candidates = append(candidates, filepath.Join(filepath.Dir(mod), ".cache", "bin", "claude"))
-		}
-	}
-	for _, c := range candidates {
-		if fi, err := os.Stat(c); err == nil && !fi.IsDir() {
-			abs, err := filepath.Abs(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return abs
-		}
-	}
-	t.Skipf("Claude Code is not installed at %v: run scripts/install.sh to pin 2.1.328", candidates)
-	return ""
-}
+// claudeBin is the pinned Claude Code (skipped under -short).
+func claudeBin(t *testing.T) string { t.Helper(); return testenv.ClaudeBin(t) }
 
 // TestClaudeCodeDrivesAnthropicSide runs the real Claude Code binary against
 // the double: a scripted Bash tool_use is executed and its tool_result comes

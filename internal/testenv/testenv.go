@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -337,7 +338,15 @@ func BinaryWith(t testing.TB, pkg string, b Build) string {
 		if name == "." || name == ".." {
 			name = "pkg"
 		}
-		out := filepath.Join(dir, fmt.Sprintf("%d-%s", n, name))
+		// A dir per build keeps the package's own name: a binary that finds
+		// its siblings by name (bridgectl → bridge) finds them when linked
+		// side by side (see Dir).
+		sub := filepath.Join(dir, strconv.Itoa(n))
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			e.err = err
+			return
+		}
+		out := filepath.Join(sub, name)
 		if runtime.GOOS == "windows" {
 			out += ".exe"
 		}
@@ -379,4 +388,18 @@ func binDir() (string, error) {
 	}
 	dir := filepath.Join(base, "bin")
 	return dir, os.MkdirAll(dir, 0o755)
+}
+
+// Dir links the given binaries (name → path, as Binary returned them) side
+// by side in a fresh dir under t.TempDir and returns it: for a program given
+// a --bin-dir, or one that finds its siblings next to itself.
+func Dir(t testing.TB, bins map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, p := range bins {
+		if err := os.Symlink(p, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
