@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -21,10 +20,11 @@ import (
 // endpoint, with usage, and leave no process behind.
 func TestDemo(t *testing.T) {
 	t.Parallel()
-	bins := testenv.Dir(t, map[string]string{"bridge": binary(t, "bridge"), "deepseek-double": binary(t, "deepseek-double")})
+	binary(t, "bridge")
+	binary(t, "deepseek-double")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t, "bridge-demo"), "--bin-dir", bins, "--claude-bin", claudeBin(t))
+	cmd := exec.CommandContext(ctx, binary(t, "bridge-demo"), "--bin-dir", binDir, "--claude-bin", claudeBin(t))
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()} // no key, no secret: a fresh machine
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -339,8 +339,8 @@ func BinaryWith(t testing.TB, pkg string, b Build) string {
 			name = "pkg"
 		}
 		// A dir per build keeps the package's own name: a binary that finds
-		// its siblings by name (bridgectl → bridge) finds them when linked
-		// side by side (see Dir).
+		// its siblings by name (bridgectl → bridge) finds them once hard-linked
+		// side by side (a symlink would not do: os.Executable resolves it).
 		sub := filepath.Join(dir, strconv.Itoa(n))
 		if err := os.MkdirAll(sub, 0o755); err != nil {
 			e.err = err
@@ -388,18 +388,4 @@ func binDir() (string, error) {
 	}
 	dir := filepath.Join(base, "bin")
 	return dir, os.MkdirAll(dir, 0o755)
-}
-
-// Dir links the given binaries (name → path, as Binary returned them) side
-// by side in a fresh dir under t.TempDir and returns it: for a program given
-// a --bin-dir, or one that finds its siblings next to itself.
-func Dir(t testing.TB, bins map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, p := range bins {
-		if err := os.Symlink(p, filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
 }
