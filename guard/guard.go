@@ -179,27 +179,10 @@ func (g *Guard) SandboxMode() SandboxMode {
 	return SandboxOn
 }
 
-// denied are the paths no tool call of a job may name, whatever a human says
-// and with approval off too: the state dir, the daemon's .env and the
-// credential stores under the daemon's home. The OS sandbox hides the same
-// paths from commands.
-func (g *Guard) denied() []string {
-	return sandbox.DefaultDenyRead(g.home, g.dir.Root, g.envFile)
-}
-
 // protected are the paths a workspace must not overlap and sandboxed
-// commands must not write: the state dir, the daemon's .env, and the two
-// binaries that run outside the OS sandbox for every job — this bridge (the
-// approval child) and Claude Code. A job that could replace either would run
-// its own code unsandboxed at the next job (or approve its own requests).
+// commands must not write (protectedPaths).
 func (g *Guard) protected() []string {
-	out := []string{g.dir.Root}
-	for _, p := range []string{g.envFile, g.exe, g.harnessBin} {
-		if p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
+	return protectedPaths(g.dir.Root, g.envFile, g.exe, g.harnessBin)
 }
 
 // Admit is the registry's workspace check: refused while the sandbox is on

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -25,39 +24,25 @@ const (
 const EventQuarantine = "quarantine"
 
 // jail returns the argv prefix that starts the job's harness in its own view
-// of the filesystem (sandbox.JailArgs): the system dirs, the workspace, the
-// harness's config dir, a private /tmp, the owner's runtime roots, the
-// bridge binary and Claude Code read-only, and of the state dir only the
-// approval queue and the audit log, which the approval child writes, and
-// the switches (the approval-off flag), which it reads. The
-// harness files the guard wrote are bound read-only over themselves.
-func (g *Guard) jail(spec *harness.Spec, files []string) ([]string, error) {
-	tmp := filepath.Join(spec.ConfigDir, jailTmpDir)
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
+// of the filesystem (sandbox.JailArgs) that jp, the plan's, describes: it
+// makes the jail's dirs and audit log, and binds the workspace and the
+// write_paths dirs by descriptor.
+func (g *Guard) jail(spec *harness.Spec, jp *jailPlan) ([]string, error) {
+	if err := os.MkdirAll(jp.Options.Tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("jail /tmp: %w", err)
 	}
-	for _, d := range []string{g.dir.Approvals(), g.dir.Switches()} {
+	for _, d := range jp.Dirs {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("jail: %w", err)
 		}
 	}
 	// The audit log is bound as a file: it must exist.
-	f, err := os.OpenFile(g.dir.AuditLog(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(jp.AuditLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
 	f.Close()
-	ro := []string{g.exe, g.dir.Switches()}
-	if g.harnessBin != "" {
-		ro = append(ro, filepath.Dir(g.harnessBin))
-	}
-	ro = append(ro, g.runtime...)
-	ro = append(ro, files...)
-	var writable []string
-	pol := spec.Policy
-	if pol != nil && pol.RestrictsWrites() && !pol.ReadOnly() {
-		writable = writableDirs(spec.Workspace, pol.WritableDirs())
-	}
+	writable := writableDirs(spec.Workspace, jp.Writable)
 	// The workspace was admitted by its path, with every link resolved; it
 	// is bound by a descriptor opened now without following any, so a
 	// component swapped for a link since (by a job whose workspace holds
@@ -73,30 +58,22 @@ func (g *Guard) jail(spec *harness.Spec, files []string) ([]string, error) {
 		fds[d] = 3 + len(spec.WrapFiles) // exec.Cmd.ExtraFiles start at 3
 		spec.WrapFiles = append(spec.WrapFiles, f)
 	}
-	return sandbox.JailArgs(sandbox.JailOptions{
-		BindFDs:           fds,
-		Bwrap:             g.bwrap,
-		Workspace:         spec.Workspace,
-		WorkspaceReadOnly: pol != nil && pol.RestrictsWrites(),
-		WritableDirs:      writable,
-		ConfigDir:         spec.ConfigDir,
-		Tmp:               tmp,
-		ReadWrite:         []string{g.dir.Approvals(), g.dir.AuditLog()},
-		ReadOnly:          ro,
-		Hide:              hiddenInRuntime(g.runtime, g.home),
-	})
+	o := jp.Options
+	o.BindFDs = fds
+	o.WritableDirs = writable
+	return sandbox.JailArgs(o)
 }
 
 // baseline scans the workspace for what runs later (sandbox.ScanRunsLater)
-// and keeps the scan in the job's harness dir for Audit, which may run in a
-// later daemon.
-func (g *Guard) baseline(jobID, ws string) (sandbox.RunsLaterScan, error) {
+// and keeps the scan in file, in the job's harness dir, for Audit, which
+// may run in a later daemon.
+func (g *Guard) baseline(jobID, ws, file string) (sandbox.RunsLaterScan, error) {
 	start := time.Now()
 	scan, err := sandbox.ScanRunsLater(ws, sandbox.DefaultRunsLaterLimit)
 	if err != nil {
 		return scan, err
 	}
-	if err := writeJSON(filepath.Join(g.dir.HarnessDir(jobID), baselineFile), scan); err != nil {
+	if err := writeJSON(file, scan); err != nil {
 		return scan, err
 	}
 	log := g.log.Info()
@@ -106,38 +83,6 @@ func (g *Guard) baseline(jobID, ws string) (sandbox.RunsLaterScan, error) {
 	log.Str("job", jobID).Int("runs_later", len(scan.Items)).Int("entries", scan.Visited).
 		Dur("took", time.Since(start)).Msg("recorded what in the workspace runs later, to compare at the job's end")
 	return scan, nil
-}
-
-// runsLaterDenies are the paths of scan the job's commands must not write:
-// every git dir's config, hooks and info, the hook dirs and the runs-later
-// files, outermost only (a denied dir covers what is in it). Git dirs
-// themselves stay writable: objects, refs and the index are the job's work.
-func runsLaterDenies(ws string, scan sandbox.RunsLaterScan) []string {
-	keys := make([]string, 0, len(scan.Items))
-	for k, it := range scan.Items {
-		if it.What != "git dir" {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	var out, dirs []string
-	for _, k := range keys {
-		covered := false
-		for _, d := range dirs {
-			if strings.HasPrefix(k, d+"/") {
-				covered = true
-				break
-			}
-		}
-		if covered {
-			continue
-		}
-		if scan.Items[k].Sum == "" || scan.Items[k].Sum == "d" {
-			dirs = append(dirs, k)
-		}
-		out = append(out, filepath.Join(ws, filepath.FromSlash(k)))
-	}
-	return out
 }
 
 // Audit compares the workspace with its scan at the job's start and moves

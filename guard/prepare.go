@@ -6,15 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/prompt"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -29,6 +25,8 @@ const (
 // Prepare writes the job's harness files and points spec at them. The files
 // live in the job's harness dir inside the state dir, which the job can
 // neither read nor write; the approval child learns its job from them alone.
+// What they say is the job's plan (plan, planSettings); Prepare reads what
+// the plan needs and writes what it decides.
 func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) (err error) {
 	start := time.Now()
 	defer func() {
@@ -39,18 +37,13 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) (err error) {
 	if g.exe == "" || !filepath.IsAbs(g.exe) {
 		return fmt.Errorf("cannot locate this bridge's own executable (%q) to run as the approval child", g.exe)
 	}
-	hd := g.dir.HarnessDir(spec.JobID)
-	if err := os.MkdirAll(hd, 0o700); err != nil {
+	in := g.planInputs(spec)
+	p := plan(in)
+	if err := os.MkdirAll(p.HarnessDir, 0o700); err != nil {
 		return fmt.Errorf("harness dir: %w", err)
 	}
-	if err := os.Chmod(hd, 0o700); err != nil {
+	if err := os.Chmod(p.HarnessDir, 0o700); err != nil {
 		return fmt.Errorf("harness dir: %w", err)
-	}
-	// The config's switch is fixed for the job; the flag file is read by the
-	// child at every request, so `bridgectl approval on` takes effect at once.
-	mode := approvals.ModeOn
-	if !g.approval {
-		mode = approvals.ModeOff
 	}
 	if g.ApprovalMode() == ApprovalOff {
 		g.log.Warn().Str("job", spec.JobID).Msg("HUMAN APPROVAL IS OFF for this job (BRIDGE_CC_APPROVAL=off or `bridgectl approval off`): nothing waits for a human")
@@ -59,121 +52,115 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) (err error) {
 		g.log.Warn().Str("job", spec.JobID).Msg("OS SANDBOX IS OFF for this job (BRIDGE_SANDBOX=off)")
 	}
 
-	approvalPath := filepath.Join(hd, approvalConfigFile)
-	pc := prompt.Config{
-		JobID:        spec.JobID,
-		Workspace:    spec.Workspace,
-		StateDir:     g.dir.Root,
-		Allow:        append([]string(nil), g.allow...),
-		Protected:    g.denied(),
-		Timeout:      g.timeout,
-		ApprovalMode: mode,
-		Policy:       spec.Policy,
-		Ledger:       filepath.Join(hd, policy.LedgerFile),
-		Jailed:       g.bwrap != "",
-	}
-	mcp := map[string]any{"mcpServers": map[string]any{
-		"bridge": map[string]any{
-			"type":    "stdio",
-			"command": g.exe,
-			"args":    []string{"approval-prompt", "--config", approvalPath},
-			"env":     map[string]string{},
-		},
-	}}
-	mcpPath := filepath.Join(hd, mcpConfigFile)
-
-	// What the spawn waits for runs side by side: the walk for the
-	// workspace's own secret files, the record of what runs later (for the
-	// audit at the job's end; its paths are also denied to writes), and,
-	// here meanwhile, the approval and MCP configs and the jail. No file
-	// here is fsynced: each is written anew for its job and useless after a
-	// power loss, which ends the job. Only the settings need the walks'
-	// answers; they come last. Each stage's time goes into one log line.
-	// The secret-file walk also lists the workspace's files: the record of
-	// the job's start its changes are compared with (package changes).
-	var (
-		wg                                           sync.WaitGroup
-		secretPaths                                  []string
-		globDirs, globFiles                          []string
-		scan                                         sandbox.RunsLaterScan
-		scanErr, recordErr, approvalErr, mcpErr      error
-		secretWalk, startRecord, runsLater, cfgFiles time.Duration
-	)
-	wg.Go(func() {
-		t := time.Now()
-		ws, wsErr := g.workspaceScan(spec.JobID, spec.Workspace)
-		secretPaths = ws.Paths
-		globDirs, globFiles = denyGlobPaths(spec, ws.Files)
-		secretWalk = time.Since(t)
-		t = time.Now()
-		recordErr = g.recordStart(spec.JobID, spec.Workspace, denyGlobs(spec), ws, wsErr)
-		startRecord = time.Since(t)
-	})
-	wg.Go(func() {
-		t := time.Now()
-		scan, scanErr = g.baseline(spec.JobID, spec.Workspace)
-		runsLater = time.Since(t)
-	})
+	// What the spawn waits for runs side by side: the walks of the
+	// workspace and, here meanwhile, the approval and MCP configs and the
+	// jail, which the plan decides without a walk. Only the settings need
+	// the walks' answers; they come last. No file here is fsynced: each is
+	// written anew for its job and useless after a power loss, which ends
+	// the job. Each stage's time goes into one log line.
+	walks := g.startWalks(spec, p)
 	t := time.Now()
-	if approvalErr = prompt.WriteConfig(approvalPath, pc); approvalErr == nil {
-		mcpErr = writeJSON(mcpPath, mcp)
+	cfgErr := g.writeConfigs(spec, p)
+	cfgFiles := time.Since(t)
+	w, walkErr := walks.wait()
+	if cfgErr != nil {
+		return cfgErr
 	}
-	// The jail's directories and arguments need no walk either.
-	settingsPath := filepath.Join(hd, settingsFile)
-	var jailErr error
-	if approvalErr == nil && mcpErr == nil && g.bwrap != "" {
-		spec.Wrap, jailErr = g.jail(spec, []string{approvalPath, mcpPath, settingsPath, filepath.Join(hd, baselineFile)})
+	if walkErr != nil {
+		return walkErr
 	}
-	cfgFiles = time.Since(t)
-	wg.Wait()
-	switch {
-	case jailErr != nil:
-		return jailErr
-	case approvalErr != nil:
-		return fmt.Errorf("approval config: %w", approvalErr)
-	case mcpErr != nil:
-		return fmt.Errorf("MCP config: %w", mcpErr)
-	case scanErr != nil:
-		return fmt.Errorf("record what in the workspace runs later: %w", scanErr)
-	case recordErr != nil:
-		return recordErr
-	}
-
-	var wsSecrets []string
-	for _, p := range secretPaths {
-		wsSecrets = append(wsSecrets, sandbox.LiteralPattern(p))
-	}
-	denyPaths := literalDenyPaths(spec)
-	denyPaths = append(denyPaths, globFiles...)
-	denyWrite := slices.Concat(g.protected(), runsLaterDenies(spec.Workspace, scan), denyPaths)
-	if spec.Policy != nil && spec.Policy.ReadOnly() {
-		denyWrite = append(denyWrite, spec.Workspace) // read-only: commands write nothing in it
-	}
-	settings := sandbox.ClaudeSettings(sandbox.SettingsOptions{
-		Sandbox:           g.sandbox,
-		DenyRead:          slices.Concat(g.denied(), wsSecrets, denyPaths, globDirs),
-		DenyWrite:         slices.Concat(denyWrite, globDirs),
-		HideFromFileTools: slices.Concat(wsSecrets, denyPaths),
-		// The jail shows the host's /proc (its own nested sandbox needs one
-		// nothing is mounted over): the daemon's environment is in it.
-		HideDirsFromFileTools: slices.Concat([]string{"/proc", "/sys"}, globDirs),
-	})
-	if !g.sandbox {
-		delete(settings, "sandbox")
-	}
-	if err := writeJSON(settingsPath, settings); err != nil {
+	if err := writeJSON(p.SettingsFile, planSettings(in, w).settings()); err != nil {
 		return fmt.Errorf("settings: %w", err)
 	}
-
-	spec.SettingsFile = settingsPath
-	spec.MCPConfigFile = mcpPath
+	spec.SettingsFile = p.SettingsFile
+	spec.MCPConfigFile = p.MCPFile
 	spec.PermissionPromptTool = prompt.ToolFlag
 	spec.PermissionMode = "default"
 	spec.AllowedTools = []string{}
-	g.log.Info().Str("job", spec.JobID).Dur("secret_walk", secretWalk).Dur("start_record", startRecord).Dur("runs_later_scan", runsLater).
+	g.log.Info().Str("job", spec.JobID).Dur("secret_walk", walks.secretWalk).Dur("start_record", walks.startRecord).Dur("runs_later_scan", walks.runsLater).
 		Dur("config_files", cfgFiles).Dur("prepare", time.Since(start)).
 		Msg("harness files written (the walks beside the config files and the jail)")
 	return nil
+}
+
+// planInputs are the guard's settings and the job's spec, and the
+// credential stores that exist when the job runs in a jail.
+func (g *Guard) planInputs(spec *harness.Spec) planInputs {
+	in := planInputs{
+		Dir: g.dir, Exe: g.exe, HarnessBin: g.harnessBin, EnvFile: g.envFile, Home: g.home,
+		Allow: g.allow, Timeout: g.timeout, Approval: g.approval, Sandbox: g.sandbox,
+		Bwrap: g.bwrap, Runtime: g.runtime,
+		JobID: spec.JobID, Workspace: spec.Workspace, ConfigDir: spec.ConfigDir, Policy: spec.Policy,
+	}
+	if g.bwrap != "" {
+		in.Stores = existingStores(g.home)
+	}
+	return in
+}
+
+// writeConfigs writes the approval and MCP configs and builds the jail.
+func (g *Guard) writeConfigs(spec *harness.Spec, p jobPlan) error {
+	if err := prompt.WriteConfig(p.ApprovalFile, p.Approval); err != nil {
+		return fmt.Errorf("approval config: %w", err)
+	}
+	if err := writeJSON(p.MCPFile, p.MCP); err != nil {
+		return fmt.Errorf("MCP config: %w", err)
+	}
+	if p.Jail == nil {
+		return nil
+	}
+	var err error
+	spec.Wrap, err = g.jail(spec, p.Jail)
+	return err
+}
+
+// jobWalks are the two walks of a job's workspace at its start, which run
+// side by side: the walk for the workspace's own secret files, which also
+// lists its files for the record of the job's start its changes are
+// compared with (package changes), and the record of what runs later (for
+// the audit at the job's end; the plan denies its paths to writes).
+type jobWalks struct {
+	wg                                 sync.WaitGroup
+	found                              walked
+	scanErr, recordErr                 error
+	secretWalk, startRecord, runsLater time.Duration
+}
+
+// startWalks starts the walks of the job's workspace.
+func (g *Guard) startWalks(spec *harness.Spec, p jobPlan) *jobWalks {
+	ws := &jobWalks{}
+	ws.wg.Go(func() {
+		t := time.Now()
+		scan, err := g.workspaceScan(spec.JobID, spec.Workspace)
+		ws.found.Secrets = scan.Paths
+		files := make([]string, len(scan.Files))
+		for i, f := range scan.Files {
+			files[i] = f.Path
+		}
+		ws.found.Globs = expandDenyGlobs(spec.Workspace, spec.Policy, files)
+		ws.secretWalk = time.Since(t)
+		t = time.Now()
+		ws.recordErr = g.recordStart(spec.JobID, spec.Workspace, p.RecordDeny, scan, err)
+		ws.startRecord = time.Since(t)
+	})
+	ws.wg.Go(func() {
+		t := time.Now()
+		ws.found.RunsLater, ws.scanErr = g.baseline(spec.JobID, spec.Workspace, p.RunsLaterFile)
+		ws.runsLater = time.Since(t)
+	})
+	return ws
+}
+
+// wait returns what the walks found once both are done.
+func (ws *jobWalks) wait() (walked, error) {
+	ws.wg.Wait()
+	switch {
+	case ws.scanErr != nil:
+		return walked{}, fmt.Errorf("record what in the workspace runs later: %w", ws.scanErr)
+	case ws.recordErr != nil:
+		return walked{}, ws.recordErr
+	}
+	return ws.found, nil
 }
 
 // workspaceScan lists the workspace's own secret files (sandbox.WorkspaceSecrets)
@@ -205,62 +192,6 @@ func (g *Guard) workspaceScan(jobID, ws string) (sandbox.SecretScan, error) {
 		log.Warn().Strs("files", scan.HardLinked).Msg("secret files of the workspace have other hard links, which stay readable by the job")
 	}
 	return scan, nil
-}
-
-// literalDenyPaths are the deny_paths of the job's policy without
-// wildcards, as absolute paths, for the OS sandbox and Claude Code's deny
-// rules; globs are refused by the approval rules alone.
-func literalDenyPaths(spec *harness.Spec) []string {
-	if spec.Policy == nil {
-		return nil
-	}
-	var out []string
-	for _, g := range spec.Policy.DenyPaths {
-		if strings.ContainsAny(g, "*?[") {
-			continue
-		}
-		p := g
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(spec.Workspace, filepath.FromSlash(g))
-		}
-		out = append(out, sandbox.LiteralPattern(filepath.Clean(p)))
-	}
-	return out
-}
-
-// denyGlobs are all the deny_paths of the job's policy, globs included.
-func denyGlobs(spec *harness.Spec) []string {
-	if spec.Policy == nil {
-		return nil
-	}
-	return spec.Policy.DenyPaths
-}
-
-// denyGlobPaths are the files and dirs of the workspace the wildcard
-// entries of deny_paths match, as the secret walk listed them at the job's
-// start (policy.Enforced.DenyGlobMatches), as absolute literal paths: a
-// search from above them names no deny path, so they are hidden like the
-// literal entries. A file made later, or past the walk's limit, is held by
-// the approval rules alone.
-func denyGlobPaths(spec *harness.Spec, files []sandbox.FileEntry) (dirs, paths []string) {
-	if spec.Policy == nil {
-		return nil, nil
-	}
-	rels := make([]string, len(files))
-	for i, f := range files {
-		rels[i] = f.Path
-	}
-	d, f := spec.Policy.DenyGlobMatches(spec.Workspace, rels)
-	abs := func(rel string) string {
-		return sandbox.LiteralPattern(filepath.Join(spec.Workspace, filepath.FromSlash(rel)))
-	}
-	for _, rel := range d {
-		dirs = append(dirs, abs(rel))
-	}
-	for _, rel := range f {
-		paths = append(paths, abs(rel))
-	}
-	return dirs, paths
 }
 
 func writeJSON(path string, v any) error {

@@ -27,7 +27,7 @@ func checkRuntimeRoots(cfg config.Config, stateDir, home string) ([]string, erro
 		}
 		// A root must not lie in these nor hold them. A credential store
 		// inside a root (~/.cargo/credentials.toml) is hidden in the jail
-		// instead (hiddenInRuntime); a root inside a store is refused.
+		// instead (storesInRuntime); a root inside a store is refused.
 		both := []string{stateDir, cfg.EnvFile}
 		both = append(both, cfg.AllowedRoots...)
 		for _, p := range sandbox.DefaultDenyRead(home, "", "") {
@@ -67,21 +67,15 @@ func resolved(p string) string {
 	return filepath.Clean(p)
 }
 
-// hiddenInRuntime are the credential stores under the daemon's home that
-// exist inside a runtime root: the jail covers each with an empty file or
-// dir.
-func hiddenInRuntime(roots []string, home string) []string {
+// existingStores are the credential stores under the daemon's home that
+// exist, links resolved: the plan hides those inside a runtime root in the
+// jail (storesInRuntime).
+func existingStores(home string) []string {
 	var out []string
 	for _, p := range sandbox.DefaultDenyRead(home, "", "") {
 		rp := resolved(p)
-		if _, err := os.Lstat(rp); err != nil {
-			continue
-		}
-		for _, r := range roots {
-			if contains(r, rp) {
-				out = append(out, rp)
-				break
-			}
+		if _, err := os.Lstat(rp); err == nil {
+			out = append(out, rp)
 		}
 	}
 	return out
