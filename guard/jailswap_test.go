@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,10 +22,7 @@ import (
 // nothing the job sees. The test does that swap by hand after Prepare and
 // runs a command through the job's jail, as the harness does.
 func TestJailBindsTheAdmittedWorkspaceNotWhatItsPathBecomes(t *testing.T) {
-	bw, err := exec.LookPath("bwrap")
-	if err != nil {
-		t.Skip("bubblewrap not installed:", err)
-	}
+	bw := testenv.Bwrap(t)
 	f := newGuardFixture(t, nil, nil)
 	f.g.bwrap = bw
 	self, err := os.Executable()
