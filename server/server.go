@@ -124,8 +124,17 @@ func New(o Options) (*Server, error) {
 		secretHash: sha256.Sum256([]byte(o.Config.PathSecret)),
 	}
 	s.calls, s.stopCalls = context.WithCancelCause(context.Background())
+	hooks := &mcpserver.Hooks{}
 	opts := []mcpserver.ServerOption{
 		mcpserver.WithToolCapabilities(false),
+		// mcp-go checks every call's arguments against the tool's input
+		// schema before any middleware or handler, every object of it
+		// refusing unknown names, and every structuredContent against the
+		// output schema; argcheck.go closes the gaps it leaves.
+		mcpserver.WithInputSchemaValidation(),
+		mcpserver.WithStrictInputSchemaDefault(),
+		mcpserver.WithOutputSchemaValidation(),
+		mcpserver.WithHooks(hooks),
 		// logging/setLevel is answered (a host may send it); the test build
 		// differs from this one only by the conformance fixture tools.
 		mcpserver.WithLogging(),
@@ -135,7 +144,17 @@ func New(o Options) (*Server, error) {
 		mcpserver.WithInstructions(instructions(o.Jobs != nil)),
 	}
 	s.mcp = mcpserver.NewMCPServer("deepseek-mcp-bridge", o.Version, opts...)
+	// Tasks (mcpserver.WithTaskCapabilities, AddTaskTool, a tool with
+	// mcp.WithTaskSupport) are not offered. mcp-go v1.2.1 routes a
+	// task-augmented call (handleTaskAugmentedToolCall) before it checks the
+	// arguments, so whoever registers one here must check them on that path
+	// too (TestNoCallTakesTheTaskPath).
 	s.mcp.AddTools(s.tools()...)
+	schemas, err := checkToolSchemas(s.mcp.ListTools())
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	hooks.AddAfterCallTool(s.refusalHook(schemas))
 	s.stream = mcpserver.NewStreamableHTTPServer(s.mcp,
 		mcpserver.WithStateLess(true),
 		// mcp-go answers 403 to a request that arrives over loopback with a

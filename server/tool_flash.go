@@ -33,6 +33,15 @@ type FlashUsage struct {
 	ReasoningTokens  int64 `json:"reasoning_tokens" jsonschema:"output tokens spent on reasoning"`
 }
 
+// flashArgs are deepseek_flash's arguments.
+type flashArgs struct {
+	Task     string `json:"task"`
+	Mode     string `json:"mode"`
+	Files    string `json:"files"`
+	Model    string `json:"model"`
+	Thinking string `json:"thinking"`
+}
+
 var flashModes = []string{string(deepseek.ModeAnalyze), string(deepseek.ModeReview), string(deepseek.ModeCode), string(deepseek.ModeSummarize)}
 
 // modelFixable are the flash errors the calling model can act on (change the
@@ -65,20 +74,27 @@ func FlashTool(c FlashClient, cat deepseek.Catalog) (mcp.Tool, mcpserver.ToolHan
 		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[FlashOutput](),
 	)
-	// task, mode and files are checked by the schema (withArgs): a blank
-	// task reads as missing, an absent or empty mode as analyze.
-	handler := withArgs(tool, func(ctx context.Context, req mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
-		model, thinking, err := cat.Resolve(a.String("model"), a.String("thinking"))
+	// A blank task passes the schema and is refused by the client
+	// (deepseek.ErrInvalidRequest); an absent mode is analyze.
+	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a flashArgs
+		if res := bindArgs(req, &a); res != nil {
+			return res, nil
+		}
+		if a.Mode == "" {
+			a.Mode = string(deepseek.ModeAnalyze)
+		}
+		model, thinking, err := cat.Resolve(a.Model, a.Thinking)
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
 		p := newProgressReporter(ctx, req)
 		res, err := c.Flash(ctx, deepseek.FlashRequest{
-			Task:     strings.TrimSpace(a.String("task")),
-			Mode:     deepseek.Mode(a.String("mode")),
-			Files:    a.String("files"),
+			Task:     strings.TrimSpace(a.Task),
+			Mode:     deepseek.Mode(a.Mode),
+			Files:    a.Files,
 			Model:    model.ID,
-			Thinking: a.String("thinking"),
+			Thinking: a.Thinking,
 			Progress: func(ev deepseek.ProgressEvent) {
 				msg := ev.Phase
 				if ev.Message != "" {
@@ -111,7 +127,7 @@ func FlashTool(c FlashClient, cat deepseek.Catalog) (mcp.Tool, mcpserver.ToolHan
 			DurationMS: res.Duration.Milliseconds(),
 		}
 		return mcp.NewToolResultStructured(out, flashText(out)), nil
-	})
+	}
 	return tool, handler
 }
 

@@ -121,43 +121,28 @@ func AgentStartTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHa
 		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[AgentJobPayload](),
 	)
-	handler := withArgs(tool, func(ctx context.Context, req mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
-		maxSteps, timeout := ceilingsOf(a)
-		model, thinking, err := o.Models.Resolve(a.String("model"), a.String("thinking"))
+	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a startArgs
+		if res := bindArgs(req, &a); res != nil {
+			return res, nil
+		}
+		maxSteps, timeout := a.ceilings()
+		model, thinking, err := o.Models.Resolve(a.Model, a.Thinking)
 		if err != nil {
 			return startError(fmt.Errorf("%w: %v", jobs.ErrBadInput, err)), nil
 		}
-		pol, err := policyOf(a)
-		if err != nil {
+		if err := a.checkPolicy(); err != nil {
 			return startError(fmt.Errorf("%w: %v", jobs.ErrBadInput, err)), nil
 		}
-		snap, err := j.Start(ctx, jobs.StartRequest{Task: a.String("task"), Workspace: a.String("workspace"),
+		snap, err := j.Start(ctx, jobs.StartRequest{Task: a.Task, Workspace: a.Workspace,
 			MaxSteps: maxSteps, Timeout: timeout,
-			Model: model.ID, Thinking: thinking, Policy: pol})
+			Model: model.ID, Thinking: thinking, Policy: a.Policy})
 		if err != nil {
 			return startError(err), nil
 		}
 		return waitInline(ctx, req, j, o, snap), nil
-	})
+	}
 	return tool, handler
-}
-
-// stepsArg and timeoutArg are the ceilings of a job (of = "job") or of a
-// continued job's leg (of = "leg"), within the owner's.
-func stepsArg(o AgentToolOptions, of string) mcp.ToolOption {
-	return mcp.WithInteger("max_steps", mcp.Min(1), mcp.Max(float64(o.MaxSteps)), mcp.Description(fmt.Sprintf("tool-call ceiling for this %s (at most %d, the default)", of, o.MaxSteps)))
-}
-
-func timeoutArg(o AgentToolOptions, of string) mcp.ToolOption {
-	return mcp.WithNumber("timeout_seconds", mcp.Min(1), mcp.Max(float64(o.JobTimeout/time.Second)), mcp.Description(fmt.Sprintf("wall-clock ceiling for this %s in seconds (at most %d, the default)", of, int(o.JobTimeout/time.Second))))
-}
-
-// ceilingsOf reads max_steps and timeout_seconds; absent, each is 0: the
-// owner's ceiling.
-func ceilingsOf(a args) (maxSteps int, timeout time.Duration) {
-	maxSteps, _ = a.Int("max_steps")
-	secs, _ := a.Number("timeout_seconds")
-	return maxSteps, time.Duration(secs * float64(time.Second))
 }
 
 // AgentPollTool is deepseek_agent_poll.
@@ -177,20 +162,28 @@ func AgentPollTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHan
 			mcp.Description("how long to wait for the job to settle, 0 to 40 seconds (default 20)")),
 		mcp.WithOutputSchema[AgentJobPayload](),
 	)
-	handler := withArgs(tool, func(ctx context.Context, req mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
-		id := strings.TrimSpace(a.String("job_id"))
-		secs, _ := a.Number("wait_seconds")
-		wait := time.Duration(secs * float64(time.Second))
+	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct {
+			JobID       string   `json:"job_id"`
+			WaitSeconds *float64 `json:"wait_seconds"`
+		}
+		if res := bindArgs(req, &a); res != nil {
+			return res, nil
+		}
+		wait := DefaultPollWait
+		if a.WaitSeconds != nil {
+			wait = time.Duration(*a.WaitSeconds * float64(time.Second))
+		}
 		p := newProgress(ctx, req, o)
 		defer p.stop()
 		wctx, onChange, cancel := untilApproval(ctx, p.report)
 		defer cancel()
-		snap, err := j.Wait(wctx, id, wait, onChange)
+		snap, err := j.Wait(wctx, strings.TrimSpace(a.JobID), wait, onChange)
 		if err != nil {
 			return lookupError(err), nil
 		}
 		return agentResult(snap, o.now()), nil
-	})
+	}
 	return tool, handler
 }
 
@@ -208,15 +201,21 @@ func AgentCancelTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolH
 		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[AgentJobPayload](),
 	)
-	handler := withArgs(tool, func(ctx context.Context, req mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
+	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct {
+			JobID string `json:"job_id"`
+		}
+		if res := bindArgs(req, &a); res != nil {
+			return res, nil
+		}
 		cctx, cancel := context.WithTimeout(ctx, cancelWait)
 		defer cancel()
-		snap, err := j.CancelBy(cctx, strings.TrimSpace(a.String("job_id")), cancelledBy(req, o.OwnerToken))
+		snap, err := j.CancelBy(cctx, strings.TrimSpace(a.JobID), cancelledBy(req, o.OwnerToken))
 		if err != nil {
 			return lookupError(err), nil
 		}
 		return agentResult(snap, o.now()), nil
-	})
+	}
 	return tool, handler
 }
 

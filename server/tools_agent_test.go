@@ -29,6 +29,7 @@ type fakeJobs struct {
 	gotStart    []jobs.StartRequest
 	cancelled   []string
 	cancelledBy []jobs.StopReason
+	messaged    []string
 }
 
 func (f *fakeJobs) Start(ctx context.Context, req jobs.StartRequest) (jobs.Snapshot, error) {
@@ -73,6 +74,16 @@ func (f *fakeJobs) CancelBy(ctx context.Context, id string, by jobs.StopReason) 
 	s.Partial = &jobs.Partial{Label: jobs.PartialLabel}
 	return s, nil
 }
+
+// Message and List make fakeJobs serve every agent tool.
+func (f *fakeJobs) Message(id, text, mode string) (jobs.Snapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.messaged = append(f.messaged, id)
+	return jobs.Snapshot{}, fmt.Errorf("%w %q", jobs.ErrUnknownJob, id)
+}
+
+func (f *fakeJobs) List() []jobs.Snapshot { return nil }
 
 const jobID = "0123456789abcdef0123456789abcdef"
 
@@ -215,10 +226,7 @@ func TestAgentToolErrorsSayWhatToDo(t *testing.T) {
 	}{
 		{"refused workspace", AgentStartTool, &fakeJobs{startErr: refused}, map[string]any{"task": "x", "workspace": "/etc"}, []string{"not started", "DEEPSEEK_ALLOWED_ROOTS is empty", "grant a root"}},
 		{"queue full", AgentStartTool, &fakeJobs{startErr: fmt.Errorf("%w: try again when one has finished", jobs.ErrQueueFull)}, map[string]any{"task": "x", "workspace": "/ws"}, []string{"queue is full", "try again"}},
-		{"missing task", AgentStartTool, &fakeJobs{}, map[string]any{"workspace": "/ws"}, []string{"task is required"}},
-		{"missing workspace", AgentStartTool, &fakeJobs{}, map[string]any{"task": "x"}, []string{"workspace is required"}},
 		{"unknown job on poll", AgentPollTool, &fakeJobs{}, map[string]any{"job_id": "nope"}, []string{"unknown job id", "deepseek_agent_start", "BRIDGE_RESULT_TTL_MS"}},
-		{"missing job id", AgentPollTool, &fakeJobs{}, map[string]any{}, []string{"job_id is required"}},
 		{"unknown job on cancel", AgentCancelTool, &fakeJobs{}, map[string]any{"job_id": "nope"}, []string{"unknown job id"}},
 	}
 	for _, tt := range tests {
