@@ -15,13 +15,15 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 )
 
 // rawCall is a tools/call body with the arguments exactly as written.
 func rawCall(id int, tool, args string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, tool, args)
 }
+
+// jobID is a job id of the right shape; no registry knows it.
+const jobID = "0123456789abcdef0123456789abcdef"
 
 // Descriptions the refusals end with (the schema's own words).
 const (
@@ -43,7 +45,7 @@ func TestArgsRefused(t *testing.T) {
 		flashCalls.Add(1)
 		return deepseek.FlashResult{Answer: "should not be asked"}, nil
 	}}
-	f := &fakeJobs{startSnap: snap(jobs.StatusRunning), waitSnaps: map[string]jobs.Snapshot{jobID: snap(jobs.StatusRunning)}}
+	f := &stubJobs{}
 	env := newTestEnv(t, Options{Flash: flash, Jobs: f})
 	cfg := env.srv.o.Config
 	descSteps := fmt.Sprintf("tool-call ceiling for this job (at most %d, the default)", cfg.MaxSteps)
@@ -121,10 +123,8 @@ func TestArgsRefused(t *testing.T) {
 			}
 		})
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if n := flashCalls.Load(); n != 0 || len(f.gotStart) != 0 || len(f.gotWait) != 0 || len(f.cancelled) != 0 || len(f.messaged) != 0 {
-		t.Errorf("refused calls reached the handlers: flash %d, start %d, wait %d, cancel %d, message %d", n, len(f.gotStart), len(f.gotWait), len(f.cancelled), len(f.messaged))
+	if n, m := flashCalls.Load(), f.reached(); n != 0 || m != 0 {
+		t.Errorf("refused calls reached DeepSeek %d times and the registry %d times", n, m)
 	}
 }
 
@@ -136,7 +136,7 @@ func TestArgsPassedAsSent(t *testing.T) {
 		got = req
 		return deepseek.FlashResult{Answer: "ok", Model: "m", FinishReason: "stop"}, nil
 	}}
-	f := &fakeJobs{startSnap: snap(jobs.StatusRunning), waitSnaps: map[string]jobs.Snapshot{jobID: snap(jobs.StatusRunning)}}
+	f := &stubJobs{}
 	env := newTestEnv(t, Options{Flash: flash, Jobs: f})
 
 	flashTests := []struct {
@@ -160,14 +160,14 @@ func TestArgsPassedAsSent(t *testing.T) {
 
 	res := finalResult(t, messages(t, post(t, env.url, rawCall(10, "deepseek_agent_start", `{"task":"t","workspace":"/ws","max_steps":7,"timeout_seconds":90.5}`), mcpHeaders)))
 	f.mu.Lock()
-	start := f.gotStart[len(f.gotStart)-1]
+	start := f.starts[len(f.starts)-1]
 	f.mu.Unlock()
 	if res.IsError || start.Task != "t" || start.Workspace != "/ws" || start.MaxSteps != 7 || start.Timeout != 90500*time.Millisecond {
 		t.Errorf("start: IsError=%v, registry got %+v", res.IsError, start)
 	}
 	res = finalResult(t, messages(t, post(t, env.url, rawCall(11, "deepseek_agent_start", `{"task":"t","workspace":"/ws"}`), mcpHeaders)))
 	f.mu.Lock()
-	start = f.gotStart[len(f.gotStart)-1]
+	start = f.starts[len(f.starts)-1]
 	f.mu.Unlock()
 	if res.IsError || start.MaxSteps != 0 || start.Timeout != 0 {
 		t.Errorf("start without ceilings: IsError=%v, registry got %+v (0 = the configured ceilings)", res.IsError, start)
@@ -181,7 +181,7 @@ var allTools = []string{"deepseek_flash", "deepseek_models", "deepseek_agent_sta
 // TestUnknownArgumentRefusedByEveryTool: every tool refuses an argument its
 // schema does not name, naming it and every argument the tool takes.
 func TestUnknownArgumentRefusedByEveryTool(t *testing.T) {
-	env := newTestEnv(t, Options{Jobs: snapJobs{}})
+	env := newTestEnv(t, Options{Jobs: &stubJobs{}})
 	registered := env.srv.mcp.ListTools()
 	for i, name := range allTools {
 		t.Run(name, func(t *testing.T) {
@@ -209,7 +209,7 @@ func TestUnknownArgumentRefusedByEveryTool(t *testing.T) {
 // the compiler mcp-go uses — mcp-go would skip one that does not and let its
 // calls through unchecked — and every tool declares an output schema.
 func TestToolSchemasCompile(t *testing.T) {
-	env := newTestEnv(t, Options{Jobs: snapJobs{}})
+	env := newTestEnv(t, Options{Jobs: &stubJobs{}})
 	registered := env.srv.mcp.ListTools()
 	schemas, err := checkToolSchemas(registered)
 	if err != nil {
@@ -292,7 +292,7 @@ func TestSchemaGapsOfMCPGoAreClosed(t *testing.T) {
 // minimum within ±(2^53-1), so a number past what a float64 holds exactly
 // is refused, never rounded.
 func TestIntegersAreBounded(t *testing.T) {
-	env := newTestEnv(t, Options{Jobs: snapJobs{}})
+	env := newTestEnv(t, Options{Jobs: &stubJobs{}})
 	schemas, err := checkToolSchemas(env.srv.mcp.ListTools())
 	if err != nil {
 		t.Fatal(err)
@@ -334,7 +334,7 @@ func TestIntegersAreBounded(t *testing.T) {
 // declares task support, the server offers no tasks, and a call that asks
 // for a task is checked like any other.
 func TestNoCallTakesTheTaskPath(t *testing.T) {
-	env := newTestEnv(t, Options{Jobs: snapJobs{}})
+	env := newTestEnv(t, Options{Jobs: &stubJobs{}})
 	for name, st := range env.srv.mcp.ListTools() {
 		if st.Tool.Execution != nil && st.Tool.Execution.TaskSupport != "" {
 			t.Errorf("%s declares task support %q: check its arguments on mcp-go's task path first", name, st.Tool.Execution.TaskSupport)

@@ -1,4 +1,4 @@
-package server
+package tools
 
 import (
 	"context"
@@ -12,6 +12,13 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 )
+
+// FlashClient is what deepseek_flash needs from the DeepSeek client.
+type FlashClient interface {
+	Flash(ctx context.Context, req deepseek.FlashRequest) (deepseek.FlashResult, error)
+}
+
+var _ FlashClient = (*deepseek.Client)(nil)
 
 // FlashOutput is the structuredContent of deepseek_flash.
 type FlashOutput struct {
@@ -88,7 +95,7 @@ func FlashTool(c FlashClient, cat deepseek.Catalog) (mcp.Tool, mcpserver.ToolHan
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
-		p := newProgressReporter(ctx, req)
+		p := reporterFrom(ctx)
 		res, err := c.Flash(ctx, deepseek.FlashRequest{
 			Task:     strings.TrimSpace(a.Task),
 			Mode:     deepseek.Mode(a.Mode),

@@ -1,10 +1,10 @@
-package server
+package tools
 
 import "github.com/mark3labs/mcp-go/mcp"
 
 // bindArgs decodes a call's arguments into the tool's argument struct (nil:
 // they were read). mcp-go has checked them against the tool's input schema
-// before the handler runs (New), so every field holds what its schema
+// before the handler runs (server.New), so every field holds what its schema
 // declares; decoding converts nothing, and a value it still cannot hold is
 // an error result for the calling model.
 func bindArgs(req mcp.CallToolRequest, v any) *mcp.CallToolResult {

@@ -4,21 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/toolsnaps/*.json")
 
 func TestFlashResult(t *testing.T) {
 	var got deepseek.FlashRequest
@@ -39,12 +33,12 @@ func TestFlashResult(t *testing.T) {
 	if got.Task != "what is it?" || got.Mode != deepseek.ModeReview || got.Files != "a.go: ..." || got.Progress == nil {
 		t.Errorf("request = %+v", got)
 	}
-	var out FlashOutput
+	var out tools.FlashOutput
 	if err := json.Unmarshal(res.StructuredContent, &out); err != nil {
 		t.Fatal(err)
 	}
-	want := FlashOutput{Answer: "42", Model: "deepseek-flash", Thinking: "high", FinishReason: "stop",
-		Usage:   FlashUsage{PromptTokens: 100, CompletionTokens: 30, CacheHitTokens: 60, CacheMissTokens: 40, ReasoningTokens: 20},
+	want := tools.FlashOutput{Answer: "42", Model: "deepseek-flash", Thinking: "high", FinishReason: "stop",
+		Usage:   tools.FlashUsage{PromptTokens: 100, CompletionTokens: 30, CacheHitTokens: 60, CacheMissTokens: 40, ReasoningTokens: 20},
 		CostUSD: 0.0000154, DurationMS: 1500}
 	if out != want {
 		t.Errorf("structuredContent = %+v, want %+v", out, want)
@@ -114,7 +108,7 @@ func TestFlashAgainstTheDouble(t *testing.T) {
 		if res.IsError || !strings.HasPrefix(res.text(), "the double says hello") || strings.Contains(res.text(), "thinking hard") {
 			t.Fatalf("result = %q", res.text())
 		}
-		var out FlashOutput
+		var out tools.FlashOutput
 		json.Unmarshal(res.StructuredContent, &out)
 		if out.Answer != "the double says hello" || out.Usage.PromptTokens == 0 || out.Usage.CompletionTokens == 0 || out.Model == "" {
 			t.Errorf("structuredContent = %+v", out)
@@ -163,56 +157,4 @@ func TestFlashAgainstTheDouble(t *testing.T) {
 			t.Errorf("request used model %q", r.Model())
 		}
 	}
-}
-
-// TestToolSnaps keeps what hosts see of every tool a reviewed diff:
-// go test ./server -run TestToolSnaps -update rewrites testdata/toolsnaps.
-func TestToolSnaps(t *testing.T) {
-	env := newTestEnv(t, Options{Jobs: snapJobs{}})
-	tools := env.srv.tools()
-	if len(tools) < 4 {
-		t.Fatalf("%d tools, want deepseek_flash and the three agent tools", len(tools))
-	}
-	for _, st := range tools {
-		tool := st.Tool
-		t.Run(tool.Name, func(t *testing.T) {
-			a := tool.Annotations
-			if a.ReadOnlyHint == nil || a.DestructiveHint == nil || a.IdempotentHint == nil || a.OpenWorldHint == nil {
-				t.Fatalf("annotations not all set explicitly: %+v", a)
-			}
-			got, err := json.MarshalIndent(tool, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, '\n')
-			path := filepath.Join("testdata", "toolsnaps", tool.Name+".json")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./server -run TestToolSnaps -update to create it)", err)
-			}
-			if string(want) != string(got) {
-				t.Fatalf("tool %s changed; review the diff and run go test ./server -run TestToolSnaps -update:\n%s", tool.Name, got)
-			}
-		})
-	}
-}
-
-func TestFlashToolAnnotations(t *testing.T) {
-	tool, _ := FlashTool(&fakeFlash{}, builtinCatalog(""))
-	a := tool.Annotations
-	if !*a.ReadOnlyHint || *a.DestructiveHint || *a.IdempotentHint || !*a.OpenWorldHint {
-		t.Errorf("annotations = %+v", a)
-	}
-	if tool.OutputSchema.Type != "object" || tool.OutputSchema.Properties["usage"] == nil {
-		t.Errorf("outputSchema = %+v", tool.OutputSchema)
-	}
-	var _ = mcp.Tool{}
 }
