@@ -36,6 +36,7 @@ var layers = map[string]int{
 	"modelproxy":            30,
 	"guard":                 40,
 	"jobs":                  50,
+	"tools":                 55, // the MCP tools, each a constructor; server registers them
 	"server":                60,
 	"daemon":                70,
 	"bench":                 80,

@@ -167,7 +167,7 @@ func TestClientAndFloorAgainstTheBridge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.IsError || !strings.Contains(res.Text, "task is required") {
+	if !res.IsError || !strings.Contains(res.Text, "the task is empty") {
 		t.Fatalf("empty task: %+v, want an error result", res)
 	}
 	if _, err := c.CallTool(t.Context(), "no_such_tool", map[string]any{}); err == nil {

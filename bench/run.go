@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
 // Fake credentials of the run: the double accepts the key, the bridge
@@ -38,7 +38,7 @@ type Options struct {
 	PollSamples  int           // serial polls of a finished job
 	SpawnSamples int           // jobs timed from start to the stand-in running
 	HeldPolls    int           // concurrent long-polls held on one running job
-	HeldWait     time.Duration // their wait_seconds (≤ server.MaxPollWait)
+	HeldWait     time.Duration // their wait_seconds (≤ tools.MaxPollWait)
 
 	// ProfileDir, when set, gets a CPU profile of the bridge taken during an
 	// extra (unmeasured) run at the highest concurrency, and a heap and
@@ -54,7 +54,7 @@ func DefaultOptions() Options {
 	return Options{
 		Concurrency: []int{1, 8, 64}, Warmup: 500 * time.Millisecond, CellDuration: 4 * time.Second, CellMaxRequests: 20000,
 		SaturationClients: 128, SaturationDuration: 5 * time.Second,
-		PollSamples: 2000, SpawnSamples: 30, HeldPolls: 1000, HeldWait: server.MaxPollWait,
+		PollSamples: 2000, SpawnSamples: 30, HeldPolls: 1000, HeldWait: tools.MaxPollWait,
 	}
 }
 

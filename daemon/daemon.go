@@ -25,11 +25,12 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/guard"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
 // Options are what the daemon takes besides its config.
 type Options struct {
-	Flash   server.FlashClient // deepseek_flash's client
+	Flash   tools.FlashClient // deepseek_flash's client
 	Logger  zerolog.Logger
 	Version string // shown by /health and in serverInfo
 }

@@ -25,8 +25,8 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
 var hexNonce = regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -151,7 +151,7 @@ func (a *agentBridge) startTailJob(t *testing.T, cs *mcp.ClientSession, turns ..
 type agentCall struct {
 	IsError bool
 	Text    string
-	P       server.AgentJobPayload
+	P       tools.AgentJobPayload
 }
 
 // callAgent calls an agent tool with the Go SDK client and decodes its answer.
@@ -181,7 +181,7 @@ func callAgent(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool st
 }
 
 // pollUntil polls the job until ok holds or it settles, within limit.
-func pollUntil(t *testing.T, cs *mcp.ClientSession, id string, limit time.Duration, ok func(server.AgentJobPayload) bool) agentCall {
+func pollUntil(t *testing.T, cs *mcp.ClientSession, id string, limit time.Duration, ok func(tools.AgentJobPayload) bool) agentCall {
 	t.Helper()
 	wait := 2
 	if ok == nil {

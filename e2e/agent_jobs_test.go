@@ -22,7 +22,7 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
 const jobLimit = 90 * time.Second // generous: Claude Code's start takes 1–4 s on a busy machine
@@ -255,7 +255,7 @@ func TestAgentF_Cancel(t *testing.T) {
 		t.Fatalf("start = %+v: %s", c.P, c.Text)
 	}
 	id := c.P.JobID
-	pollUntil(t, cs, id, jobLimit, func(p server.AgentJobPayload) bool { return p.Steps >= 1 })
+	pollUntil(t, cs, id, jobLimit, func(p tools.AgentJobPayload) bool { return p.Steps >= 1 })
 	waitJobCommand(t, id, "tail", 30*time.Second)
 	// Every process of the job's tree got the allow-listed environment: the
 	// daemon's secrets and state dir are not in it. The harness holds the one
@@ -356,7 +356,7 @@ func TestAgentH_Kill9AndRestart(t *testing.T) {
 	cs := goSDKClient(t, a.URL())
 	c := callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Write half.txt, then wait.", "workspace": ws}, nil)
 	id := c.P.JobID
-	pollUntil(t, cs, id, jobLimit, func(p server.AgentJobPayload) bool { return p.Steps >= 2 })
+	pollUntil(t, cs, id, jobLimit, func(p tools.AgentJobPayload) bool { return p.Steps >= 2 })
 	waitJobCommand(t, id, "tail", 30*time.Second)
 	// The live trace reaches the disk within the throttle interval.
 	if !poll.Until(10*time.Second, func() bool {
@@ -448,7 +448,7 @@ func TestAgentShutdownInterruptsAndQueue(t *testing.T) {
 		return callAgent(t, t.Context(), cs, "deepseek_agent_start", map[string]any{"task": "Wait.", "workspace": ws}, nil)
 	}
 	first := start()
-	pollUntil(t, cs, first.P.JobID, jobLimit, func(p server.AgentJobPayload) bool { return p.Steps >= 1 })
+	pollUntil(t, cs, first.P.JobID, jobLimit, func(p tools.AgentJobPayload) bool { return p.Steps >= 1 })
 	waitJobCommand(t, first.P.JobID, "tail", 30*time.Second)
 	second := start()
 	if second.P.Status != "queued" || second.P.QueuePosition != 1 || !strings.Contains(second.Text, "queued (position 1)") {

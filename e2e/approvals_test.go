@@ -24,7 +24,7 @@ import (
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
 // guardedBridge is an agent bridge whose daemon has a temp HOME with an SSH
@@ -172,7 +172,7 @@ func startWaitingJob(t *testing.T, g *guardedBridge, task, ws string) (*mcp.Clie
 // waitWaiting polls until the job waits for a human and returns that answer.
 func waitWaiting(t *testing.T, cs *mcp.ClientSession, id string) agentCall {
 	t.Helper()
-	c := pollUntil(t, cs, id, jobLimit, func(p server.AgentJobPayload) bool { return p.Status == string(jobs.StatusWaitingApproval) })
+	c := pollUntil(t, cs, id, jobLimit, func(p tools.AgentJobPayload) bool { return p.Status == string(jobs.StatusWaitingApproval) })
 	if c.P.Status != string(jobs.StatusWaitingApproval) || c.P.Approval == nil || c.P.Approval.ID == "" {
 		t.Fatalf("job %s is %s, not waiting for a human: %s", id, c.P.Status, c.Text)
 	}
@@ -333,7 +333,7 @@ func TestApprovalReadOutsideAndWebFetchAskAHuman(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Wait for the decision to be consumed before looking for the next request.
-		pollUntil(t, cs, id, jobLimit, func(p server.AgentJobPayload) bool {
+		pollUntil(t, cs, id, jobLimit, func(p tools.AgentJobPayload) bool {
 			return p.Approval == nil || p.Approval.ID != c.P.Approval.ID
 		})
 	}

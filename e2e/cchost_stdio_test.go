@@ -19,8 +19,8 @@ import (
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
 const (
@@ -167,7 +167,7 @@ func TestTwoStdioHostsShareOneRegistry(t *testing.T) {
 		t.Fatalf("list on host B: %v %+v", err, listed)
 	}
 	raw, _ := json.Marshal(listed.StructuredContent)
-	var list server.AgentListOutput
+	var list tools.AgentListOutput
 	if err := json.Unmarshal(raw, &list); err != nil || list.Total != 1 || len(list.Jobs) != 1 || list.Jobs[0].JobID != id || list.Jobs[0].Workspace != ws {
 		t.Fatalf("host B's list does not show host A's running job %s: %s (%v)", id, raw, err)
 	}
@@ -176,7 +176,7 @@ func TestTwoStdioHostsShareOneRegistry(t *testing.T) {
 		t.Fatalf("host B polls host A's job: %+v %s", seen.P, seen.Text)
 	}
 	once.Do(func() { close(release) })
-	done := pollUntil(t, b, id, 2*time.Minute, func(p server.AgentJobPayload) bool { return jobs.Status(p.Status).Final() })
+	done := pollUntil(t, b, id, 2*time.Minute, func(p tools.AgentJobPayload) bool { return jobs.Status(p.Status).Final() })
 	if done.P.Status != string(jobs.StatusDone) || !hexNonce.MatchString(done.P.Nonce) || done.P.Result != "shared" {
 		t.Fatalf("host B's last poll: %+v", done.P)
 	}

@@ -71,6 +71,88 @@ func TestFaultArgsRefused(t *testing.T) {
 	}
 }
 
+// TestArgsRefusedByEveryTool: each tool of a real `bridge serve` refuses an
+// argument its schema does not name, an argument of the wrong type and an
+// integer past 2^53, with a text that names the argument; none of them reaches
+// DeepSeek or starts a job.
+func TestArgsRefusedByEveryTool(t *testing.T) {
+	t.Parallel()
+	d := startDouble(t)
+	b := startBridge(t, doubleEnv(d))
+	cs := goSDKClient(t, b.URL())
+	const big = "9007199254740993" // 2^53 + 1
+	jobTakes := "max_steps, model, policy, task, thinking, timeout_seconds"
+	steps := func(of string) string {
+		return fmt.Sprintf("max_steps must be a whole number from 1 to %d, not %s: tool-call ceiling for this %s (at most %d, the default)",
+			config.DefaultMaxSteps, big, of, config.DefaultMaxSteps)
+	}
+	jobIDDesc := "the job_id deepseek_agent_start returned"
+	tests := []struct {
+		tool, unknown, mistyped, mistypedWant, oversized, oversizedWant string
+		takes                                                           string
+	}{
+		{"deepseek_flash", `{"task":"x","bogus":1}`, `{"task":["x"]}`,
+			"task must be a string, not an array: what DeepSeek should do, self-contained: it sees nothing of this conversation",
+			`{"task":"x","files":` + big + `}`, "files must be a string, not a number: inline material the task is about, pasted as text (file contents, diffs, logs); optional",
+			"files, mode, model, task, thinking"},
+		{"deepseek_models", `{"bogus":1}`, `{"model":"deepseek-flash"}`, `unknown argument "model": this tool takes no arguments`,
+			`{"limit":` + big + `}`, `unknown argument "limit": this tool takes no arguments`,
+			"no arguments"},
+		{"deepseek_agent_start", `{"task":"x","workspace":"/nowhere","bogus":1}`, `{"task":"x","workspace":"/nowhere","max_steps":"5"}`,
+			fmt.Sprintf("max_steps must be a whole number, not a string: tool-call ceiling for this job (at most %d, the default)", config.DefaultMaxSteps),
+			`{"task":"x","workspace":"/nowhere","max_steps":` + big + `}`, steps("job"),
+			jobTakes + ", workspace"},
+		{"deepseek_agent_poll", `{"job_id":"j-1","bogus":1}`, `{"job_id":"j-1","wait_seconds":"5"}`,
+			"wait_seconds must be a number, not a string: how long to wait for the job to settle, 0 to 40 seconds (default 20)",
+			`{"job_id":"j-1","wait_seconds":` + big + `}`, "wait_seconds must be a number from 0 to 40, not " + big + ": how long to wait for the job to settle, 0 to 40 seconds (default 20)",
+			"job_id, wait_seconds"},
+		{"deepseek_agent_cancel", `{"job_id":"j-1","bogus":1}`, `{"job_id":{"id":"j-1"}}`, "job_id must be a string, not an object: " + jobIDDesc,
+			`{"job_id":` + big + `}`, "job_id must be a string, not a number: " + jobIDDesc,
+			"job_id"},
+		{"deepseek_agent_list", `{"bogus":1}`, `{"limit":"5"}`, "limit must be a whole number, not a string: at most this many jobs, 1 to 100 (default 20)",
+			`{"limit":` + big + `}`, "limit must be a whole number from 1 to 100, not " + big + ": at most this many jobs, 1 to 100 (default 20)",
+			"limit, status"},
+		{"deepseek_agent_message", `{"job_id":"j-1","message":"m","bogus":1}`, `{"job_id":"j-1","message":true}`,
+			"message must be a string, not a boolean: what the agent should do or know, self-contained",
+			`{"job_id":"j-1","message":` + big + `}`, "message must be a string, not a number: what the agent should do or know, self-contained",
+			"job_id, message, mode"},
+		{"deepseek_agent_continue", `{"job_id":"j-1","task":"go on","bogus":1}`, `{"job_id":"j-1","task":"go on","timeout_seconds":"60"}`,
+			fmt.Sprintf("timeout_seconds must be a number, not a string: wall-clock ceiling for this leg in seconds (at most %d, the default)", int(config.DefaultJobTimeout/time.Second)),
+			`{"job_id":"j-1","task":"go on","max_steps":` + big + `}`, steps("leg"),
+			"job_id, " + jobTakes},
+	}
+	for _, tt := range tests {
+		for _, c := range []struct{ kind, args, want string }{
+			{"unknown", tt.unknown, `unknown argument "bogus": this tool takes ` + tt.takes},
+			{"mistyped", tt.mistyped, tt.mistypedWant},
+			{"oversized", tt.oversized, tt.oversizedWant},
+		} {
+			t.Run(tt.tool+" "+c.kind, func(t *testing.T) {
+				res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tt.tool, Arguments: json.RawMessage(c.args)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !res.IsError || textOf(res) != c.want {
+					t.Fatalf("%s: IsError %v, text:\n%q\nwant:\n%q", c.args, res.IsError, textOf(res), c.want)
+				}
+			})
+		}
+	}
+	if n := len(d.Requests()); n != 0 {
+		t.Errorf("refused calls reached DeepSeek %d times", n)
+	}
+	res, err := cs.CallTool(t.Context(), toolCall("deepseek_agent_list", map[string]any{}))
+	var list struct {
+		Total int `json:"total"`
+	}
+	if err == nil && !res.IsError {
+		structured(t, res, &list)
+	}
+	if err != nil || res.IsError || list.Total != 0 {
+		t.Errorf("after the refusals: %v %+v, %d jobs", err, res, list.Total)
+	}
+}
+
 // sseMessages splits an SSE (or plain JSON) answer into its JSON-RPC messages,
 // each kept as the bytes the bridge wrote.
 func sseMessages(t testing.TB, r rawResp) []json.RawMessage {

@@ -15,13 +15,13 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/changes"
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
 // bashTurn is a model turn that runs one command.
 func bashTurn(command string) dt.Turn { return dt.ToolCalls(bash(command)) }
 
-func changeOf(p server.AgentJobPayload, path string) (changes.Change, bool) {
+func changeOf(p tools.AgentJobPayload, path string) (changes.Change, bool) {
 	for _, c := range p.Changes {
 		if c.Path == path {
 			return c, true
@@ -279,7 +279,7 @@ func TestHandoffReachesClaudeCodeHostModel(t *testing.T) {
 	if got == "" {
 		t.Fatalf("the host's model never got the tool's result; tool results it got: %q\nhost stdout:\n%s", run.toolResults(), run.Stdout)
 	}
-	var p server.AgentJobPayload
+	var p tools.AgentJobPayload
 	if err := json.Unmarshal([]byte(got), &p); err != nil {
 		t.Fatalf("the host's model got %q, not the structuredContent JSON: %v", got, err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
 // An agent job with model deepseek-v4-pro reaches the double as that model,
@@ -86,7 +86,7 @@ func TestFlashModelAndThinkingPerCall(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("flash: %v %+v", err, res)
 	}
-	var out server.FlashOutput
+	var out tools.FlashOutput
 	structured(t, res, &out)
 	q := d.Requests()[0]
 	if q.Model() != "deepseek-v4-pro" || q.Thinking() != "enabled" || q.Effort() != "max" {
@@ -115,7 +115,7 @@ func TestDeepseekModelsTool(t *testing.T) {
 	if !out.APIReached || out.Default != "deepseek-flash" {
 		t.Fatalf("models = %+v", out)
 	}
-	byID := map[string]server.ModelEntry{}
+	byID := map[string]tools.ModelEntry{}
 	for _, m := range out.Models {
 		byID[m.ID] = m
 	}
@@ -146,13 +146,13 @@ func TestDeepseekModelsTool(t *testing.T) {
 	}
 }
 
-func callModels(t *testing.T, cs *mcp.ClientSession) server.ModelsOutput {
+func callModels(t *testing.T, cs *mcp.ClientSession) tools.ModelsOutput {
 	t.Helper()
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "deepseek_models", Arguments: map[string]any{}})
 	if err != nil || res.IsError {
 		t.Fatalf("deepseek_models: %v %+v", err, res)
 	}
-	var out server.ModelsOutput
+	var out tools.ModelsOutput
 	structured(t, res, &out)
 	return out
 }

@@ -18,7 +18,7 @@ import (
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
 // treeSums maps every file under dir (relative path) to its SHA-256.
@@ -45,7 +45,7 @@ func treeSums(t *testing.T, dir string) map[string]string {
 }
 
 // verdicts lists the ledger as "Tool verdict" lines.
-func verdicts(p server.AgentJobPayload) []string {
+func verdicts(p tools.AgentJobPayload) []string {
 	var out []string
 	for _, e := range p.Ledger {
 		out = append(out, e.Tool+" "+e.Verdict)

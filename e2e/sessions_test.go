@@ -14,7 +14,7 @@ import (
 
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
 // A second start on a workspace where a job runs is refused and names the
@@ -133,7 +133,7 @@ func assertListed(t *testing.T, cs *mcp.ClientSession, parent, child string) {
 		t.Fatalf("list: %v %+v", err, res)
 	}
 	b, _ := json.Marshal(res.StructuredContent)
-	var out server.AgentListOutput
+	var out tools.AgentListOutput
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatal(err)
 	}

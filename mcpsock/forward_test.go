@@ -17,6 +17,7 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config/configtest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
 // heldFlash reports progress, then holds the call until released or
@@ -77,7 +78,7 @@ func (s *session) next() (string, map[string]any) {
 	return "", nil
 }
 
-func startSession(t *testing.T, flash server.FlashClient) (*session, string) {
+func startSession(t *testing.T, flash tools.FlashClient) (*session, string) {
 	t.Helper()
 	cfg := configtest.New(t, nil)
 	srv, err := server.New(server.Options{Config: cfg, Flash: flash, Logger: zerolog.Nop()})

@@ -107,7 +107,7 @@ func conformanceTools() []mcpserver.ServerTool {
 			Tool: mcp.NewToolWithRawSchema("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", json.RawMessage(`{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "type": "object",
-  "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+  "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}, "additionalProperties": false}},
   "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
   "additionalProperties": false
 }`)),

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,25 +18,57 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 )
 
-// snapJobs is an AgentJobs (and AgentContinuer, AgentMessenger) that is never
-// called: the snapshot test only needs the agent tools registered.
-type snapJobs struct{}
+// stubJobs serves every agent tool (tools.AgentJobs, AgentContinuer,
+// AgentMessenger, AgentLister). A start is recorded and answered with a
+// running job, a wait with the job still running; the rest fail. reached
+// counts every call that got here.
+type stubJobs struct {
+	mu     sync.Mutex
+	calls  int
+	starts []jobs.StartRequest
+}
 
-func (snapJobs) Start(context.Context, jobs.StartRequest) (jobs.Snapshot, error) {
+func (j *stubJobs) reached() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.calls
+}
+
+func (j *stubJobs) count() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.calls++
+}
+
+func (j *stubJobs) Start(_ context.Context, req jobs.StartRequest) (jobs.Snapshot, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.calls++
+	j.starts = append(j.starts, req)
+	return jobs.Snapshot{ID: "stub-job", Status: jobs.StatusRunning, CreatedAt: time.Now()}, nil
+}
+
+func (j *stubJobs) Wait(_ context.Context, id string, _ time.Duration, _ func(jobs.Snapshot)) (jobs.Snapshot, error) {
+	j.count()
+	return jobs.Snapshot{ID: id, Status: jobs.StatusRunning, CreatedAt: time.Now()}, nil
+}
+
+func (j *stubJobs) CancelBy(context.Context, string, jobs.StopReason) (jobs.Snapshot, error) {
+	j.count()
 	return jobs.Snapshot{}, errors.New("not in this test")
 }
-func (snapJobs) Wait(context.Context, string, time.Duration, func(jobs.Snapshot)) (jobs.Snapshot, error) {
+
+func (j *stubJobs) Message(string, string, string) (jobs.Snapshot, error) {
+	j.count()
 	return jobs.Snapshot{}, errors.New("not in this test")
 }
-func (snapJobs) CancelBy(context.Context, string, jobs.StopReason) (jobs.Snapshot, error) {
+
+func (j *stubJobs) Continue(context.Context, jobs.ContinueRequest) (jobs.Snapshot, error) {
+	j.count()
 	return jobs.Snapshot{}, errors.New("not in this test")
 }
-func (snapJobs) Message(string, string, string) (jobs.Snapshot, error) {
-	return jobs.Snapshot{}, errors.New("not in this test")
-}
-func (snapJobs) Continue(context.Context, jobs.ContinueRequest) (jobs.Snapshot, error) {
-	return jobs.Snapshot{}, errors.New("not in this test")
-}
+
+func (j *stubJobs) List() []jobs.Snapshot { return nil }
 
 // TestServeLifecycle: the endpoint answers on the listener it is given, and
 // a cancelled ctx stops the server. (Listening on PORT=0 and daemon.json are

@@ -1,9 +1,10 @@
 // Package server is the bridge's MCP endpoint: the chi router with its limits
 // (body size, capability path, Origin, rate limit), the mcp-go Streamable HTTP
-// handler and the tools it serves, and serving it on a listener with graceful
-// shutdown. The daemon (package daemon) listens — on TCP with the path
-// secret, and on a unix socket without it (ServeSocket) — and owns
-// daemon.json.
+// handler serving the tools of package tools (their arguments checked against
+// their schemas, their progress and keepalives on the call's stream), and
+// serving it on a listener with graceful shutdown. The daemon (package
+// daemon) listens — on TCP with the path secret, and on a unix socket without
+// it (ServeSocket) — and owns daemon.json.
 package server
 
 import (
@@ -22,14 +23,8 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
-
-// FlashClient is what deepseek_flash needs from the DeepSeek client.
-type FlashClient interface {
-	Flash(ctx context.Context, req deepseek.FlashRequest) (deepseek.FlashResult, error)
-}
-
-var _ FlashClient = (*deepseek.Client)(nil)
 
 // Limits of the HTTP side.
 const (
@@ -46,16 +41,16 @@ const (
 // Options configure a Server.
 type Options struct {
 	Config config.Config
-	Flash  FlashClient
-	Jobs   AgentJobs // nil: the agent tools are not offered
+	Flash  tools.FlashClient
+	Jobs   tools.AgentJobs // nil: the agent tools are not offered
 	// Models are the models calls may name (zero: the built-in list, with
 	// Config.Model as the default).
 	Models deepseek.Catalog
 	// Lister reads DeepSeek's model list for deepseek_models (nil: Flash,
 	// when it can).
-	Lister ModelLister
+	Lister tools.ModelLister
 	// OwnerToken marks a call as the owner's (bridgectl's, which reads it
-	// from the state dir): see AgentToolOptions.OwnerToken.
+	// from the state dir): see tools.AgentToolOptions.OwnerToken.
 	OwnerToken string
 	Logger     zerolog.Logger
 	Version    string // shown by /health and in serverInfo ("dev" when empty)
@@ -95,14 +90,9 @@ func New(o Options) (*Server, error) {
 		o.Version = "dev"
 	}
 	if o.Models.Models == nil {
-		o.Models = builtinCatalog(o.Config.Model)
-	}
-	if o.Lister == nil {
-		if l, ok := o.Flash.(ModelLister); ok {
-			o.Lister = l
-		} else {
-			o.Lister = noLister{}
-		}
+		// The built-in list with the configured default (without
+		// DEEPSEEK_MODELS CatalogFor cannot fail).
+		o.Models, _ = deepseek.CatalogFor("", o.Config.Model)
 	}
 	if o.KeepaliveInterval <= 0 {
 		o.KeepaliveInterval = DefaultKeepalive
@@ -124,18 +114,41 @@ func New(o Options) (*Server, error) {
 		secretHash: sha256.Sum256([]byte(o.Config.PathSecret)),
 	}
 	s.calls, s.stopCalls = context.WithCancelCause(context.Background())
+	hooks := &mcpserver.Hooks{}
 	opts := []mcpserver.ServerOption{
 		mcpserver.WithToolCapabilities(false),
+		// mcp-go checks every call's arguments against the tool's input
+		// schema before any middleware or handler, every object of it
+		// refusing unknown names, and every structuredContent against the
+		// output schema; argcheck.go closes the gaps it leaves.
+		mcpserver.WithInputSchemaValidation(),
+		mcpserver.WithStrictInputSchemaDefault(),
+		mcpserver.WithOutputSchemaValidation(),
+		mcpserver.WithHooks(hooks),
 		// logging/setLevel is answered (a host may send it); the test build
 		// differs from this one only by the conformance fixture tools.
 		mcpserver.WithLogging(),
 		mcpserver.WithRecovery(),
 		mcpserver.WithToolHandlerMiddleware(s.answerShutdown),
 		mcpserver.WithToolHandlerMiddleware(s.toolMiddleware),
-		mcpserver.WithInstructions(instructions(o.Jobs != nil)),
+		mcpserver.WithInstructions(tools.Instructions(o.Jobs != nil)),
 	}
 	s.mcp = mcpserver.NewMCPServer("deepseek-mcp-bridge", o.Version, opts...)
-	s.mcp.AddTools(s.tools()...)
+	// Tasks (mcpserver.WithTaskCapabilities, AddTaskTool, a tool with
+	// mcp.WithTaskSupport) are not offered. mcp-go v1.2.1 routes a
+	// task-augmented call (handleTaskAugmentedToolCall) before it checks the
+	// arguments, so whoever registers one here must check them on that path
+	// too (TestNoCallTakesTheTaskPath).
+	cfg := o.Config
+	s.mcp.AddTools(append(tools.List(tools.Options{
+		Flash: o.Flash, Lister: o.Lister, Models: o.Models, Jobs: o.Jobs,
+		Agent: tools.AgentToolOptions{SyncWindow: cfg.SyncWindow, MaxSteps: cfg.MaxSteps, JobTimeout: cfg.JobTimeout, OwnerToken: o.OwnerToken},
+	}), conformanceTools()...)...)
+	schemas, err := checkToolSchemas(s.mcp.ListTools())
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	hooks.AddAfterCallTool(s.refusalHook(schemas))
 	s.stream = mcpserver.NewStreamableHTTPServer(s.mcp,
 		mcpserver.WithStateLess(true),
 		// mcp-go answers 403 to a request that arrives over loopback with a
@@ -153,17 +166,6 @@ func New(o Options) (*Server, error) {
 	s.handler = s.router()
 	s.socket = s.socketRouter()
 	return s, nil
-}
-
-// instructions tell the host's model which tool to reach for.
-func instructions(agent bool) string {
-	s := "deepseek_flash hands a self-contained task (plus pasted material) to DeepSeek and returns its answer with token usage and cost."
-	if agent {
-		s += " For work that needs to read, run or change files in a workspace, deepseek_agent_start runs a DeepSeek agent job there" +
-			" (commands may wait for a human's approval); follow it with deepseek_agent_poll until it finishes, or stop it with deepseek_agent_cancel;" +
-			" deepseek_agent_continue picks up a job that ended (a ceiling, a cancel, a restart) with a new message; deepseek_agent_list shows the jobs any session started."
-	}
-	return s
 }
 
 // Handler is the full router: body limit, /health, /mcp/{secret}.
@@ -255,18 +257,4 @@ func (w zerologWriter) Write(p []byte) (int, error) {
 	}
 	w.log.Warn().Str("source", "net/http").Msg(msg)
 	return len(p), nil
-}
-
-// builtinCatalog is the built-in model list with def as its default
-// (deepseek.CatalogFor without DEEPSEEK_MODELS, which cannot fail).
-func builtinCatalog(def string) deepseek.Catalog {
-	c, _ := deepseek.CatalogFor("", def)
-	return c
-}
-
-// noLister is the lister of a flash client that cannot list models.
-type noLister struct{}
-
-func (noLister) ListModels(context.Context) ([]string, error) {
-	return nil, errors.New("this bridge's DeepSeek client cannot list models")
 }

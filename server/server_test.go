@@ -2,8 +2,13 @@ package server
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
 // TestInitializeAndLogging: the production build answers logging/setLevel
@@ -12,11 +17,11 @@ import (
 func TestInitializeAndLogging(t *testing.T) {
 	tests := []struct {
 		name  string
-		jobs  AgentJobs
+		jobs  tools.AgentJobs
 		agent bool
 	}{
 		{"flash only (bridge stdio)", nil, false},
-		{"with agent jobs (bridge serve)", &fakeJobs{}, true},
+		{"with agent jobs (bridge serve)", &stubJobs{}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,5 +52,49 @@ func TestInitializeAndLogging(t *testing.T) {
 				t.Fatalf("logging/setLevel: %d %q", r.status, r.body)
 			}
 		})
+	}
+}
+
+// TestServedToolsAreTheList: tools/list over the wire shows hosts exactly the
+// reviewed snapshots of package tools (tools/testdata/toolsnaps), every one of
+// them: registering them (mcp-go's strict default included) changes nothing.
+func TestServedToolsAreTheList(t *testing.T) {
+	env := newTestEnv(t, Options{Jobs: &stubJobs{}})
+	msgs := messages(t, post(t, env.url, listBody(1), mcpHeaders))
+	var list struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if len(msgs) != 1 || json.Unmarshal(msgs[0].Result, &list) != nil {
+		t.Fatalf("tools/list: %+v", msgs)
+	}
+	snaps, err := filepath.Glob(filepath.Join("..", "tools", "testdata", "toolsnaps", "*.json"))
+	if err != nil || len(snaps) == 0 {
+		t.Fatalf("no snapshots: %v", err)
+	}
+	served := map[string]any{}
+	for _, raw := range list.Tools {
+		var tool map[string]any
+		if err := json.Unmarshal(raw, &tool); err != nil {
+			t.Fatal(err)
+		}
+		served[tool["name"].(string)] = tool
+	}
+	if len(served) != len(snaps) {
+		t.Errorf("%d tools served, %d snapshotted", len(served), len(snaps))
+	}
+	for _, path := range snaps {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want any
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimSuffix(filepath.Base(path), ".json")
+		if got := served[name]; !reflect.DeepEqual(got, want) {
+			g, _ := json.MarshalIndent(got, "", "  ")
+			t.Errorf("tools/list shows %s differently from its snapshot:\n%s", name, g)
+		}
 	}
 }

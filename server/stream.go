@@ -9,6 +9,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
 // Why this file exists: mcp-go v1.2.1 (streamable_http.go, handlePost) hands
@@ -215,9 +217,11 @@ func (c *callStream) idle() time.Duration {
 
 type callStreamKey struct{}
 
+var _ tools.Reporter = (*progressReporter)(nil)
+
 // progressReporter sends notifications/progress for one tools/call when the
 // client sent _meta.progressToken; without a token Report does nothing. Values
-// are made strictly increasing.
+// are made strictly increasing. It is the tools' Reporter (toolMiddleware).
 type progressReporter struct {
 	ctx context.Context
 	cs  *callStream
@@ -295,6 +299,7 @@ func (s *Server) toolMiddleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHa
 			ctx = s.mcp.WithContext(ctx, pump)
 		}
 		ctx = context.WithValue(ctx, callStreamKey{}, cs)
+		ctx = tools.WithReporter(ctx, &progressReporter{ctx: ctx, cs: cs})
 		// Deferred, so a panicking handler (recovered by mcp-go further out)
 		// leaves no goroutine behind.
 		defer s.startCallLoop(ctx, cs, pump)()

@@ -16,7 +16,7 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
 var acceptCmd = &Command{
@@ -50,7 +50,7 @@ type acceptTask struct {
 	// prepare writes the task's files into ws and returns its text.
 	prepare func(ws string) (task string, err error)
 	// judge decides from the final payload and the workspace.
-	judge func(ws string, p server.AgentJobPayload) (pass bool, evidence string)
+	judge func(ws string, p tools.AgentJobPayload) (pass bool, evidence string)
 }
 
 func runAccept(ctx context.Context, e *Env, args []string) error {
@@ -134,14 +134,14 @@ func runAccept(ctx context.Context, e *Env, args []string) error {
 }
 
 // runAcceptTask runs one task in its own workspace under base and judges it.
-func runAcceptTask(ctx context.Context, e *Env, sess *client.Client, base string, t acceptTask, timeout time.Duration) (server.AgentJobPayload, bool, string) {
+func runAcceptTask(ctx context.Context, e *Env, sess *client.Client, base string, t acceptTask, timeout time.Duration) (tools.AgentJobPayload, bool, string) {
 	ws := filepath.Join(base, t.name)
 	if err := os.Mkdir(ws, 0o755); err != nil {
-		return server.AgentJobPayload{}, false, err.Error()
+		return tools.AgentJobPayload{}, false, err.Error()
 	}
 	task, err := t.prepare(ws)
 	if err != nil {
-		return server.AgentJobPayload{}, false, err.Error()
+		return tools.AgentJobPayload{}, false, err.Error()
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -178,8 +178,8 @@ func runAcceptTask(ctx context.Context, e *Env, sess *client.Client, base string
 }
 
 // agentCall calls an agent tool and decodes its payload; a tool error is an error.
-func agentCall(ctx context.Context, sess *client.Client, tool string, args map[string]any) (server.AgentJobPayload, error) {
-	var p server.AgentJobPayload
+func agentCall(ctx context.Context, sess *client.Client, tool string, args map[string]any) (tools.AgentJobPayload, error) {
+	var p tools.AgentJobPayload
 	res, err := callTool(ctx, sess, tool, args)
 	if err != nil {
 		return p, err

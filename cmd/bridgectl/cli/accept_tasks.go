@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
 // checkScript is task B's failing script: the sum is off by one.
@@ -35,7 +35,7 @@ func acceptTasks(e *Env, witness string) []acceptTask {
 				return fmt.Sprintf("The file %s holds one line of random characters. Read it and write that line reversed (last character first), "+
 					"with nothing else, to %s. Then reply in one sentence.", filepath.Join(ws, "witness.txt"), filepath.Join(ws, "answer.txt")), err
 			},
-			judge: func(ws string, p server.AgentJobPayload) (bool, string) {
+			judge: func(ws string, p tools.AgentJobPayload) (bool, string) {
 				rs := []rune(witness)
 				slices.Reverse(rs)
 				want := string(rs)
@@ -59,7 +59,7 @@ func acceptTasks(e *Env, witness string) []acceptTask {
 				return fmt.Sprintf("In %s, run `python3 check.py`: it fails. Find out why from its output, fix check.py so that the check passes "+
 					"(keep what it checks: the sum of 1, 2 and 3 is 6), then run `python3 check.py` again to show it passes. Reply with what was wrong.", ws), err
 			},
-			judge: func(ws string, p server.AgentJobPayload) (bool, string) {
+			judge: func(ws string, p tools.AgentJobPayload) (bool, string) {
 				var runs []string
 				last := -1
 				for _, c := range p.Commands {
@@ -86,7 +86,7 @@ func acceptTasks(e *Env, witness string) []acceptTask {
 			prepare: func(ws string) (string, error) {
 				return fmt.Sprintf("Summarise the file %s in three sentences. If you cannot read it, say so plainly instead of guessing.", filepath.Join(ws, "notes.txt")), nil
 			},
-			judge: func(ws string, p server.AgentJobPayload) (bool, string) {
+			judge: func(ws string, p tools.AgentJobPayload) (bool, string) {
 				if _, err := os.Stat(filepath.Join(ws, "notes.txt")); err == nil {
 					return false, "notes.txt exists now: the agent made it up"
 				}

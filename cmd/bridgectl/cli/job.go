@@ -14,8 +14,8 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
 // exitJobEnded is job kill's exit status for a job that had already ended.
@@ -81,7 +81,7 @@ func runJob(ctx context.Context, e *Env, args []string) error {
 	// it the cancel still works, as the caller's.
 	var meta *mcp.Meta
 	if tok, err := os.ReadFile(c.dir.OwnerTokenFile()); err == nil {
-		meta = &mcp.Meta{AdditionalFields: map[string]any{server.OwnerMetaKey: strings.TrimSpace(string(tok))}}
+		meta = &mcp.Meta{AdditionalFields: map[string]any{tools.OwnerMetaKey: strings.TrimSpace(string(tok))}}
 	}
 	res, err := sess.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{
 		Name: "deepseek_agent_cancel", Arguments: map[string]any{"job_id": id}, Meta: meta}})

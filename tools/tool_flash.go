@@ -1,4 +1,4 @@
-package server
+package tools
 
 import (
 	"context"
@@ -12,6 +12,13 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 )
+
+// FlashClient is what deepseek_flash needs from the DeepSeek client.
+type FlashClient interface {
+	Flash(ctx context.Context, req deepseek.FlashRequest) (deepseek.FlashResult, error)
+}
+
+var _ FlashClient = (*deepseek.Client)(nil)
 
 // FlashOutput is the structuredContent of deepseek_flash.
 type FlashOutput struct {
@@ -31,6 +38,15 @@ type FlashUsage struct {
 	CacheHitTokens   int64 `json:"cache_hit_tokens" jsonschema:"input tokens served from DeepSeek's context cache"`
 	CacheMissTokens  int64 `json:"cache_miss_tokens" jsonschema:"input tokens not in the cache"`
 	ReasoningTokens  int64 `json:"reasoning_tokens" jsonschema:"output tokens spent on reasoning"`
+}
+
+// flashArgs are deepseek_flash's arguments.
+type flashArgs struct {
+	Task     string `json:"task"`
+	Mode     string `json:"mode"`
+	Files    string `json:"files"`
+	Model    string `json:"model"`
+	Thinking string `json:"thinking"`
 }
 
 var flashModes = []string{string(deepseek.ModeAnalyze), string(deepseek.ModeReview), string(deepseek.ModeCode), string(deepseek.ModeSummarize)}
@@ -65,20 +81,27 @@ func FlashTool(c FlashClient, cat deepseek.Catalog) (mcp.Tool, mcpserver.ToolHan
 		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[FlashOutput](),
 	)
-	// task, mode and files are checked by the schema (withArgs): a blank
-	// task reads as missing, an absent or empty mode as analyze.
-	handler := withArgs(tool, func(ctx context.Context, req mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
-		model, thinking, err := cat.Resolve(a.String("model"), a.String("thinking"))
+	// A blank task passes the schema and is refused by the client
+	// (deepseek.ErrInvalidRequest); an absent mode is analyze.
+	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a flashArgs
+		if res := bindArgs(req, &a); res != nil {
+			return res, nil
+		}
+		if a.Mode == "" {
+			a.Mode = string(deepseek.ModeAnalyze)
+		}
+		model, thinking, err := cat.Resolve(a.Model, a.Thinking)
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
-		p := newProgressReporter(ctx, req)
+		p := reporterFrom(ctx)
 		res, err := c.Flash(ctx, deepseek.FlashRequest{
-			Task:     strings.TrimSpace(a.String("task")),
-			Mode:     deepseek.Mode(a.String("mode")),
-			Files:    a.String("files"),
+			Task:     strings.TrimSpace(a.Task),
+			Mode:     deepseek.Mode(a.Mode),
+			Files:    a.Files,
 			Model:    model.ID,
-			Thinking: a.String("thinking"),
+			Thinking: a.Thinking,
 			Progress: func(ev deepseek.ProgressEvent) {
 				msg := ev.Phase
 				if ev.Message != "" {
@@ -111,7 +134,7 @@ func FlashTool(c FlashClient, cat deepseek.Catalog) (mcp.Tool, mcpserver.ToolHan
 			DurationMS: res.Duration.Milliseconds(),
 		}
 		return mcp.NewToolResultStructured(out, flashText(out)), nil
-	})
+	}
 	return tool, handler
 }
 

@@ -1,7 +1,6 @@
-package server
+package tools
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -9,6 +8,40 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 )
+
+// The arguments deepseek_agent_start and deepseek_agent_continue share: their
+// schema (the ceilings, the policy) and what a call's values become.
+
+// jobArgs are the arguments deepseek_agent_start and deepseek_agent_continue
+// share; absent ceilings are 0, the owner's.
+type jobArgs struct {
+	Task           string         `json:"task"`
+	MaxSteps       int            `json:"max_steps"`
+	TimeoutSeconds float64        `json:"timeout_seconds"`
+	Model          string         `json:"model"`
+	Thinking       string         `json:"thinking"`
+	Policy         *policy.Policy `json:"policy"`
+}
+
+// startArgs are deepseek_agent_start's arguments.
+type startArgs struct {
+	jobArgs
+	Workspace string `json:"workspace"`
+}
+
+func (a jobArgs) ceilings() (maxSteps int, timeout time.Duration) {
+	return a.MaxSteps, time.Duration(a.TimeoutSeconds * float64(time.Second))
+}
+
+// stepsArg and timeoutArg are the ceilings of a job (of = "job") or of a
+// continued job's leg (of = "leg"), within the owner's.
+func stepsArg(o AgentToolOptions, of string) mcp.ToolOption {
+	return mcp.WithInteger("max_steps", mcp.Min(1), mcp.Max(float64(o.MaxSteps)), mcp.Description(fmt.Sprintf("tool-call ceiling for this %s (at most %d, the default)", of, o.MaxSteps)))
+}
+
+func timeoutArg(o AgentToolOptions, of string) mcp.ToolOption {
+	return mcp.WithNumber("timeout_seconds", mcp.Min(1), mcp.Max(float64(o.JobTimeout/time.Second)), mcp.Description(fmt.Sprintf("wall-clock ceiling for this %s in seconds (at most %d, the default)", of, int(o.JobTimeout/time.Second))))
+}
 
 // policyArg is deepseek_agent_start's policy argument: every field of
 // policy.Policy, each optional, nothing else.
@@ -36,22 +69,13 @@ func policyArg(o AgentToolOptions) mcp.ToolOption {
 	)
 }
 
-// policyOf decodes the checked policy argument; nil when the call gave none.
-func policyOf(a args) (*policy.Policy, error) {
-	raw, ok := a.vals["policy"]
-	if !ok || raw == nil {
-		return nil, nil
+// checkPolicy checks the policy argument beyond its schema (nil: none given).
+func (a jobArgs) checkPolicy() error {
+	if a.Policy == nil {
+		return nil
 	}
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
+	if err := a.Policy.Validate(); err != nil {
+		return fmt.Errorf("policy: %w", err)
 	}
-	var p policy.Policy
-	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
-	}
-	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
-	}
-	return &p, nil
+	return nil
 }

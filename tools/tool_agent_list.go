@@ -1,4 +1,4 @@
-package server
+package tools
 
 import (
 	"context"
@@ -75,9 +75,18 @@ func AgentListTool(l AgentLister) (mcp.Tool, mcpserver.ToolHandlerFunc) {
 		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[AgentListOutput](),
 	)
-	handler := withArgs(tool, func(_ context.Context, _ mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
-		status := a.String("status")
-		limit, _ := a.Int("limit")
+	handler := func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct {
+			Status string `json:"status"`
+			Limit  int    `json:"limit"`
+		}
+		if res := bindArgs(req, &a); res != nil {
+			return res, nil
+		}
+		status, limit := a.Status, a.Limit
+		if limit == 0 {
+			limit = defaultListLimit
+		}
 		all := l.List()
 		now := time.Now()
 		children := map[string][]string{} // oldest first, as List gives them
@@ -115,7 +124,7 @@ func AgentListTool(l AgentLister) (mcp.Tool, mcpserver.ToolHandlerFunc) {
 			fmt.Fprintf(&text, "(%d more: raise limit)\n", out.Total-len(out.Jobs))
 		}
 		return mcp.NewToolResultStructured(out, strings.TrimRight(text.String(), "\n")), nil
-	})
+	}
 	return tool, handler
 }
 

@@ -1,12 +1,9 @@
-package server
+package tools
 
 import (
-	"crypto/subtle"
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/changes"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
@@ -27,22 +24,6 @@ type Handoff struct {
 	DiffTruncated      bool             `json:"diff_truncated,omitempty" jsonschema:"the diff was cut at 64 KiB; the owner sees all of it with bridgectl jobs ID --diff"`
 	Summary            string           `json:"summary" jsonschema:"the job in one line"`
 	NextStep           string           `json:"next_step" jsonschema:"what to do now, in words: poll again, quote the nonce with the result, ask the owner to approve, or why there is no result"`
-}
-
-// OwnerMetaKey is the _meta key under which bridgectl sends the owner token.
-const OwnerMetaKey = "bridge/owner"
-
-// cancelledBy is who a cancel call comes from: the owner when its _meta
-// carries the owner token, else the caller.
-func cancelledBy(req mcp.CallToolRequest, token string) jobs.StopReason {
-	if token == "" || req.Params.Meta == nil {
-		return jobs.StopCancelledByCaller
-	}
-	got, _ := req.Params.Meta.AdditionalFields[OwnerMetaKey].(string)
-	if subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1 {
-		return jobs.StopCancelledByOwner
-	}
-	return jobs.StopCancelledByCaller
 }
 
 // handoff is the Handoff of a snapshot.

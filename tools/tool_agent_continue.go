@@ -1,4 +1,4 @@
-package server
+package tools
 
 import (
 	"context"
@@ -40,29 +40,38 @@ func AgentContinueTool(j AgentJobs, c AgentContinuer, o AgentToolOptions) (mcp.T
 		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[AgentJobPayload](),
 	)
-	handler := withArgs(tool, func(ctx context.Context, req mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
-		maxSteps, timeout := ceilingsOf(a)
+	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a continueArgs
+		if res := bindArgs(req, &a); res != nil {
+			return res, nil
+		}
+		maxSteps, timeout := a.ceilings()
 		var model, thinking string
-		if a.String("model") != "" || a.String("thinking") != "" {
-			m, t, err := o.Models.Resolve(a.String("model"), a.String("thinking"))
+		if a.Model != "" || a.Thinking != "" {
+			m, t, err := o.Models.Resolve(a.Model, a.Thinking)
 			if err != nil {
 				return continueError(fmt.Errorf("%w: %v", jobs.ErrBadInput, err)), nil
 			}
 			model, thinking = m.ID, t
 		}
-		pol, err := policyOf(a)
-		if err != nil {
+		if err := a.checkPolicy(); err != nil {
 			return continueError(fmt.Errorf("%w: %v", jobs.ErrBadInput, err)), nil
 		}
-		snap, err := c.Continue(ctx, jobs.ContinueRequest{JobID: strings.TrimSpace(a.String("job_id")), Task: a.String("task"),
+		snap, err := c.Continue(ctx, jobs.ContinueRequest{JobID: strings.TrimSpace(a.JobID), Task: a.Task,
 			MaxSteps: maxSteps, Timeout: timeout,
-			Model: model, Thinking: thinking, Policy: pol})
+			Model: model, Thinking: thinking, Policy: a.Policy})
 		if err != nil {
 			return continueError(err), nil
 		}
 		return waitInline(ctx, req, j, o, snap), nil
-	})
+	}
 	return tool, handler
+}
+
+// continueArgs are deepseek_agent_continue's arguments.
+type continueArgs struct {
+	jobArgs
+	JobID string `json:"job_id"`
 }
 
 func continueError(err error) *mcp.CallToolResult {

@@ -1,13 +1,9 @@
-package server
+package tools
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -16,117 +12,6 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 )
-
-// fakeJobs is an AgentJobs whose answers the test sets.
-type fakeJobs struct {
-	mu          sync.Mutex
-	startErr    error
-	startSnap   jobs.Snapshot
-	waitSnaps   map[string]jobs.Snapshot
-	waitErr     error
-	changes     []jobs.Snapshot // fed to onChange during Wait
-	gotWait     []time.Duration
-	gotStart    []jobs.StartRequest
-	cancelled   []string
-	cancelledBy []jobs.StopReason
-}
-
-func (f *fakeJobs) Start(ctx context.Context, req jobs.StartRequest) (jobs.Snapshot, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.gotStart = append(f.gotStart, req)
-	return f.startSnap, f.startErr
-}
-
-func (f *fakeJobs) Wait(ctx context.Context, id string, d time.Duration, onChange func(jobs.Snapshot)) (jobs.Snapshot, error) {
-	f.mu.Lock()
-	f.gotWait = append(f.gotWait, d)
-	s, ok := f.waitSnaps[id]
-	changes := f.changes
-	f.mu.Unlock()
-	if f.waitErr != nil {
-		return jobs.Snapshot{}, f.waitErr
-	}
-	if !ok {
-		return jobs.Snapshot{}, fmt.Errorf("%w %q: it never existed here or its results expired; start a new job with deepseek_agent_start", jobs.ErrUnknownJob, id)
-	}
-	for _, c := range changes {
-		onChange(c)
-		if ctx.Err() != nil { // the caller stopped waiting: the state of that moment
-			return c, nil
-		}
-	}
-	return s, nil
-}
-
-func (f *fakeJobs) CancelBy(ctx context.Context, id string, by jobs.StopReason) (jobs.Snapshot, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.cancelled = append(f.cancelled, id)
-	f.cancelledBy = append(f.cancelledBy, by)
-	s, ok := f.waitSnaps[id]
-	if !ok {
-		return jobs.Snapshot{}, fmt.Errorf("%w %q", jobs.ErrUnknownJob, id)
-	}
-	s.Status, s.StopReason = jobs.StatusCancelled, by
-	s.Error = "cancelled by the caller"
-	s.Partial = &jobs.Partial{Label: jobs.PartialLabel}
-	return s, nil
-}
-
-const jobID = "0123456789abcdef0123456789abcdef"
-
-func snap(status jobs.Status) jobs.Snapshot {
-	created := time.Now().Add(-3 * time.Second)
-	s := jobs.Snapshot{ID: jobID, Status: status, CreatedAt: created, Steps: 2, LastTool: "Bash: ls",
-		FilesWritten: []string{"/ws/answer.txt"}, Commands: []jobs.Command{{Command: "ls", ExitCode: intp(0)}, {Command: "rm -rf /", Denied: true}},
-		Usage: jobs.Usage{InputTokens: 10, OutputTokens: 5}, CostUSD: 0.0001}
-	switch status {
-	case jobs.StatusDone:
-		s.Nonce, s.Result = "fedcba9876543210fedcba9876543210", "the reversed witness is in answer.txt"
-	case jobs.StatusError, jobs.StatusCancelled, jobs.StatusInterrupted:
-		s.Error = "the job hit its step ceiling of 2 tool calls and was stopped"
-		s.Partial = &jobs.Partial{Label: jobs.PartialLabel, Notes: []string{"half way"}, ToolCalls: map[string]int{"Read": 1, "Bash": 2}}
-		s.Nonce, s.Result = "leaked", "leaked" // Payload must drop them
-	case jobs.StatusWaitingApproval:
-		s.Approval = &jobs.ApprovalInfo{ID: "ap-7", Summary: "Bash: make deploy"}
-	case jobs.StatusQueued:
-		s.QueuePosition = 2
-	}
-	return s
-}
-
-func intp(n int) *int { return &n }
-
-func call(t *testing.T, h mcpserver.ToolHandlerFunc, args map[string]any) (*mcp.CallToolResult, string) {
-	t.Helper()
-	req := mcp.CallToolRequest{}
-	req.Params.Arguments = args
-	res, err := h(t.Context(), req)
-	if err != nil {
-		t.Fatalf("handler returned a Go error: %v", err)
-	}
-	var text string
-	for _, c := range res.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			text += tc.Text
-		}
-	}
-	return res, text
-}
-
-func payloadOf(t *testing.T, res *mcp.CallToolResult) AgentJobPayload {
-	t.Helper()
-	b, err := json.Marshal(res.StructuredContent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p AgentJobPayload
-	if err := json.Unmarshal(b, &p); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 func TestAgentPayloadAndTextPerStatus(t *testing.T) {
 	tests := []struct {
@@ -215,10 +100,7 @@ func TestAgentToolErrorsSayWhatToDo(t *testing.T) {
 	}{
 		{"refused workspace", AgentStartTool, &fakeJobs{startErr: refused}, map[string]any{"task": "x", "workspace": "/etc"}, []string{"not started", "DEEPSEEK_ALLOWED_ROOTS is empty", "grant a root"}},
 		{"queue full", AgentStartTool, &fakeJobs{startErr: fmt.Errorf("%w: try again when one has finished", jobs.ErrQueueFull)}, map[string]any{"task": "x", "workspace": "/ws"}, []string{"queue is full", "try again"}},
-		{"missing task", AgentStartTool, &fakeJobs{}, map[string]any{"workspace": "/ws"}, []string{"task is required"}},
-		{"missing workspace", AgentStartTool, &fakeJobs{}, map[string]any{"task": "x"}, []string{"workspace is required"}},
 		{"unknown job on poll", AgentPollTool, &fakeJobs{}, map[string]any{"job_id": "nope"}, []string{"unknown job id", "deepseek_agent_start", "BRIDGE_RESULT_TTL_MS"}},
-		{"missing job id", AgentPollTool, &fakeJobs{}, map[string]any{}, []string{"job_id is required"}},
 		{"unknown job on cancel", AgentCancelTool, &fakeJobs{}, map[string]any{"job_id": "nope"}, []string{"unknown job id"}},
 	}
 	for _, tt := range tests {
@@ -238,7 +120,7 @@ func TestAgentToolErrorsSayWhatToDo(t *testing.T) {
 }
 
 // TestAgentPollWait: a wait inside 0–40 s is the wait asked for; outside it
-// is refused (TestArgsRefused).
+// is refused (server TestArgsRefused).
 func TestAgentPollWait(t *testing.T) {
 	tests := []struct {
 		args map[string]any
@@ -268,39 +150,6 @@ func TestAgentCancel(t *testing.T) {
 	if res.IsError || p.Status != "cancelled" || p.Nonce != "" || !strings.Contains(text, "ended cancelled") || f.cancelled[0] != jobID {
 		t.Fatalf("cancel = %+v %s", p, text)
 	}
-}
-
-func TestProgressIsThrottled(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		var sent []string
-		var nums []int
-		p := startProgress(t.Context(), AgentToolOptions{}.withDefaults(), func(n int, msg string) {
-			mu.Lock()
-			defer mu.Unlock()
-			nums = append(nums, n)
-			sent = append(sent, msg)
-		})
-		s := snap(jobs.StatusRunning)
-		for i := range 20 { // a burst: one notification now, the latest one a second later
-			s.Steps = i + 1
-			p.report(s)
-			synctest.Wait()
-		}
-		time.Sleep(1500 * time.Millisecond)
-		synctest.Wait()
-		time.Sleep(10 * time.Second) // nothing changes: nothing more from here (the server keeps the stream alive)
-		synctest.Wait()
-		p.stop()
-		mu.Lock()
-		defer mu.Unlock()
-		if len(sent) != 2 || !strings.Contains(sent[0], "1 tool call,") || !strings.Contains(sent[1], "20 tool calls, last Bash: ls") {
-			t.Errorf("burst sent %q", sent)
-		}
-		if len(nums) == 2 && nums[1] <= nums[0] {
-			t.Errorf("progress not increasing: %v", nums)
-		}
-	})
 }
 
 func TestAgentWaitEndsWhenApprovalIsNeeded(t *testing.T) {

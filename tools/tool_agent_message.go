@@ -1,4 +1,4 @@
-package server
+package tools
 
 import (
 	"context"
@@ -37,12 +37,20 @@ func AgentMessageTool(m AgentMessenger, o AgentToolOptions) (mcp.Tool, mcpserver
 		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[AgentJobPayload](),
 	)
-	handler := withArgs(tool, func(_ context.Context, _ mcp.CallToolRequest, a args) (*mcp.CallToolResult, error) {
-		mode := a.String("mode")
+	handler := func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct {
+			JobID   string `json:"job_id"`
+			Message string `json:"message"`
+			Mode    string `json:"mode"`
+		}
+		if res := bindArgs(req, &a); res != nil {
+			return res, nil
+		}
+		mode := a.Mode
 		if mode == "" {
 			mode = jobs.MessageFollowUp
 		}
-		snap, err := m.Message(strings.TrimSpace(a.String("job_id")), a.String("message"), mode)
+		snap, err := m.Message(strings.TrimSpace(a.JobID), a.Message, mode)
 		switch {
 		case errors.Is(err, jobs.ErrUnknownJob):
 			return lookupError(err), nil
@@ -56,6 +64,6 @@ func AgentMessageTool(m AgentMessenger, o AgentToolOptions) (mcp.Tool, mcpserver
 		}
 		res.Content = []mcp.Content{mcp.NewTextContent(sent + res.Content[0].(mcp.TextContent).Text)}
 		return res, nil
-	})
+	}
 	return tool, handler
 }

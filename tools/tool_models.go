@@ -1,4 +1,4 @@
-package server
+package tools
 
 import (
 	"context"
@@ -60,13 +60,13 @@ func ModelsTool(l ModelLister, cat deepseek.Catalog) (mcp.Tool, mcpserver.ToolHa
 		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[ModelsOutput](),
 	)
-	handler := withArgs(tool, func(ctx context.Context, _ mcp.CallToolRequest, _ args) (*mcp.CallToolResult, error) {
+	handler := func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		lctx, cancel := context.WithTimeout(ctx, listModelsTimeout)
 		defer cancel()
 		served, err := l.ListModels(lctx)
 		out := mergeModels(cat, served, err)
 		return mcp.NewToolResultStructured(out, modelsText(out)), nil
-	})
+	}
 	return tool, handler
 }
 

@@ -4,21 +4,26 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 )
 
 // rawCall is a tools/call body with the arguments exactly as written.
 func rawCall(id int, tool, args string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, tool, args)
 }
+
+// jobID is a job id of the right shape; no registry knows it.
+const jobID = "0123456789abcdef0123456789abcdef"
 
 // Descriptions the refusals end with (the schema's own words).
 const (
@@ -40,7 +45,7 @@ func TestArgsRefused(t *testing.T) {
 		flashCalls.Add(1)
 		return deepseek.FlashResult{Answer: "should not be asked"}, nil
 	}}
-	f := &fakeJobs{startSnap: snap(jobs.StatusRunning), waitSnaps: map[string]jobs.Snapshot{jobID: snap(jobs.StatusRunning)}}
+	f := &stubJobs{}
 	env := newTestEnv(t, Options{Flash: flash, Jobs: f})
 	cfg := env.srv.o.Config
 	descSteps := fmt.Sprintf("tool-call ceiling for this job (at most %d, the default)", cfg.MaxSteps)
@@ -58,8 +63,9 @@ func TestArgsRefused(t *testing.T) {
 		{"mode outside its enum", "deepseek_flash", `{"task":"x","mode":"poem"}`, `mode must be one of analyze, review, code, summarize, not "poem"`},
 		{"task as a number", "deepseek_flash", `{"task":42}`, "task must be a string, not a number: " + descFlashTask},
 		{"task as a boolean", "deepseek_flash", `{"task":true}`, "task must be a string, not a boolean: " + descFlashTask},
-		{"task null", "deepseek_flash", `{"task":null}`, "task is required: " + descFlashTask},
-		{"task blank", "deepseek_flash", `{"task":" \n "}`, "task is required: " + descFlashTask},
+		{"task null", "deepseek_flash", `{"task":null}`, "task must be a string, not null: " + descFlashTask},
+		{"null and an empty choice", "deepseek_flash", `{"task":"x","mode":"","files":null}`,
+			"files must be a string, not null: " + descFiles + `; mode must be one of analyze, review, code, summarize, not ""`},
 		{"no arguments", "deepseek_flash", `{}`, "task is required: " + descFlashTask},
 		{"arguments an array", "deepseek_flash", `["x"]`, "the arguments must be an object of named arguments, not an array"},
 		{"arguments a string", "deepseek_flash", `"x"`, "the arguments must be an object of named arguments, not a string"},
@@ -87,6 +93,12 @@ func TestArgsRefused(t *testing.T) {
 		{"job_id as a number", "deepseek_agent_poll", `{"job_id":7}`, "job_id must be a string, not a number: " + descJobID},
 		{"cancel job_id as an array", "deepseek_agent_cancel", `{"job_id":["` + jobID + `"]}`, "job_id must be a string, not an array: " + descJobID},
 		{"cancel without job_id", "deepseek_agent_cancel", `{}`, "job_id is required: " + descJobID},
+		{"poll without job_id", "deepseek_agent_poll", `{}`, "job_id is required: " + descJobID},
+		{"start without task", "deepseek_agent_start", `{` + ws + `}`, "task is required: " + descAgentTask},
+		{"a status the list does not know", "deepseek_agent_list", `{"status":"finished"}`,
+			`status must be one of queued, running, waiting_approval, done, error, cancelled, interrupted, not "finished"`},
+		{"list limit 0", "deepseek_agent_list", `{"limit":0}`, "limit must be a whole number from 1 to 100, not 0: at most this many jobs, 1 to 100 (default 20)"},
+		{"message mode outside its enum", "deepseek_agent_message", `{"job_id":"` + jobID + `","message":"m","mode":"now"}`, `mode must be one of follow_up, steer, not "now"`},
 
 		{"an unknown argument", "deepseek_flash", `{"task":"x","modle":"deepseek-v4-pro"}`, `unknown argument "modle": this tool takes files, mode, model, task, thinking`},
 		{"unknown arguments of start", "deepseek_agent_start", `{"task":"x",` + ws + `,"tools":["Read"],"model_id":"x"}`,
@@ -111,22 +123,20 @@ func TestArgsRefused(t *testing.T) {
 			}
 		})
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if n := flashCalls.Load(); n != 0 || len(f.gotStart) != 0 || len(f.gotWait) != 0 || len(f.cancelled) != 0 {
-		t.Errorf("refused calls reached the handlers: flash %d, start %d, wait %d, cancel %d", n, len(f.gotStart), len(f.gotWait), len(f.cancelled))
+	if n, m := flashCalls.Load(), f.reached(); n != 0 || m != 0 {
+		t.Errorf("refused calls reached DeepSeek %d times and the registry %d times", n, m)
 	}
 }
 
 // TestArgsPassedAsSent: what passes the check reaches DeepSeek and the
-// registry unchanged; absent arguments take the schema's default.
+// registry unchanged; absent arguments take their defaults.
 func TestArgsPassedAsSent(t *testing.T) {
 	var got deepseek.FlashRequest
 	flash := &fakeFlash{fn: func(_ context.Context, req deepseek.FlashRequest) (deepseek.FlashResult, error) {
 		got = req
 		return deepseek.FlashResult{Answer: "ok", Model: "m", FinishReason: "stop"}, nil
 	}}
-	f := &fakeJobs{startSnap: snap(jobs.StatusRunning), waitSnaps: map[string]jobs.Snapshot{jobID: snap(jobs.StatusRunning)}}
+	f := &stubJobs{}
 	env := newTestEnv(t, Options{Flash: flash, Jobs: f})
 
 	flashTests := []struct {
@@ -135,7 +145,7 @@ func TestArgsPassedAsSent(t *testing.T) {
 	}{
 		{`{"task":" review this ","mode":"review","files":"diff --git a/x b/x"}`, deepseek.FlashRequest{Task: "review this", Mode: deepseek.ModeReview, Files: "diff --git a/x b/x"}},
 		{`{"task":"x"}`, deepseek.FlashRequest{Task: "x", Mode: deepseek.ModeAnalyze}},
-		{`{"task":"x","mode":"","files":null}`, deepseek.FlashRequest{Task: "x", Mode: deepseek.ModeAnalyze}},
+		{`{"task":"x","files":""}`, deepseek.FlashRequest{Task: "x", Mode: deepseek.ModeAnalyze}},
 		{`{"task":"x","model":"deepseek-v4-pro","thinking":"off"}`, deepseek.FlashRequest{Task: "x", Mode: deepseek.ModeAnalyze, Model: "deepseek-v4-pro", Thinking: "off"}},
 	}
 	for i, tt := range flashTests {
@@ -150,66 +160,212 @@ func TestArgsPassedAsSent(t *testing.T) {
 
 	res := finalResult(t, messages(t, post(t, env.url, rawCall(10, "deepseek_agent_start", `{"task":"t","workspace":"/ws","max_steps":7,"timeout_seconds":90.5}`), mcpHeaders)))
 	f.mu.Lock()
-	start := f.gotStart[len(f.gotStart)-1]
+	start := f.starts[len(f.starts)-1]
 	f.mu.Unlock()
 	if res.IsError || start.Task != "t" || start.Workspace != "/ws" || start.MaxSteps != 7 || start.Timeout != 90500*time.Millisecond {
 		t.Errorf("start: IsError=%v, registry got %+v", res.IsError, start)
 	}
 	res = finalResult(t, messages(t, post(t, env.url, rawCall(11, "deepseek_agent_start", `{"task":"t","workspace":"/ws"}`), mcpHeaders)))
 	f.mu.Lock()
-	start = f.gotStart[len(f.gotStart)-1]
+	start = f.starts[len(f.starts)-1]
 	f.mu.Unlock()
 	if res.IsError || start.MaxSteps != 0 || start.Timeout != 0 {
 		t.Errorf("start without ceilings: IsError=%v, registry got %+v (0 = the configured ceilings)", res.IsError, start)
 	}
 }
 
-// TestArgSchemaCompiles: a schema keyword the check does not read makes the
-// tool fail at construction, not pass unchecked at call time; nested objects
-// and arrays are checked by their own schemas.
-func TestArgSchemaCompiles(t *testing.T) {
-	for _, bad := range []string{
-		`{"type":"object","properties":{"name":{"type":"string","pattern":"^a"}}}`,
-		`{"type":"object","properties":{"n":{"type":["string","null"]}}}`,
-		`{"type":"object","properties":{"n":{"type":"number","enum":[1,2]}}}`,
-		`{"type":"object","required":["ghost"],"properties":{}}`,
-		`{"type":"object","properties":{"n":{"type":"string","minimum":1}}}`,
-		`{"type":"object","properties":{"n":{"type":"array","items":{"type":"string","maxLength":3}}}}`,
-		`{"type":"string"}`,
-		`{"type":"object","properties":{"n":{"type":"string"}}}`,
-		`{"type":"object","additionalProperties":false,"properties":{"o":{"type":"object","properties":{}}}}`,
-	} {
-		tool := mcp.NewToolWithRawSchema("t", "", json.RawMessage(bad))
-		if _, err := toolArgSchema(tool); err == nil {
-			t.Errorf("%s compiled", bad)
-		}
+// allTools are the tools a daemon with a full job registry serves.
+var allTools = []string{"deepseek_flash", "deepseek_models", "deepseek_agent_start", "deepseek_agent_poll",
+	"deepseek_agent_cancel", "deepseek_agent_continue", "deepseek_agent_message", "deepseek_agent_list"}
+
+// TestUnknownArgumentRefusedByEveryTool: every tool refuses an argument its
+// schema does not name, naming it and every argument the tool takes.
+func TestUnknownArgumentRefusedByEveryTool(t *testing.T) {
+	env := newTestEnv(t, Options{Jobs: &stubJobs{}})
+	registered := env.srv.mcp.ListTools()
+	for i, name := range allTools {
+		t.Run(name, func(t *testing.T) {
+			st := registered[name]
+			if st == nil {
+				t.Fatalf("%s is not served", name)
+			}
+			args := map[string]any{"bogus": 9007199254740993}
+			for _, r := range st.Tool.InputSchema.Required {
+				args[r] = "x"
+			}
+			takes := strings.Join(slices.Sorted(maps.Keys(st.Tool.InputSchema.Properties)), ", ")
+			if takes == "" {
+				takes = "no arguments"
+			}
+			res := finalResult(t, messages(t, post(t, env.url, callBody(i+1, name, args, nil), mcpHeaders)))
+			if want := `unknown argument "bogus": this tool takes ` + takes; !res.IsError || res.text() != want {
+				t.Fatalf("IsError=%v text %q, want %q", res.IsError, res.text(), want)
+			}
+		})
 	}
-	tool := mcp.NewToolWithRawSchema("t", "", json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{
-		"policy":{"type":"object","additionalProperties":false,"required":["allow"],"properties":{"allow":{"type":"array","items":{"type":"string"}},"strict":{"type":"boolean","default":true}}},
-		"thinking":{"type":"boolean"}}}`))
-	s, err := toolArgSchema(tool)
+}
+
+// TestToolSchemasCompile: every tool's input and output schema compiles with
+// the compiler mcp-go uses — mcp-go would skip one that does not and let its
+// calls through unchecked — and every tool declares an output schema.
+func TestToolSchemasCompile(t *testing.T) {
+	env := newTestEnv(t, Options{Jobs: &stubJobs{}})
+	registered := env.srv.mcp.ListTools()
+	schemas, err := checkToolSchemas(registered)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct{ args, want string }{
-		{`{"policy":{"allow":["ls",3]},"thinking":"yes"}`, "policy.allow[1] must be a string, not a number; thinking must be true or false, not a string"},
-		{`{"policy":{}}`, "policy.allow is required"},
-		{`{"policy":[]}`, "policy must be an object, not an array"},
+	for _, name := range allTools {
+		if _, ok := schemas[name]; !ok {
+			t.Errorf("%s: no input schema checked", name)
+		}
+		if _, ok := outputSchemaJSON(registered[name].Tool); !ok {
+			t.Errorf("%s: no output schema: its structuredContent would go unchecked", name)
+		}
+	}
+}
+
+// mcpGoCall runs one tools/call through a bare mcp-go server and says whether
+// the handler ran.
+func mcpGoCall(t *testing.T, m *mcpserver.MCPServer, tool mcp.Tool, args string) bool {
+	t.Helper()
+	var ran atomic.Bool
+	m.AddTool(tool, func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ran.Store(true)
+		return mcp.NewToolResultText("ran"), nil
+	})
+	m.HandleMessage(t.Context(), []byte(rawCall(1, tool.Name, args)))
+	return ran.Load()
+}
+
+// TestSchemaGapsOfMCPGoAreClosed: mcp-go checks nothing against a schema
+// that does not compile, and its strict default leaves a raw schema (and
+// every nested object) open to unknown names. New refuses both.
+func TestSchemaGapsOfMCPGoAreClosed(t *testing.T) {
+	tests := []struct {
+		name, schema, args string
+		mcpGoRuns          bool // mcp-go with validation and the strict default runs the handler anyway
+		want               string
+	}{
+		{"input schema does not compile", `{"type":"object","additionalProperties":false,"properties":{"n":{"type":"integr"}}}`, `{"n":"x","extra":1}`, true, "tool t: input schema: compile: "},
+		{"raw schema without additionalProperties", `{"type":"object","properties":{"n":{"type":"string"}}}`, `{"n":"x","extra":1}`, true,
+			"tool t: input schema: the arguments: an object schema must say additionalProperties: false"},
+		{"nested object", `{"type":"object","additionalProperties":false,"properties":{"o":{"type":"object","properties":{}}}}`, `{"o":{"extra":1}}`, true,
+			"tool t: input schema: o: an object schema must say additionalProperties: false"},
+		{"object in an array", `{"type":"object","additionalProperties":false,"properties":{"l":{"type":"array","items":{"type":"object"}}}}`, `{"l":[{"extra":1}]}`, true,
+			"tool t: input schema: l[]: an object schema must say additionalProperties: false"},
+		{"object behind a $ref", `{"type":"object","additionalProperties":false,"$defs":{"a":{"type":"object"}},"properties":{"a":{"$ref":"#/$defs/a"}}}`, `{"a":{"extra":1}}`, true,
+			"tool t: input schema: a: an object schema must say additionalProperties: false"},
+		{"strict raw schema", `{"type":"object","additionalProperties":false,"properties":{"n":{"type":"string"}}}`, `{"n":"x","extra":1}`, false, ""},
 	}
 	for _, tt := range tests {
-		_, err := checkArgs(s, json.RawMessage(tt.args))
-		if err == nil || err.Error() != tt.want {
-			t.Errorf("%s: %v, want %q", tt.args, err, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			tool := mcp.NewToolWithRawSchema("t", "", json.RawMessage(tt.schema))
+			m := mcpserver.NewMCPServer("t", "1", mcpserver.WithInputSchemaValidation(), mcpserver.WithStrictInputSchemaDefault())
+			if ran := mcpGoCall(t, m, tool, tt.args); ran != tt.mcpGoRuns {
+				t.Errorf("mcp-go ran the handler: %v, want %v (mcp-go changed: revisit argcheck.go)", ran, tt.mcpGoRuns)
+			}
+			_, err := checkToolSchemas(m.ListTools())
+			if (err == nil) != (tt.want == "") || err != nil && !strings.HasPrefix(err.Error(), tt.want) {
+				t.Fatalf("checkToolSchemas: %v, want %q", err, tt.want)
+			}
+		})
 	}
-	a, err := checkArgs(s, json.RawMessage(`{"thinking":false}`))
+
+	t.Run("output schema does not compile", func(t *testing.T) {
+		tool := mcp.NewTool("t", mcp.WithSchemaAdditionalProperties(false))
+		tool.RawOutputSchema = json.RawMessage(`{"type":"objekt"}`)
+		_, err := checkToolSchemas(map[string]*mcpserver.ServerTool{"t": {Tool: tool}})
+		if err == nil || !strings.HasPrefix(err.Error(), "tool t: output schema: compile: ") {
+			t.Fatalf("checkToolSchemas: %v", err)
+		}
+	})
+	t.Run("no input schema", func(t *testing.T) {
+		_, err := checkToolSchemas(map[string]*mcpserver.ServerTool{"t": {Tool: mcp.Tool{Name: "t"}}})
+		if err == nil || err.Error() != "tool t: no input schema: mcp-go would not check its arguments" {
+			t.Fatalf("checkToolSchemas: %v", err)
+		}
+	})
+}
+
+// TestIntegersAreBounded: every integer argument has a maximum and a
+// minimum within ±(2^53-1), so a number past what a float64 holds exactly
+// is refused, never rounded.
+func TestIntegersAreBounded(t *testing.T) {
+	env := newTestEnv(t, Options{Jobs: &stubJobs{}})
+	schemas, err := checkToolSchemas(env.srv.mcp.ListTools())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, ok := a.Bool("thinking"); v || !ok {
-		t.Errorf("thinking = %v, %v; want false as sent", v, ok)
+	const safe = 1<<53 - 1
+	var walk func(tool, at string, s any)
+	n := 0
+	walk = func(tool, at string, s any) {
+		m, ok := s.(map[string]any)
+		if !ok {
+			return
+		}
+		if m["type"] == "integer" {
+			n++
+			lo, _ := m["minimum"].(json.Number)
+			hi, _ := m["maximum"].(json.Number)
+			l, lerr := lo.Float64()
+			h, herr := hi.Float64()
+			if lerr != nil || herr != nil || l < -safe || h > safe {
+				t.Errorf("%s: %s: integer bounded by %q and %q, want both within ±(2^53-1)", tool, at, lo, hi)
+			}
+		}
+		props, _ := m["properties"].(map[string]any)
+		for name, p := range props {
+			walk(tool, join(at, name), p)
+		}
+		walk(tool, at+"[]", m["items"])
 	}
-	if _, ok := a.Bool("policy"); ok {
-		t.Error("an absent argument without a default reads as set")
+	for name, s := range schemas {
+		walk(name, "", s.raw)
+	}
+	if n < 4 { // max_steps of start and continue, their policy's, limit
+		t.Errorf("%d integer arguments found, want at least 4", n)
+	}
+}
+
+// TestNoCallTakesTheTaskPath: mcp-go routes a task-augmented call before it
+// checks the arguments, so no tool may take that path unnoticed: none
+// declares task support, the server offers no tasks, and a call that asks
+// for a task is checked like any other.
+func TestNoCallTakesTheTaskPath(t *testing.T) {
+	env := newTestEnv(t, Options{Jobs: &stubJobs{}})
+	for name, st := range env.srv.mcp.ListTools() {
+		if st.Tool.Execution != nil && st.Tool.Execution.TaskSupport != "" {
+			t.Errorf("%s declares task support %q: check its arguments on mcp-go's task path first", name, st.Tool.Execution.TaskSupport)
+		}
+	}
+	r := post(t, env.url, initializeBody(1), nil)
+	if msgs := messages(t, r); len(msgs) != 1 || strings.Contains(string(msgs[0].Result), `"tasks"`) {
+		t.Errorf("initialize offers tasks: %s", r.body)
+	}
+	body := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"deepseek_flash","arguments":{"task":"x","modle":"m"},"task":{"ttl":60000}}}`
+	res := finalResult(t, messages(t, post(t, env.url, body, mcpHeaders)))
+	if want := `unknown argument "modle": this tool takes files, mode, model, task, thinking`; !res.IsError || res.text() != want {
+		t.Fatalf("IsError=%v text %q, want %q", res.IsError, res.text(), want)
+	}
+}
+
+// TestOutputIsChecked: a structuredContent that does not match the tool's
+// output schema never reaches the client; the bridge logs it as its own bug.
+func TestOutputIsChecked(t *testing.T) {
+	env := newTestEnv(t, Options{})
+	type out struct {
+		N int `json:"n" jsonschema:"a count"`
+	}
+	env.srv.mcp.AddTool(mcp.NewTool("wrong_shape", mcp.WithOutputSchema[out]()), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultStructured(map[string]any{"n": "seven"}, "seven"), nil
+	})
+	res := finalResult(t, messages(t, post(t, env.url, callBody(1, "wrong_shape", nil, nil), mcpHeaders)))
+	if !res.IsError || !strings.HasPrefix(res.text(), mcpGoOutputRefusal) || res.StructuredContent != nil {
+		t.Fatalf("IsError=%v text %q structured %s", res.IsError, res.text(), res.StructuredContent)
+	}
+	if !strings.Contains(env.logs.String(), `"tool":"wrong_shape"`) {
+		t.Errorf("not logged: %s", env.logs.String())
 	}
 }
