@@ -38,6 +38,7 @@ var layers = map[string]int{
 	"jobs":                  50,
 	"server":                60,
 	"daemon":                70,
+	"daemonctl":             75, // the daemon's lifecycle from outside (bridgectl, bridge stdio)
 	"bench":                 80,
 	"bench/minproxy":        85, // the bench's minimal proxy, a thin main over bench
 	"cmd":                   90,

@@ -63,7 +63,7 @@ func TestSmokeShowsEachAttempt(t *testing.T) {
 // bridge.pid, which named it, is gone.
 func TestForegroundCtrlCRemovesThePIDFile(t *testing.T) {
 	w := newWorld(t)
-	fg := exec.Command(filepath.Join(binDir, "bridgectl"), "start", "--foreground")
+	fg := exec.Command(installed(t, "bridgectl"), "start", "--foreground")
 	fg.Env = w.environ
 	var out syncbuf.Buffer
 	fg.Stdout, fg.Stderr = &out, &out

@@ -175,7 +175,7 @@ func TestNamedTunnelAndCheck(t *testing.T) {
 		t.Fatalf("without daemon: %d %q", code, errs)
 	}
 	out := te.must("start")
-	var info daemonInfo
+	var info statedir.DaemonInfo
 	json.Unmarshal([]byte(te.readFile("daemon.json")), &info)
 	te.environ = append(te.environ, "FAKE_CLOUDFLARED_ORIGIN=http://"+info.Addr)
 	tokPath := filepath.Join(te.state, "tunnel.token")
@@ -254,7 +254,7 @@ func TestDoctorNamesABrokenHarness(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(bin, ".cache", "bin"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join(binDir, "fakebridge"), filepath.Join(bin, "bridge")); err != nil {
+	if err := os.Symlink(fakeBridge(t), filepath.Join(bin, "bridge")); err != nil {
 		t.Fatal(err)
 	}
 	pinned := filepath.Join(bin, ".cache", "bin", "claude")
