@@ -14,6 +14,7 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/syncbuf"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
 // appendEnv adds lines to the world's .env file.
@@ -74,9 +75,7 @@ func TestForegroundCtrlCRemovesThePIDFile(t *testing.T) {
 	go func() { exited <- fg.Wait() }() // owner: the test; joined below
 	t.Cleanup(func() { fg.Process.Kill() })
 	if !poll.Until(30*time.Second, func() bool {
-		var di struct {
-			PID int `json:"pid"`
-		}
+		var di statedir.DaemonInfo
 		return json.Unmarshal([]byte(w.file("daemon.json")), &di) == nil && di.PID == fg.Process.Pid
 	}) {
 		t.Fatalf("the foreground daemon did not come up:\n%s", out.String())
