@@ -20,6 +20,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemonctl"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
@@ -209,6 +210,13 @@ func TestNamedTunnelAndCheck(t *testing.T) {
 		}
 	}
 	// tunnel check: route the public URL to the fake edge's loopback proxy.
+	// The start returned at the first registered connection; the fake
+	// edge logs the other three a few ms apart (more under load).
+	if !poll.Until(10*time.Second, func() bool {
+		return strings.Count(string(daemonctl.AfterLatestMarker([]byte(te.readFile("tunnel.log")), "tunnel")), "Registered tunnel connection") >= 4
+	}) {
+		t.Fatalf("cloudflared never logged 4 registered connections:\n%s", te.readFile("tunnel.log"))
+	}
 	proxyAddr, _ := os.ReadFile(proxyFile)
 	var cout, cerr bytes.Buffer
 	e := NewEnv(strings.NewReader(""), &cout, &cerr, te.environ)
