@@ -39,6 +39,7 @@ var layers = map[string]int{
 	"tools":                 55, // the MCP tools, each a constructor; server registers them
 	"server":                60,
 	"daemon":                70,
+	"daemonctl":             75, // the daemon's lifecycle from outside (bridgectl, bridge stdio)
 	"bench":                 80,
 	"bench/minproxy":        85, // the bench's minimal proxy, a thin main over bench
 	"cmd":                   90,

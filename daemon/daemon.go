@@ -22,7 +22,6 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/guard"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
@@ -33,38 +32,6 @@ type Options struct {
 	Flash   tools.FlashClient // deepseek_flash's client
 	Logger  zerolog.Logger
 	Version string // shown by /health and in serverInfo
-}
-
-// Info is <state>/daemon.json, written once the daemon listens and removed
-// when serving ends; bridgectl and the end-to-end tests read it
-// (docs/STATE.md).
-type Info struct {
-	Version   int                `json:"version"`
-	PID       int                `json:"pid"`
-	Addr      string             `json:"addr"`
-	StartedAt string             `json:"started_at"`
-	Harness   HarnessInfo        `json:"harness"`
-	Sandbox   guard.SandboxMode  `json:"sandbox,omitempty"`
-	Approval  guard.ApprovalMode `json:"approval,omitempty"`
-	// PolicyFloor is the job policy floor file read at start, or "none".
-	PolicyFloor string `json:"policy_floor,omitempty"`
-	// Path is the daemon's PATH, so bridgectl can warn about an allowed root
-	// that holds one of its directories.
-	Path string `json:"path,omitempty"`
-	// Exe and ProcStart name this process beyond its pid (statedir.Process):
-	// bridgectl signals the pid only while it holds the state dir's lock and
-	// still has them, never a process that reuses the pid.
-	Exe       string `json:"exe,omitempty"`
-	ProcStart string `json:"proc_start,omitempty"`
-	// Socket is the unix socket serving MCP without the path secret ("" when
-	// it could not be made: the log says why).
-	Socket string `json:"socket,omitempty"`
-	// EnvFile is the .env the daemon was started with ("" when none: the
-	// environment alone); bridgectl acts on this file from any directory.
-	EnvFile string `json:"env_file,omitempty"`
-	// AllowedRoots are the roots the daemon admits workspaces in, so status
-	// can tell them from what the file says now.
-	AllowedRoots []string `json:"allowed_roots"`
 }
 
 // Daemon is one `bridge serve`. Build it with New, start it with Run, and
@@ -235,10 +202,11 @@ func ListenHint(err error, cfg config.Config) string {
 }
 
 func (d *Daemon) writeInfo() error {
-	info := Info{
+	harness := d.agent.info
+	info := statedir.DaemonInfo{
 		Version: statedir.FormatVersion, PID: os.Getpid(), Addr: d.addr,
 		StartedAt: time.Now().UTC().Format(time.RFC3339),
-		Harness:   d.agent.info, Sandbox: d.agent.guard.SandboxMode(), Approval: d.agent.guard.ApprovalMode(),
+		Harness:   &harness, Sandbox: string(d.agent.guard.SandboxMode()), Approval: string(d.agent.guard.ApprovalMode()),
 		Path: d.agent.path, PolicyFloor: cmp.Or(d.cfg.PolicyFloorFile, "none"),
 		Socket: d.socket, EnvFile: d.cfg.EnvFile,
 		AllowedRoots: append([]string{}, d.cfg.AllowedRoots...),

@@ -242,12 +242,16 @@ func TestDaemonServesUnixSocket(t *testing.T) {
 			t.Errorf("%s: mode %v (%v), want %04o", p, fi.Mode().Perm(), err, want)
 		}
 	}
-	var info Info
+	var info statedir.DaemonInfo
 	if err := statedir.ReadJSON(filepath.Join(d.cfg.StateDir, "daemon.json"), &info); err != nil {
 		t.Fatal(err)
 	}
 	if info.Socket != sock || info.EnvFile != d.cfg.EnvFile || info.EnvFile == "" || info.AllowedRoots == nil {
 		t.Errorf("daemon.json socket %q env_file %q roots %v; want %q, %q, []", info.Socket, info.EnvFile, info.AllowedRoots, sock, d.cfg.EnvFile)
+	}
+	// The record names this process beyond its pid, and the modes it booted with.
+	if info.PID != os.Getpid() || info.Process().Check() != nil || info.Addr != d.Addr() || info.Harness == nil || info.Harness.Kind != "claude-code" || info.Sandbox == "" || info.Approval == "" {
+		t.Errorf("daemon.json %+v (harness %+v): want pid %d with its start time, addr %s, the harness and both modes", info, info.Harness, os.Getpid(), d.Addr())
 	}
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)

@@ -27,24 +27,14 @@ const jobsCloseTimeout = harness.DefaultStopGrace + 5*time.Second
 
 var _ jobs.Guard = (*guard.Guard)(nil)
 
-// HarnessInfo is the "harness" entry of daemon.json.
-type HarnessInfo struct {
-	Kind      string `json:"kind"`
-	Bin       string `json:"bin,omitempty"`
-	Available bool   `json:"available"`
-	Error     string `json:"error,omitempty"`
-	// ModelProxy is the loopback address of the model proxy the jobs call.
-	ModelProxy string `json:"model_proxy,omitempty"`
-}
-
 // agentJobs is what runs the agent jobs of `bridge serve`.
 type agentJobs struct {
 	reg    *jobs.Registry
 	proxy  *modelproxy.Proxy // nil without a key; stop it after the registry closed
 	guard  *guard.Guard
-	info   HarnessInfo
-	path   string           // the daemon's PATH (daemon.json "path")
-	models deepseek.Catalog // the models calls may name
+	info   statedir.DaemonHarness // daemon.json "harness"
+	path   string                 // the daemon's PATH (daemon.json "path")
+	models deepseek.Catalog       // the models calls may name
 }
 
 // lockStateDir takes the state dir's daemon lock for the life of the daemon.
@@ -109,7 +99,7 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
 	if real, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = real
 	}
-	a.info = HarnessInfo{Kind: "claude-code", Bin: bin, Available: lerr == nil}
+	a.info = statedir.DaemonHarness{Kind: "claude-code", Bin: bin, Available: lerr == nil}
 	harnessBin := "" // runs unsandboxed for every job: no workspace may hold it
 	if lerr == nil {
 		harnessBin = bin

@@ -3,7 +3,7 @@ package e2e
 // Claude Code as an MCP host that launches `bridge stdio` (not a job's
 // harness): its servers come from --mcp-config, its model is a double whose
 // every turn a brain computes from the conversation so far, and a daemon
-// the first `bridge stdio` starts through bridgectl.
+// the first `bridge stdio` starts itself.
 //
 //	writeStdioEnv(t, jobModel, extra) (envFile, state, root)  a .env for an auto-started daemon
 //	stdioCtl(t, envFile, args...) string                         bridgectl --env envFile ARGS (must succeed)
@@ -218,7 +218,6 @@ func stdioProcs(envFile string) []string {
 // `bridge stdio --env envFile`, as a host registered with it does.
 func stdioClient(t *testing.T, envFile string) *mcp.ClientSession {
 	t.Helper()
-	binary(t, "bridgectl") // next to bridge: stdio starts the daemon with it
 	cmd := exec.Command(binary(t, "bridge"), "stdio", "--env", envFile)
 	cmd.Env = stdioHostEnv(t)
 	var errb syncbuf.Buffer

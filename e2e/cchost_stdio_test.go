@@ -30,7 +30,7 @@ const (
 )
 
 // A host session starts a job through `bridge stdio` (which starts the
-// daemon, as bridgectl start does), polls it, and quits while it runs; the
+// daemon itself, as bridgectl start does), polls it, and quits while it runs; the
 // job goes on under the daemon; a second session finds it with
 // deepseek_agent_list, polls it to done and quotes its nonce.
 func TestClaudeCodeStdioHostJobOutlivesItsSession(t *testing.T) {
@@ -191,10 +191,7 @@ func TestTwoStdioHostsShareOneRegistry(t *testing.T) {
 		t.Fatalf("host A after a reload: %+v %s", after.P, after.Text)
 	}
 	// One daemon: the lock's holder is the daemon.json every host reached.
-	var info struct {
-		PID    int    `json:"pid"`
-		Socket string `json:"socket"`
-	}
+	var info statedir.DaemonInfo
 	if err := statedir.ReadJSON(filepath.Join(state, "daemon.json"), &info); err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
 // Obviously fake credentials; nothing real is ever written by these tests.
@@ -316,10 +317,7 @@ func (p *bridgeProc) waitListening(info string, pid int, done <-chan struct{}) (
 			if err != nil {
 				continue
 			}
-			var di struct {
-				Addr string `json:"addr"`
-				PID  int    `json:"pid"`
-			}
+			var di statedir.DaemonInfo
 			if err := json.Unmarshal(b, &di); err != nil || di.Addr == "" {
 				continue // half-written files cannot happen (atomic writes), but be lenient
 			}

@@ -17,6 +17,7 @@ import (
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
 // modelProxyAddr is the model proxy's host:port from daemon.json
@@ -24,17 +25,9 @@ import (
 // address on a port other than the public one.
 func modelProxyAddr(t testing.TB, b *bridgeProc) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(b.StateDir(), "daemon.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var info struct {
-		Harness struct {
-			ModelProxy string `json:"model_proxy"`
-		} `json:"harness"`
-	}
-	if err := json.Unmarshal(raw, &info); err != nil {
-		t.Fatalf("daemon.json: %v", err)
+	var info statedir.DaemonInfo
+	if err := statedir.ReadJSON(filepath.Join(b.StateDir(), "daemon.json"), &info); err != nil || info.Harness == nil {
+		t.Fatalf("daemon.json: %v (harness %v)", err, info.Harness)
 	}
 	addr := info.Harness.ModelProxy
 	host, port, err := net.SplitHostPort(addr)

@@ -39,9 +39,7 @@ func TestJobCannotReachTheDaemonSocket(t *testing.T) {
 	if fi, err := os.Stat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("daemon socket %s: %v (%v), want a socket with mode 0600", sock, fi.Mode(), err)
 	}
-	var info struct {
-		PID int `json:"pid"`
-	}
+	var info statedir.DaemonInfo
 	if err := statedir.ReadJSON(filepath.Join(g.StateDir(), "daemon.json"), &info); err != nil || info.PID == 0 {
 		t.Fatalf("daemon.json: %v", err)
 	}

@@ -22,7 +22,9 @@ only when named (` + "`bridgectl doctor --move-env`" + ` moves it to the per-use
 ` + "`bridge help serve`" + ` for the daemon's.
 `
 
+// commandHelp is `bridge help TOPIC`; "" is `bridge help`.
 var commandHelp = map[string]string{
+	"":                usage,
 	"serve":           serveHelp,
 	"stdio":           stdioUsage,
 	"approval-prompt": approvalHelp,
@@ -71,9 +73,8 @@ not run by hand.
 
 const stdioUsage = `Usage: bridge stdio [--env FILE]
 
-Every tool of the bridge (deepseek_flash, deepseek_agent_start, _poll, _cancel)
-over stdin/stdout (newline-delimited JSON-RPC), for MCP hosts that launch a
-server as a command:
+Every tool of the bridge over stdin/stdout (newline-delimited JSON-RPC), for
+MCP hosts that launch a server as a command:
 
   claude mcp add deepseek -- /path/to/bin/bridge stdio
 
@@ -83,11 +84,10 @@ It forwards each message to the daemon of the state dir over its unix socket
 (<BRIDGE_STATE_DIR>/daemon.sock; no path secret: the file's mode 0600 is the
 credential), so agent jobs belong to the daemon: they outlive the host's
 session and are approved with bridgectl as usual. When no daemon answers, it
-starts one with ` + "`bridgectl start`" + ` (bridgectl next to this binary, else on PATH),
-says so on stderr, and forwards; the daemon keeps running afterwards
-(` + "`bridgectl stop`" + ` ends it). Progress notifications reach the host; a host's
-notifications/cancelled ends its call in the daemon. Logs go to
-BRIDGE_LOG_FILE or stderr, never stdout.
+starts one itself as ` + "`bridgectl start`" + ` does (this binary, ` + "`bridge serve`" + `), says so
+on stderr, and forwards; the daemon keeps running afterwards (` + "`bridgectl stop`" + `
+ends it). Progress notifications reach the host; a host's cancel ends its
+call in the daemon. Logs go to BRIDGE_LOG_FILE or stderr, never stdout.
 
 Flags:
   --env FILE   read this .env file (default: BRIDGE_ENV_FILE, then the per-user one)

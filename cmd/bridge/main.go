@@ -1,7 +1,9 @@
 // Command bridge is the deepseek-mcp-bridge daemon's command line: `bridge
-// serve` runs the daemon (package daemon) and its MCP endpoint over HTTP,
-// `bridge stdio` serves deepseek_flash over stdio. It parses flags and maps
-// errors to exit codes; the daemon itself lives in package daemon.
+// serve` runs the daemon (package daemon); `bridge stdio` serves every tool to
+// a host that launches a command, forwarding to the daemon's unix socket and
+// starting the daemon when none runs (package daemonctl); `bridge
+// approval-prompt` is an agent job's approval child (package approvals/prompt).
+// It parses flags, prints help and maps errors to exit codes.
 package main
 
 import (
@@ -38,31 +40,27 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitConfig
 	}
 	cmd, rest := args[0], args[1:]
+	if c, ok := commands[cmd]; ok {
+		return runCommand(ctx, cmd, c, rest, stdin, stdout, stderr)
+	}
 	switch cmd {
-	case "serve":
-		return runServe(ctx, rest, stdout, stderr)
-	case "stdio":
-		return runStdio(ctx, rest, stdin, stdout, stderr)
-	case "approval-prompt":
-		return runApprovalPrompt(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version", "-v":
-		fs := flag.NewFlagSet("bridge version", flag.ContinueOnError)
-		if code, ok := parseFlags(fs, rest, commandHelp["version"], stdout, stderr); !ok {
+		if code, ok := parseFlags(flag.NewFlagSet("bridge version", flag.ContinueOnError), rest, commandHelp["version"], stdout, stderr); !ok {
 			return code
 		}
 		fmt.Fprintf(stdout, "bridge %s\n", version)
 		return exitOK
 	case "help", "--help", "-h":
+		topic := "" // bridge help: the usage
 		if len(rest) > 0 {
-			if text, ok := commandHelp[rest[0]]; ok {
-				fmt.Fprint(stdout, text)
-				return exitOK
-			}
-			fmt.Fprintf(stderr, "bridge: no help for %q\n\n%s", rest[0], usage)
-			return exitConfig
+			topic = rest[0]
 		}
-		fmt.Fprint(stdout, usage)
-		return exitOK
+		if text, ok := commandHelp[topic]; ok {
+			fmt.Fprint(stdout, text)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "bridge: no help for %q\n\n%s", topic, usage)
+		return exitConfig
 	default:
 		fmt.Fprintf(stderr, "bridge: unknown command %q\n\n%s", cmd, usage)
 		return exitConfig

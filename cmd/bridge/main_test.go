@@ -306,19 +306,54 @@ func TestStdio(t *testing.T) {
 	}
 }
 
-// With no daemon running and no bridgectl to start one, bridge stdio says
-// both, and what to do, and exits 1 without writing to the host.
-func TestStdioWithoutDaemonOrBridgectl(t *testing.T) {
-	cleanEnv(t, map[string]string{"PATH": t.TempDir()})
-	var out, errb syncbuf.Buffer
-	code := run(t.Context(), []string{"stdio"}, strings.NewReader(""), &out, &errb)
-	if code != exitFail || out.Len() != 0 {
-		t.Fatalf("exit %d stdout %q", code, out.String())
+// In-process, `bridge stdio` would start this test binary as the daemon:
+// nothing in these tests may run it. A test that needs the daemon started
+// runs a built bridge as its own process (TestStdioStartsTheDaemonItself).
+func init() {
+	executable = func() (string, error) { return "/nonexistent/bridge-in-a-test", nil }
+}
+
+// With no daemon running and none that can start, bridge stdio says why and
+// what to do, exits non-zero without writing to the host, and starts nothing.
+func TestStdioWhenNoDaemonCanStart(t *testing.T) {
+	tests := []struct {
+		name     string
+		env      map[string]string
+		disabled bool
+		code     int // a secret is the owner's to fix: 2
+		want     []string
+	}{
+		{"short secret", map[string]string{"MCP_PATH_SECRET": "x7q2k"}, false, exitConfig, []string{"MCP_PATH_SECRET is 5 characters", "no daemon runs for state dir"}},
+		{"disabled", nil, true, exitFail, []string{"the bridge is disabled (`bridgectl disable`)", "`bridgectl enable`"}},
 	}
-	for _, want := range []string{"no bridge daemon answers on", "starting one (`bridgectl start`)", "bridgectl was not found next to bridge or on PATH"} {
-		if !strings.Contains(errb.String(), want) {
-			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := cleanEnv(t, tt.env)
+			state := filepath.Join(dir, "state")
+			if tt.disabled {
+				if err := os.MkdirAll(state, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(state, "disabled"), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var out, errb syncbuf.Buffer
+			code := run(t.Context(), []string{"stdio"}, strings.NewReader(""), &out, &errb)
+			if code != tt.code || out.Len() != 0 {
+				t.Fatalf("exit %d stdout %q; stderr:\n%s", code, out.String(), errb.String())
+			}
+			for _, want := range append([]string{"bridge stdio: no bridge daemon answers on " + filepath.Join(state, "daemon.sock"), "starting one, as `bridgectl start` does"}, tt.want...) {
+				if !strings.Contains(errb.String(), want) {
+					t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+				}
+			}
+			for _, f := range []string{"bridge.pid", "daemon.json", "bridge.log"} {
+				if _, err := os.Stat(filepath.Join(state, f)); err == nil {
+					t.Errorf("%s exists: nothing was to be started", f)
+				}
+			}
+		})
 	}
 }
 

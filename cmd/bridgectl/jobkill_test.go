@@ -1,28 +1,12 @@
 package main
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 )
-
-// claudeBin is the pinned Claude Code install (scripts/install.sh).
-func claudeBin(t *testing.T) string {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), ".cache", "bin", "claude")
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("the pinned Claude Code is not installed (%v): run scripts/install.sh", err)
-	}
-	return p
-}
 
 // `bridgectl job kill ID` cancels a live job through the daemon's
 // deepseek_agent_cancel: the job ends as cancelled, and no process of its tree

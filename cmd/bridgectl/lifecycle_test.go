@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +25,8 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
 const (
@@ -32,50 +34,50 @@ const (
 	testKey    = "sk-test-double-key"
 )
 
-var binDir string
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
-func TestMain(m *testing.M) { os.Exit(runTests(m)) }
-
-// runTests isolates the process (testenv) and runs the tests.
-func runTests(m *testing.M) int {
-	cleanup, err := testenv.Isolate()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	defer cleanup()
-	dir, err := os.MkdirTemp("", "bridgectl-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	defer os.RemoveAll(dir)
-	binDir = dir
-	return m.Run()
-}
-
-// build builds the binaries once per run (bridge next to bridgectl, as installed).
+// build skips under -short (these tests run the real daemon) and builds the
+// binaries once per process, bridge next to bridgectl as installed.
 func build(t *testing.T) {
 	t.Helper()
-	if m, _ := filepath.Glob("../bridge/*.go"); len(m) == 0 {
-		t.Skip("cmd/bridge has no source yet: `bridge serve` is needed for the lifecycle test")
-	}
-	buildOnce(t, "bridge", "../bridge")
-	buildOnce(t, "bridgectl", ".")
-	buildOnce(t, "cloudflared", "./internal/fakecloudflared")
+	testenv.Real(t, "the real bridge daemon")
+	installed(t, "bridgectl")
 }
 
-func buildOnce(t *testing.T, name, pkg string) string {
+var (
+	installOnce sync.Once
+	installDir  string
+	installErr  error
+)
+
+// installed is the path of name ("bridge" or "bridgectl") in a bin dir laid
+// out as `make build` leaves it, bridge next to bridgectl (where bridgectl
+// looks for it first): hard links to testenv's builds, inside its
+// per-process dir.
+func installed(t *testing.T, name string) string {
 	t.Helper()
-	p := filepath.Join(binDir, name)
-	if _, err := os.Stat(p); err == nil {
-		return p
+	bins := map[string]string{"bridge": testenv.Binary(t, "./cmd/bridge"), "bridgectl": testenv.Binary(t, "./cmd/bridgectl")}
+	installOnce.Do(func() {
+		dir := filepath.Join(filepath.Dir(bins["bridge"]), "installed")
+		if installErr = os.MkdirAll(dir, 0o755); installErr != nil {
+			return
+		}
+		for n, src := range bins {
+			if installErr = os.Link(src, filepath.Join(dir, n)); installErr != nil {
+				return
+			}
+		}
+		installDir = dir
+	})
+	if installErr != nil {
+		t.Fatalf("lay out bridge and bridgectl: %v", installErr)
 	}
-	out, err := exec.Command("go", "build", "-o", p, pkg).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-	}
-	return p
+	return filepath.Join(installDir, name)
+}
+
+// fakeCloudflared is the stand-in for cloudflared (built once per process).
+func fakeCloudflared(t *testing.T) string {
+	return testenv.Binary(t, "./cmd/bridgectl/internal/fakecloudflared")
 }
 
 type world struct {
@@ -120,7 +122,7 @@ func newWorld(t *testing.T) *world {
 	os.MkdirAll(home, 0o700)
 	w.environ = []string{
 		"PATH=/usr/bin:/bin", "HOME=" + home, "BRIDGE_ENV_FILE=" + w.envFile,
-		"BRIDGE_CLOUDFLARED_BIN=" + filepath.Join(binDir, "cloudflared"),
+		"BRIDGE_CLOUDFLARED_BIN=" + fakeCloudflared(t),
 		"FAKE_CLOUDFLARED_PROXY_FILE=" + w.proxyFile, "FAKE_CLOUDFLARED_DELAY_MS=5",
 		"BRIDGECTL_E2E_MARKER=" + w.marker,
 	}
@@ -141,7 +143,7 @@ func (w *world) ctl(args ...string) (string, string, int) { return runCtl(w.t, w
 func runCtl(t *testing.T, environ []string, dir string, args ...string) (string, string, int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "bridgectl"), args...)
+	cmd := exec.CommandContext(ctx, installed(t, "bridgectl"), args...)
 	cmd.Env, cmd.Dir = environ, dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -175,10 +177,7 @@ func (w *world) file(name string) string {
 }
 
 func (w *world) daemonInfo() (pid int, addr string) {
-	var di struct {
-		PID  int    `json:"pid"`
-		Addr string `json:"addr"`
-	}
+	var di statedir.DaemonInfo
 	if err := json.Unmarshal([]byte(w.file("daemon.json")), &di); err != nil {
 		w.t.Fatalf("daemon.json: %v", err)
 	}
@@ -383,8 +382,8 @@ func alive(pid int) bool {
 // start --foreground replaces bridgectl with the daemon: same pid, so the pid
 // file names the daemon, and `bridgectl stop` ends it with exit status 0.
 func TestStartForeground(t *testing.T) {
-	ctl := buildOnce(t, "bridgectl", ".")
-	fake := buildOnce(t, "fakebridge", "./internal/fakebridge")
+	ctl := testenv.Binary(t, "./cmd/bridgectl")
+	fake := testenv.Binary(t, "./cmd/bridgectl/internal/fakebridge")
 	dir := t.TempDir()
 	envFile := filepath.Join(dir, "bridge.env")
 	state := filepath.Join(dir, "state")
@@ -406,11 +405,8 @@ func TestStartForeground(t *testing.T) {
 	// Wait for daemon.json, or for bridgectl to exit without writing one.
 	pid := 0
 	settled := poll.Until(20*time.Second, func() bool {
-		var di struct {
-			PID int `json:"pid"`
-		}
-		b, _ := os.ReadFile(filepath.Join(state, "daemon.json"))
-		if json.Unmarshal(b, &di) == nil && di.PID != 0 {
+		var di statedir.DaemonInfo
+		if statedir.ReadJSON(filepath.Join(state, "daemon.json"), &di) == nil && di.PID != 0 {
 			pid = di.PID
 			return true
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 )
 
 // startRunningJob starts the real daemon (bridgectl start) with the real
@@ -22,7 +23,7 @@ import (
 func startRunningJob(t *testing.T, task string, extraDirs ...string) (w *world, ws, jobID string) {
 	t.Helper()
 	build(t)
-	claude := claudeBin(t)
+	claude := testenv.ClaudeBin(t)
 	double := deepseektest.New(deepseektest.WithKey(testKey))
 	t.Cleanup(double.Close)
 	double.ScriptAnthropic(deepseektest.Turn{Delay: time.Minute, Text: "too late"})

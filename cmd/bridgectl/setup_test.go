@@ -17,6 +17,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -111,10 +112,7 @@ func (term *terminal) text() string {
 // registered from that output completes a deepseek_flash call.
 func TestSetupInAPty(t *testing.T) {
 	w := newWorld(t) // the binaries and the double; its .env is not used
-	claude, err := filepath.Abs("../../.cache/bin/claude")
-	if err != nil {
-		t.Fatal(err)
-	}
+	claude := testenv.ClaudeBin(t)
 	home := filepath.Join(w.dir, "fresh-home")
 	root := filepath.Join(w.dir, "projects")
 	for _, d := range []string{home, root} {
@@ -125,7 +123,7 @@ func TestSetupInAPty(t *testing.T) {
 	environ := []string{
 		"PATH=/usr/bin:/bin", "HOME=" + home, "TERM=dumb", "PORT=0",
 		"DEEPSEEK_BASE_URL=" + w.double.URL(),
-		"BRIDGE_CLOUDFLARED_BIN=" + filepath.Join(binDir, "cloudflared"),
+		"BRIDGE_CLOUDFLARED_BIN=" + fakeCloudflared(t),
 		"BRIDGECTL_E2E_MARKER=" + w.marker,
 	}
 	t.Cleanup(func() { runCtl(t, environ, "", "stop") })
@@ -135,7 +133,7 @@ func TestSetupInAPty(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ptmx.Close()
-	cmd := exec.Command(filepath.Join(binDir, "bridgectl"), "setup")
+	cmd := exec.Command(installed(t, "bridgectl"), "setup")
 	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = environ, tty, tty, tty
 	cmd.SysProcAttr = ptySysProcAttr()
 	if err := cmd.Start(); err != nil {

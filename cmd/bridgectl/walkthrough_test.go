@@ -14,6 +14,7 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/syncbuf"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
 // appendEnv adds lines to the world's .env file.
@@ -63,7 +64,7 @@ func TestSmokeShowsEachAttempt(t *testing.T) {
 // bridge.pid, which named it, is gone.
 func TestForegroundCtrlCRemovesThePIDFile(t *testing.T) {
 	w := newWorld(t)
-	fg := exec.Command(filepath.Join(binDir, "bridgectl"), "start", "--foreground")
+	fg := exec.Command(installed(t, "bridgectl"), "start", "--foreground")
 	fg.Env = w.environ
 	var out syncbuf.Buffer
 	fg.Stdout, fg.Stderr = &out, &out
@@ -74,9 +75,7 @@ func TestForegroundCtrlCRemovesThePIDFile(t *testing.T) {
 	go func() { exited <- fg.Wait() }() // owner: the test; joined below
 	t.Cleanup(func() { fg.Process.Kill() })
 	if !poll.Until(30*time.Second, func() bool {
-		var di struct {
-			PID int `json:"pid"`
-		}
+		var di statedir.DaemonInfo
 		return json.Unmarshal([]byte(w.file("daemon.json")), &di) == nil && di.PID == fg.Process.Pid
 	}) {
 		t.Fatalf("the foreground daemon did not come up:\n%s", out.String())

@@ -93,7 +93,7 @@ func runAccept(ctx context.Context, e *Env, args []string) error {
 	}
 	roots := c.cfg.AllowedRoots
 	if d.Info != nil && d.Info.AllowedRoots != nil {
-		roots = *d.Info.AllowedRoots
+		roots = d.Info.AllowedRoots
 	}
 	if len(roots) == 0 {
 		return errors.New("the daemon has no allowed roots, so every workspace is refused: `bridgectl allow DIR` first")

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
 var allowCmd = &Command{
@@ -266,13 +265,8 @@ func (c *ctl) heldBy(root string) []heldPath {
 // daemon's (daemon.json "path"), else bridgectl's own, which `bridgectl
 // start` hands the daemon.
 func (c *ctl) daemonPath() (path, whose string) {
-	if s := c.daemonProc(); s.Info != nil {
-		var info struct {
-			Path string `json:"path"`
-		}
-		if err := statedir.ReadJSON(c.dir.DaemonInfoFile(), &info); err == nil && info.Path != "" {
-			return info.Path, "the daemon's PATH"
-		}
+	if s := c.daemonProc(); s.Info != nil && s.Info.Path != "" {
+		return s.Info.Path, "the daemon's PATH"
 	}
 	path, _ = c.e.Getenv("PATH")
 	return path, "your PATH (the one `bridgectl start` hands the daemon)"

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemonctl"
 )
 
 var approvalCmd = &Command{
@@ -132,11 +133,11 @@ type approvalState struct {
 }
 
 // approvalState reads the three sources; d is the daemon (no probe needed).
-func (c *ctl) approvalState(d daemonStatus) approvalState {
+func (c *ctl) approvalState(d daemonctl.Status) approvalState {
 	st := approvalState{FlagOff: approvals.ApprovalOff(c.dir), Flag: c.dir.ApprovalOffFlag(), ConfigOff: !c.cfg.CCApproval}
 	if d.PID != 0 && d.Info != nil && len(d.Info.Approval) > 0 {
 		st.PID = d.PID
-		st.BootOff = rawString(d.Info.Approval) == approvals.ModeOff
+		st.BootOff = d.Info.Approval == approvals.ModeOff
 	}
 	return st
 }

@@ -2,14 +2,11 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +16,7 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/syncbuf"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -230,28 +228,10 @@ func TestApproveWatchStaleAnswer(t *testing.T) {
 	decision(t, ch2)
 }
 
-var (
-	bridgectlBinOnce sync.Once
-	bridgectlBin     string
-	bridgectlBinErr  error
-)
-
-// builtBridgectl builds the real bridgectl binary once per test run.
+// builtBridgectl is the real bridgectl binary, built once per test process.
 func builtBridgectl(t *testing.T) string {
 	t.Helper()
-	bridgectlBinOnce.Do(func() {
-		bin := filepath.Join(binDir, "bridgectl")
-		out, err := exec.Command("go", "build", "-o", bin, "..").CombinedOutput()
-		if err != nil {
-			bridgectlBinErr = errors.New(string(out) + err.Error())
-			return
-		}
-		bridgectlBin = bin
-	})
-	if bridgectlBinErr != nil {
-		t.Fatalf("build bridgectl: %v", bridgectlBinErr)
-	}
-	return bridgectlBin
+	return testenv.Binary(t, "./cmd/bridgectl")
 }
 
 // ptyWatch is the real bridgectl binary running `approve --watch` on a

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemonctl"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
 func TestHelpForEveryCommand(t *testing.T) {
@@ -247,7 +250,7 @@ func TestQuickTunnelLifecycleWithFakes(t *testing.T) {
 	var outs []string
 	out := te.must("start")
 	outs = append(outs, out)
-	var info daemonInfo
+	var info statedir.DaemonInfo
 	if err := json.Unmarshal([]byte(te.readFile("daemon.json")), &info); err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +267,7 @@ func TestQuickTunnelLifecycleWithFakes(t *testing.T) {
 
 	out = te.must("tunnel")
 	outs = append(outs, out)
-	var ti tunnelInfo
+	var ti statedir.TunnelInfo
 	if err := json.Unmarshal([]byte(te.readFile("tunnel.json")), &ti); err != nil {
 		t.Fatal(err)
 	}
@@ -307,15 +310,15 @@ func TestQuickTunnelLifecycleWithFakes(t *testing.T) {
 
 	out = te.must("reload")
 	outs = append(outs, out)
-	var info2 daemonInfo
+	var info2 statedir.DaemonInfo
 	json.Unmarshal([]byte(te.readFile("daemon.json")), &info2)
 	if info2.PID == info.PID || info2.Addr != addr {
 		t.Fatalf("reload: pid %d→%d addr %s→%s (want a new pid on the same address)", info.PID, info2.PID, addr, info2.Addr)
 	}
-	if pidAlive(info.PID) {
+	if daemonctl.PIDAlive(info.PID) {
 		t.Fatalf("old daemon pid %d still alive", info.PID)
 	}
-	if tp, _ := readPID(filepath.Join(te.state, "tunnel.pid")); tp != ti.PID || !pidAlive(tp) {
+	if tp, _ := daemonctl.ReadPID(filepath.Join(te.state, "tunnel.pid")); tp != ti.PID || !daemonctl.PIDAlive(tp) {
 		t.Fatalf("tunnel pid after reload: %d, want %d", tp, ti.PID)
 	}
 
@@ -341,7 +344,7 @@ func TestQuickTunnelLifecycleWithFakes(t *testing.T) {
 			t.Errorf("new secret via %s: %d, want 200", base, c)
 		}
 	}
-	if tp, _ := readPID(filepath.Join(te.state, "tunnel.pid")); tp != ti.PID || !pidAlive(tp) {
+	if tp, _ := daemonctl.ReadPID(filepath.Join(te.state, "tunnel.pid")); tp != ti.PID || !daemonctl.PIDAlive(tp) {
 		t.Fatalf("tunnel pid after rotate: %d, want %d", tp, ti.PID)
 	}
 	out = te.must("url", "--show")
@@ -365,9 +368,9 @@ func TestQuickTunnelLifecycleWithFakes(t *testing.T) {
 	// restart: everything again; a quick tunnel comes back with a new URL.
 	out = te.must("restart")
 	outs = append(outs, out)
-	var ti2 tunnelInfo
+	var ti2 statedir.TunnelInfo
 	json.Unmarshal([]byte(te.readFile("tunnel.json")), &ti2)
-	if ti2.PID == ti.PID || ti2.URL == ti.URL || pidAlive(ti.PID) || !strings.Contains(out, "public endpoint: "+ti2.URL+"/mcp/") {
+	if ti2.PID == ti.PID || ti2.URL == ti.URL || daemonctl.PIDAlive(ti.PID) || !strings.Contains(out, "public endpoint: "+ti2.URL+"/mcp/") {
 		t.Fatalf("restart: tunnel %+v → %+v\n%s", ti, ti2, out)
 	}
 	ti = ti2
@@ -438,13 +441,11 @@ func TestStartRejoinsALiveTunnel(t *testing.T) {
 	te := newTestEnv(t, "FAKE_CLOUDFLARED_PROXY_FILE="+proxyFile)
 	te.must("start")
 	te.must("tunnel")
-	var info daemonInfo
+	var info statedir.DaemonInfo
 	json.Unmarshal([]byte(te.readFile("daemon.json")), &info)
-	if err := stopProc(t.Context(), info.proc(), 0); err != nil { // SIGKILL at once: a crash
-		t.Fatal(err)
-	}
+	te.crash(info)
 	out := te.must("start")
-	var info2 daemonInfo
+	var info2 statedir.DaemonInfo
 	json.Unmarshal([]byte(te.readFile("daemon.json")), &info2)
 	if info2.Addr != info.Addr || !strings.Contains(out, "starting on port") {
 		t.Fatalf("after the crash the daemon came back on %s, not %s:\n%s", info2.Addr, info.Addr, out)
@@ -470,11 +471,9 @@ func TestFixedPortTunnelNoFalsePortWarning(t *testing.T) {
 			t.Errorf("%s: exit %d\nstdout:\n%s\nstderr:\n%s", args[0], code, out, errs)
 		}
 	}
-	var info daemonInfo
+	var info statedir.DaemonInfo
 	json.Unmarshal([]byte(te.readFile("daemon.json")), &info)
-	if err := stopProc(t.Context(), info.proc(), 0); err != nil {
-		t.Fatal(err)
-	}
+	te.crash(info)
 	out, errs, code := te.run("start")
 	if code != 0 || strings.Contains(errs, "warning") || !strings.Contains(out, "listening on http://127.0.0.1:"+strconv.Itoa(port)) {
 		t.Errorf("start beside a live tunnel: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)

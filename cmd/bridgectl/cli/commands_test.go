@@ -20,6 +20,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemonctl"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
@@ -175,7 +176,7 @@ func TestNamedTunnelAndCheck(t *testing.T) {
 		t.Fatalf("without daemon: %d %q", code, errs)
 	}
 	out := te.must("start")
-	var info daemonInfo
+	var info statedir.DaemonInfo
 	json.Unmarshal([]byte(te.readFile("daemon.json")), &info)
 	te.environ = append(te.environ, "FAKE_CLOUDFLARED_ORIGIN=http://"+info.Addr)
 	tokPath := filepath.Join(te.state, "tunnel.token")
@@ -209,6 +210,13 @@ func TestNamedTunnelAndCheck(t *testing.T) {
 		}
 	}
 	// tunnel check: route the public URL to the fake edge's loopback proxy.
+	// The start returned at the first registered connection; the fake
+	// edge logs the other three a few ms apart (more under load).
+	if !poll.Until(10*time.Second, func() bool {
+		return strings.Count(string(daemonctl.AfterLatestMarker([]byte(te.readFile("tunnel.log")), "tunnel")), "Registered tunnel connection") >= 4
+	}) {
+		t.Fatalf("cloudflared never logged 4 registered connections:\n%s", te.readFile("tunnel.log"))
+	}
 	proxyAddr, _ := os.ReadFile(proxyFile)
 	var cout, cerr bytes.Buffer
 	e := NewEnv(strings.NewReader(""), &cout, &cerr, te.environ)
@@ -254,7 +262,7 @@ func TestDoctorNamesABrokenHarness(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(bin, ".cache", "bin"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join(binDir, "fakebridge"), filepath.Join(bin, "bridge")); err != nil {
+	if err := os.Symlink(fakeBridge(t), filepath.Join(bin, "bridge")); err != nil {
 		t.Fatal(err)
 	}
 	pinned := filepath.Join(bin, ".cache", "bin", "claude")

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -38,7 +37,4 @@ func runDisable(ctx context.Context, e *Env, args []string) error {
 }
 
 // disabled reports whether `bridgectl disable` has set the flag file.
-func (c *ctl) disabled() bool {
-	_, err := os.Stat(c.dir.DisabledFlag())
-	return err == nil
-}
+func (c *ctl) disabled() bool { return c.control().Disabled() }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemonctl"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/envfile"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -32,7 +33,7 @@ func runningDaemonEnv(stateDir string) (string, int) {
 	if !dir.Exists() {
 		return "", 0
 	}
-	s := (&ctl{dir: dir}).daemonProc()
+	s := (&daemonctl.Controller{Dir: dir}).Find()
 	if s.PID == 0 || s.Info == nil {
 		return "", 0
 	}
@@ -98,7 +99,7 @@ func (c *ctl) setEnv(key, value string) error {
 // envChanged reports whether the running daemon d started before the .env
 // file was last written: it then serves older settings (a rotated secret,
 // other roots) than the file shows.
-func (c *ctl) envChanged(d daemonStatus) bool {
+func (c *ctl) envChanged(d daemonctl.Status) bool {
 	return d.PID != 0 && d.Info != nil && envChangedSince(c.envPath, d.Info.StartedAt)
 }
 

@@ -6,13 +6,14 @@ import (
 	"io"
 	"strings"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemonctl"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 )
 
 // floorLine says where the job policy floor comes from: the running
 // daemon's (which read it at its start), else the config's file, checked.
-func (c *ctl) floorLine(d daemonStatus) string {
+func (c *ctl) floorLine(d daemonctl.Status) string {
 	if d.Info != nil && d.Info.PolicyFloor != "" {
 		line := d.Info.PolicyFloor + " (reported by the daemon)"
 		if d.Info.PolicyFloor != "none" && d.Info.PolicyFloor != c.cfg.PolicyFloorFile {

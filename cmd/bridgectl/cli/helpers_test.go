@@ -4,18 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemonctl"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -26,37 +26,16 @@ const (
 	testToken  = "test-tunnel-token-eyJhIjoiZmFrZSJ9-0123456789"
 )
 
-// binDir holds the test doubles built once in TestMain.
-var binDir string
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
-func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+// fakeBridge is the built stand-in for `bridge serve`, fakeCloudflared the
+// one for cloudflared (testenv.Binary: built once per test process).
+func fakeBridge(t testing.TB) string {
+	return testenv.Binary(t, "./cmd/bridgectl/internal/fakebridge")
+}
 
-// runTests isolates the process (testenv), builds the doubles, runs the tests.
-func runTests(m *testing.M) int {
-	cleanup, err := testenv.Isolate()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	defer cleanup()
-	dir, err := os.MkdirTemp("", "bridgectl-test-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	defer os.RemoveAll(dir)
-	binDir = dir
-	for _, b := range []struct{ name, pkg string }{
-		{"fakebridge", "../internal/fakebridge"},
-		{"cloudflared", "../internal/fakecloudflared"},
-	} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, b.name), b.pkg).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", b.name, err, out)
-			return 2
-		}
-	}
-	return m.Run()
+func fakeCloudflared(t testing.TB) string {
+	return testenv.Binary(t, "./cmd/bridgectl/internal/fakecloudflared")
 }
 
 // testEnv is one isolated bridgectl world: its own .env, state dir, HOME and PATH.
@@ -100,8 +79,8 @@ func newTestEnv(t *testing.T, extra ...string) *testEnv {
 		"PATH=" + te.pathDir + string(os.PathListSeparator) + "/usr/bin" + string(os.PathListSeparator) + "/bin",
 		"HOME=" + te.home,
 		"BRIDGE_ENV_FILE=" + te.envFile,
-		"BRIDGE_BIN=" + filepath.Join(binDir, "fakebridge"),
-		"BRIDGE_CLOUDFLARED_BIN=" + filepath.Join(binDir, "cloudflared"),
+		"BRIDGE_BIN=" + fakeBridge(t),
+		"BRIDGE_CLOUDFLARED_BIN=" + fakeCloudflared(t),
 		"BRIDGECTL_TEST_MARKER=" + te.marker,
 		"FAKE_CLOUDFLARED_DELAY_MS=5",
 	}
@@ -260,11 +239,8 @@ func (te *testEnv) writeJobs(snaps ...jobs.Snapshot) statedir.Dir {
 // daemonPID is the pid the daemon's daemon.json records (0: none).
 func (te *testEnv) daemonPID() int {
 	te.t.Helper()
-	var info struct {
-		PID int `json:"pid"`
-	}
-	b, err := os.ReadFile(filepath.Join(te.state, "daemon.json"))
-	if err != nil || json.Unmarshal(b, &info) != nil {
+	var info statedir.DaemonInfo
+	if statedir.ReadJSON(filepath.Join(te.state, "daemon.json"), &info) != nil {
 		return 0
 	}
 	return info.PID
@@ -281,9 +257,19 @@ func (te *testEnv) jobStatus(id string) jobs.Status {
 	return s.Status
 }
 
-// proc is the daemon daemon.json describes, to crash it in a test.
-func (i daemonInfo) proc() statedir.Process {
-	return statedir.Process{PID: i.PID, Exe: i.Exe, Start: i.ProcStart}
+// crash SIGKILLs the daemon daemon.json describes, and returns once its
+// lock is free: a Go process's other threads may still hold the lock's file
+// a moment after its leader is gone, and a start after a real crash comes
+// later than that.
+func (te *testEnv) crash(info statedir.DaemonInfo) {
+	te.t.Helper()
+	if err := daemonctl.StopProcess(te.t.Context(), info.Process(), 0); err != nil {
+		te.t.Fatal(err)
+	}
+	dir := statedir.Dir{Root: te.state}
+	if !poll.Until(5*time.Second, func() bool { h, err := dir.LockHolder(); return err == nil && h == 0 }) {
+		te.t.Fatalf("the state dir's lock is still held after the daemon (pid %d) was killed", info.PID)
+	}
 }
 
 // freePort is a loopback port that was free a moment ago (for a fixed PORT).

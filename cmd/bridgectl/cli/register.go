@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemonctl"
 )
 
 var registerCmd = &Command{
@@ -59,7 +60,7 @@ func runRegister(ctx context.Context, e *Env, args []string) error {
 			return err
 		}
 		d := c.daemon(ctx)
-		if portOf(d.Addr) == 0 {
+		if daemonctl.PortOf(d.Addr) == 0 {
 			return errors.New("the port is not known yet: PORT=0 picks it at start — `bridgectl start` first, or register the command form (without --url)")
 		}
 		fmt.Fprint(e.Stdout, registerURL(host, *name, localEndpoint(d.Addr, c.cfg.PathSecret)))

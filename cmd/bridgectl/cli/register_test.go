@@ -13,7 +13,7 @@ import (
 // per-user one; --url prints the running daemon's URL, masked unless --show.
 func TestRegisterPrintsPasteableConfig(t *testing.T) {
 	te := newTestEnv(t)
-	bin := filepath.Join(binDir, "fakebridge")
+	bin := fakeBridge(t)
 	cases := []struct{ host, want string }{
 		{"claude", "claude mcp add --scope user deepseek -- " + bin + " stdio --env " + te.envFile + "\n"},
 		{"codex", "[mcp_servers.deepseek]\ncommand = \"" + bin + "\"\nargs = [\"stdio\", \"--env\", \"" + te.envFile + "\"]\n"},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemonctl"
 )
 
 var reloadCmd = &Command{
@@ -44,34 +46,24 @@ func runReload(ctx context.Context, e *Env, args []string) error {
 // errNotRunning is returned by reloadDaemon when there is nothing to reload.
 var errNotRunning = errors.New("the daemon is not running: start it with `bridgectl start`")
 
-// reloadDaemon restarts a running daemon on the port it had (when PORT is 0)
-// and leaves the tunnel alone. Once it has stopped the daemon, it returns an
-// interruptWatch (also with an error) for the caller to report the jobs the
-// reload interrupted with c.reportInterrupted.
-func (c *ctl) reloadDaemon(ctx context.Context) (daemonStatus, *interruptWatch, error) {
+// reloadDaemon restarts a running daemon (daemonctl.Controller.Reload: on
+// the port it had when PORT is 0) and leaves the tunnel alone. Once it has
+// stopped the daemon, it returns an interruptWatch (also with an error) for
+// the caller to report the jobs the reload interrupted with
+// c.reportInterrupted.
+func (c *ctl) reloadDaemon(ctx context.Context) (daemonctl.Status, *interruptWatch, error) {
 	s := c.daemon(ctx)
 	if s.PID == 0 {
-		return daemonStatus{}, nil, errNotRunning
+		return daemonctl.Status{}, nil, errNotRunning
 	}
 	if err := c.checkBeforeStop(s); err != nil {
-		return daemonStatus{}, nil, err
+		return daemonctl.Status{}, nil, err
 	}
-	prevPort := portOf(s.Addr)
-	pin := 0
-	if c.cfg.Port == 0 {
-		pin = prevPort
-	}
-	if t := c.tunnel(); t.PID != 0 && t.Info != nil && c.cfg.Port != 0 && originPort(t.Info.Origin) != c.cfg.Port {
+	if t := c.tunnel(); t.PID != 0 && t.Info != nil && c.cfg.Port != 0 && daemonctl.OriginPort(t.Info.Origin) != c.cfg.Port {
 		fmt.Fprintf(c.e.Stderr, "warning: the tunnel forwards to %s but PORT is now %d: run `bridgectl untunnel && bridgectl tunnel` after this\n", t.Info.Origin, c.cfg.Port)
 	}
 	iw := c.watchInterrupts()
-	if unit, user := systemdUnit(s.PID); unit != "" {
-		st, err := c.restartUnit(ctx, unit, user, s.PID)
-		return st, &iw, err
-	}
-	if _, err := c.stopDaemon(ctx); err != nil {
-		return daemonStatus{}, &iw, err
-	}
-	st, err := c.startDaemon(ctx, pin, true)
+	st, err := c.control().Reload(ctx, s)
+	c.printStartLog(err)
 	return st, &iw, err
 }

@@ -3,6 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemonctl"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
 var restartCmd = &Command{
@@ -31,14 +34,14 @@ func runRestart(ctx context.Context, e *Env, args []string) error {
 			return err
 		}
 	}
-	var prev *tunnelInfo
+	var prev *statedir.TunnelInfo
 	if t := c.tunnel(); t.PID != 0 && t.Info != nil {
 		prev = t.Info
 	}
 	if err := c.stopAll(ctx); err != nil {
 		return err
 	}
-	st, err := c.startDaemon(ctx, 0, true)
+	st, err := c.startDaemon(ctx, daemonctl.StartOptions{JustFreed: true})
 	if err != nil {
 		return err
 	}
@@ -46,7 +49,7 @@ func runRestart(ctx context.Context, e *Env, args []string) error {
 	if prev == nil {
 		return nil
 	}
-	var ti *tunnelInfo
+	var ti *statedir.TunnelInfo
 	if prev.Kind == "named" {
 		ti, err = c.startNamedTunnel(ctx, st, prev.Hostname)
 	} else {

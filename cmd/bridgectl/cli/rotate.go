@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemonctl"
 )
 
 var rotateCmd = &Command{
@@ -47,7 +49,7 @@ func runRotate(ctx context.Context, e *Env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.Stdout, "new secret written to %s\n", c.envPath)
-	var d daemonStatus
+	var d daemonctl.Status
 	if wasRunning {
 		var iw *interruptWatch
 		d, iw, err = c.reloadDaemon(ctx)
@@ -73,7 +75,7 @@ func runRotate(ctx context.Context, e *Env, args []string) error {
 	if t := c.tunnel(); t.PID != 0 && t.Info != nil {
 		url = t.Info.URL + "/mcp/" + c.cfg.PathSecret
 		fmt.Fprintf(e.Stdout, "tunnel untouched (pid %d)\n", t.PID)
-	} else if portOf(d.Addr) == 0 {
+	} else if daemonctl.PortOf(d.Addr) == 0 {
 		// PORT=0 and nothing running: the port, so the URL, is chosen at start.
 		fmt.Fprintln(e.Stdout, "new endpoint: known once the daemon runs (PORT=0 picks the port at start): `bridgectl start`, then `bridgectl url --show`")
 		remindHosts(e.Stdout)

@@ -117,7 +117,7 @@ func TestSetupInstallsClaudeWithTheProjectScript(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Symlink(filepath.Join(binDir, "fakebridge"), filepath.Join(checkout, "bin", "bridge")); err != nil {
+	if err := os.Symlink(fakeBridge(t), filepath.Join(checkout, "bin", "bridge")); err != nil {
 		t.Fatal(err)
 	}
 	// The stand-in script does what the real one does for `claude`: the

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemonctl"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -116,7 +117,7 @@ func TestStalePidFilesNamingAnUnrelatedServeProcess(t *testing.T) {
 			if !strings.Contains(out, "nothing was running") || !strings.Contains(out, "stale, left alone") {
 				t.Errorf("stop:\n%s", out)
 			}
-			if err := p.Check(); err != nil || !pidAlive(p.PID) {
+			if err := p.Check(); err != nil || !daemonctl.PIDAlive(p.PID) {
 				t.Fatalf("stop signalled the bystander: %v", err)
 			}
 			for _, f := range []string{"bridge.pid", "daemon.json", "tunnel.pid", "tunnel.json"} {
@@ -146,7 +147,7 @@ func TestStalePidFilesNamingAnUnrelatedServeProcess(t *testing.T) {
 func TestAnotherStateDirsDaemonIsLeftAlone(t *testing.T) {
 	other := newTestEnv(t)
 	other.must("start")
-	var oinfo daemonInfo
+	var oinfo statedir.DaemonInfo
 	json.Unmarshal([]byte(other.readFile("daemon.json")), &oinfo)
 
 	te := newTestEnv(t)
@@ -159,7 +160,7 @@ func TestAnotherStateDirsDaemonIsLeftAlone(t *testing.T) {
 	if out := te.must("stop"); !strings.Contains(out, "nothing was running") {
 		t.Errorf("stop: %q", out)
 	}
-	if err := oinfo.proc().Check(); err != nil {
+	if err := oinfo.Process().Check(); err != nil {
 		t.Fatalf("the other state dir's daemon was signalled: %v", err)
 	}
 	if out := other.must("status"); !strings.Contains(out, "daemon:    running") {
@@ -186,7 +187,7 @@ func TestTruncatedDaemonJSONStillShowsTheDaemon(t *testing.T) {
 	if out := te.must("stop"); !strings.Contains(out, fmt.Sprintf("daemon stopped (pid %d)", pid)) {
 		t.Errorf("stop: %q", out)
 	}
-	if !poll.Until(5*time.Second, func() bool { return !pidAlive(pid) }) {
+	if !poll.Until(5*time.Second, func() bool { return !daemonctl.PIDAlive(pid) }) {
 		t.Error("the daemon survived stop")
 	}
 }

@@ -2,9 +2,10 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemonctl"
 )
 
 var startCmd = &Command{
@@ -29,7 +30,7 @@ passes itself when it starts the daemon for a host).`,
 }
 
 // errDisabled is how start and restart refuse while the bridge is disabled.
-var errDisabled = errors.New("the bridge is disabled (`bridgectl disable`): run `bridgectl enable` first")
+var errDisabled = daemonctl.ErrDisabled
 
 func runStart(ctx context.Context, e *Env, args []string) error {
 	f := newFlags(e, false)
@@ -43,19 +44,9 @@ func runStart(ctx context.Context, e *Env, args []string) error {
 		return err
 	}
 	c.startedFor = *forWho
-	if c.disabled() {
-		return errDisabled
-	}
-	s := c.daemon(ctx)
-	switch {
-	case s.PID != 0 && s.Healthy:
-		return fmt.Errorf("the daemon is already running (pid %d, http://%s): use `bridgectl restart` or `bridgectl reload`", s.PID, s.Addr)
-	case s.PID != 0:
-		return fmt.Errorf("daemon pid %d is alive but /health on %s does not answer (%v)%s: see `bridgectl logs`, then `bridgectl stop` and start again", s.PID, s.Addr, s.HealthErr, ifNotEmpty("; ", s.InfoNote))
-	case s.StalePID != 0:
-		// No daemon holds the state dir: what the files name is not ours.
-		fmt.Fprintf(e.Stderr, "note: removing a stale pid file (%s)\n", s.StaleNote)
-		os.Remove(c.dir.PIDFile())
+	ctl := c.control()
+	if err := ctl.ReadyToStart(ctx); err != nil {
+		return err
 	}
 	// Roots written by hand are not checked by `bridgectl allow`: say what
 	// job admission will refuse in them.
@@ -69,17 +60,8 @@ func runStart(ctx context.Context, e *Env, args []string) error {
 	}
 	// A tunnel that outlived its daemon (a crash, a kill) forwards to a fixed
 	// port: come back on it, so the public URL keeps working.
-	pin := 0
-	if t := c.tunnel(); t.PID != 0 && t.Info != nil {
-		switch p := originPort(t.Info.Origin); {
-		case c.cfg.Port == 0 && p > 0:
-			pin = p
-			fmt.Fprintf(e.Stdout, "a tunnel (pid %d) forwards to %s: starting on port %d\n", t.PID, t.Info.Origin, p)
-		case p != c.cfg.Port:
-			fmt.Fprintf(e.Stderr, "warning: the running tunnel forwards to %s but PORT is %d: run `bridgectl untunnel && bridgectl tunnel` after this\n", t.Info.Origin, c.cfg.Port)
-		}
-	}
-	st, err := c.startDaemon(ctx, pin, pin > 0)
+	pin := ctl.PortForTunnel()
+	st, err := c.startDaemon(ctx, daemonctl.StartOptions{PinPort: pin, JustFreed: pin > 0})
 	if err != nil {
 		return err
 	}
@@ -94,10 +76,11 @@ func runStart(ctx context.Context, e *Env, args []string) error {
 }
 
 func (c *ctl) startForeground() error {
-	if err := c.preflight(c.cfg.Port, 0); err != nil {
+	ctl := c.control()
+	if err := ctl.Preflight(c.cfg.Port, 0); err != nil {
 		return err
 	}
-	bin, err := findBridge(c.e)
+	bin, err := ctl.Bridge()
 	if err != nil {
 		return err
 	}
@@ -105,11 +88,11 @@ func (c *ctl) startForeground() error {
 		return err
 	}
 	// The pid stays the same through exec, so the pid file names the daemon.
-	if err := writePID(c.dir.PIDFile(), os.Getpid()); err != nil {
+	if err := daemonctl.WritePID(c.dir.PIDFile(), os.Getpid()); err != nil {
 		return err
 	}
 	c.e.Flush()
-	if err := execForeground(bin, c.daemonArgs(), c.e.Environ); err != nil {
+	if err := daemonctl.ExecForeground(bin, ctl.Args(), c.e.Environ); err != nil {
 		os.Remove(c.dir.PIDFile())
 		return fmt.Errorf("run %s: %w", bin, err)
 	}

@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemonctl"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/mcpsock"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
 var statusCmd = &Command{
@@ -305,7 +306,7 @@ func (c *ctl) status(ctx context.Context) statusReport {
 			r.SocketErr = err.Error()
 		}
 		if d.Info.AllowedRoots != nil {
-			r.RootsFrom, r.AllowedRoots = "daemon", append([]string{}, *d.Info.AllowedRoots...)
+			r.RootsFrom, r.AllowedRoots = "daemon", append([]string{}, d.Info.AllowedRoots...)
 			if !slices.Equal(r.AllowedRoots, c.cfg.AllowedRoots) && !(len(r.AllowedRoots) == 0 && len(c.cfg.AllowedRoots) == 0) {
 				r.FileRoots = append([]string{}, c.cfg.AllowedRoots...)
 			}
@@ -318,8 +319,8 @@ func (c *ctl) status(ctx context.Context) statusReport {
 		}
 		r.StartedAt = d.Info.StartedAt
 		r.EnvChanged = c.envChanged(d)
-		if rep, err := json.Marshal(map[string]json.RawMessage{"harness": d.Info.Harness, "sandbox": d.Info.Sandbox, "approval": d.Info.Approval}); err == nil && (d.Info.Harness != nil || d.Info.Sandbox != nil || d.Info.Approval != nil) {
-			r.DaemonReports = rep
+		if d.Info.Harness != nil || d.Info.Sandbox != "" || d.Info.Approval != "" {
+			r.DaemonReports = daemonReports(*d.Info)
 		}
 	}
 	r.LocalEndpoint = localEndpoint(d.Addr, c.cfg.PathSecret)
@@ -354,41 +355,24 @@ func (c *ctl) status(ctx context.Context) statusReport {
 	return r
 }
 
-// rawString renders a daemon.json field that may be a string, bool or object.
-func rawString(m json.RawMessage) string {
-	if len(m) == 0 {
-		return ""
+// daemonReports is what the daemon said about itself in daemon.json, for
+// status --json: its harness and its modes (each left out when it did not
+// say).
+func daemonReports(info statedir.DaemonInfo) json.RawMessage {
+	b, err := json.Marshal(struct {
+		Harness  *statedir.DaemonHarness `json:"harness,omitempty"`
+		Sandbox  string                  `json:"sandbox,omitempty"`
+		Approval string                  `json:"approval,omitempty"`
+	}{info.Harness, info.Sandbox, info.Approval})
+	if err != nil {
+		return nil
 	}
-	var s string
-	if json.Unmarshal(m, &s) == nil {
-		return s
-	}
-	var b bool
-	if json.Unmarshal(m, &b) == nil {
-		if b {
-			return "on"
-		}
-		return "off"
-	}
-	var obj map[string]any
-	if json.Unmarshal(m, &obj) == nil {
-		keys := make([]string, 0, len(obj))
-		for k := range obj {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		parts := make([]string, 0, len(keys))
-		for _, k := range keys {
-			parts = append(parts, fmt.Sprintf("%s=%v", k, obj[k]))
-		}
-		return strings.Join(parts, " ")
-	}
-	return string(m)
+	return b
 }
 
 // approvalMode is status's approval line, from the same state as
 // `bridgectl approval`: the daemon's boot mode, the flag and the config.
-func (c *ctl) approvalMode(d daemonStatus) string {
+func (c *ctl) approvalMode(d daemonctl.Status) string {
 	st := c.approvalState(d)
 	line := "on: commands outside the rules wait for `bridgectl approve`"
 	switch {
@@ -400,9 +384,9 @@ func (c *ctl) approvalMode(d daemonStatus) string {
 	return line
 }
 
-func (c *ctl) sandboxMode(d daemonStatus) string {
-	if d.Info != nil && len(d.Info.Sandbox) > 0 {
-		return rawString(d.Info.Sandbox) + " (reported by the daemon)"
+func (c *ctl) sandboxMode(d daemonctl.Status) string {
+	if d.Info != nil && d.Info.Sandbox != "" {
+		return d.Info.Sandbox + " (reported by the daemon)"
 	}
 	if !c.cfg.Sandbox {
 		return "OFF (BRIDGE_SANDBOX=off): harness commands run without bubblewrap"
@@ -413,21 +397,12 @@ func (c *ctl) sandboxMode(d daemonStatus) string {
 	return "on, but bubblewrap is missing: agent jobs are refused — install the `bubblewrap` package"
 }
 
-func (c *ctl) harnessLine(d daemonStatus) string {
-	if d.Info != nil && len(d.Info.Harness) > 0 {
-		var h struct {
-			Kind      string `json:"kind"`
-			Bin       string `json:"bin"`
-			Available *bool  `json:"available"`
-			Error     string `json:"error"`
+func (c *ctl) harnessLine(d daemonctl.Status) string {
+	if d.Info != nil && d.Info.Harness != nil {
+		if h := d.Info.Harness; h.Available {
+			return fmt.Sprintf("%s found: %s (reported by the daemon)", h.Kind, h.Bin)
 		}
-		if json.Unmarshal(d.Info.Harness, &h) == nil && h.Available != nil {
-			if *h.Available {
-				return fmt.Sprintf("%s found: %s (reported by the daemon)", h.Kind, h.Bin)
-			}
-			return fmt.Sprintf("%s NOT available: %s (reported by the daemon)", h.Kind, h.Error)
-		}
-		return rawString(d.Info.Harness) + " (reported by the daemon)"
+		return fmt.Sprintf("%s NOT available: %s (reported by the daemon)", d.Info.Harness.Kind, d.Info.Harness.Error)
 	}
 	if p := c.findHarness(); p != "" {
 		return "found: " + p

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemonctl"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -38,29 +39,6 @@ tunnel check    checks the tunnel process, its registered connections, the daemo
 The tunnel survives ` + "`bridgectl reload`" + ` and ` + "`rotate`" + `; ` + "`bridgectl untunnel`" + ` stops it.
 cloudflared is BRIDGE_CLOUDFLARED_BIN, else cloudflared on PATH.`,
 	Run: runTunnel,
-}
-
-// tunnelInfo is <state>/tunnel.json.
-type tunnelInfo struct {
-	Version   int    `json:"version"`
-	Kind      string `json:"kind"` // quick | named
-	URL       string `json:"url"`  // https://HOST (no path)
-	Hostname  string `json:"hostname,omitempty"`
-	PID       int    `json:"pid"`
-	Origin    string `json:"origin"` // http://127.0.0.1:PORT
-	StartedAt string `json:"started_at"`
-	// Exe and ProcStart name the cloudflared process beyond its pid
-	// (statedir.Process), read when bridgectl started it.
-	Exe       string `json:"exe,omitempty"`
-	ProcStart string `json:"proc_start,omitempty"`
-}
-
-type tunnelStatus struct {
-	PID       int              // the cloudflared bridgectl started, proved (tunnel); 0: none
-	Proc      statedir.Process // what names it beyond its pid, for the signals
-	StalePID  int              // a recorded pid that is not it
-	StaleNote string           // what StalePID is, in words
-	Info      *tunnelInfo
 }
 
 func runTunnel(ctx context.Context, e *Env, args []string) error {
@@ -97,22 +75,22 @@ func runTunnel(ctx context.Context, e *Env, args []string) error {
 }
 
 // tunnelPrecheck refuses a second tunnel and a tunnel to a daemon that does not answer.
-func (c *ctl) tunnelPrecheck(ctx context.Context) (daemonStatus, error) {
+func (c *ctl) tunnelPrecheck(ctx context.Context) (daemonctl.Status, error) {
 	if t := c.tunnel(); t.PID != 0 {
 		url := ""
 		if t.Info != nil {
 			url = ": " + t.Info.URL + "/mcp/" + c.cfg.PathSecret
 		}
-		return daemonStatus{}, fmt.Errorf("a tunnel is already running (pid %d%s); stop it with `bridgectl untunnel` first", t.PID, url)
+		return daemonctl.Status{}, fmt.Errorf("a tunnel is already running (pid %d%s); stop it with `bridgectl untunnel` first", t.PID, url)
 	}
 	st := c.daemon(ctx)
 	if !st.Healthy {
-		return daemonStatus{}, fmt.Errorf("the daemon does not answer /health on %s (%v): start it with `bridgectl start` before the tunnel", st.Addr, st.HealthErr)
+		return daemonctl.Status{}, fmt.Errorf("the daemon does not answer /health on %s (%v): start it with `bridgectl start` before the tunnel", st.Addr, st.HealthErr)
 	}
 	return st, nil
 }
 
-func (c *ctl) printTunnel(ti *tunnelInfo) {
+func (c *ctl) printTunnel(ti *statedir.TunnelInfo) {
 	w := c.e.Stdout
 	fmt.Fprintf(w, "tunnel: %s, pid %d, forwarding to %s\n", ti.Kind, ti.PID, ti.Origin)
 	fmt.Fprintf(w, "public endpoint: %s\n", ti.URL+"/mcp/"+c.cfg.PathSecret)
@@ -160,16 +138,16 @@ func (c *ctl) tunnelEnv() []string {
 	return env
 }
 
-func (c *ctl) startQuickTunnel(ctx context.Context, st daemonStatus) (*tunnelInfo, error) {
+func (c *ctl) startQuickTunnel(ctx context.Context, st daemonctl.Status) (*statedir.TunnelInfo, error) {
 	origin := "http://" + st.Addr
 	args := []string{"tunnel", "--no-autoupdate", "--url", origin}
-	ti := &tunnelInfo{Kind: "quick", Origin: origin}
+	ti := &statedir.TunnelInfo{Kind: "quick", Origin: origin}
 	return c.runTunnelProcess(ctx, args, ti, true)
 }
 
 // runTunnelProcess starts cloudflared detached, waits for its URL (quick) and
 // a registered connection, and records tunnel.json.
-func (c *ctl) runTunnelProcess(ctx context.Context, args []string, ti *tunnelInfo, wantURL bool) (*tunnelInfo, error) {
+func (c *ctl) runTunnelProcess(ctx context.Context, args []string, ti *statedir.TunnelInfo, wantURL bool) (*statedir.TunnelInfo, error) {
 	bin, err := c.findCloudflared()
 	if err != nil {
 		return nil, err
@@ -178,16 +156,16 @@ func (c *ctl) runTunnelProcess(ctx context.Context, args []string, ti *tunnelInf
 		return nil, err
 	}
 	now := c.e.Now()
-	ch, err := spawnDetached(bin, args, c.tunnelEnv(), "", c.dir.TunnelLogFile(), startMarker("tunnel", now))
+	ch, err := daemonctl.Spawn(bin, args, c.tunnelEnv(), "", c.dir.TunnelLogFile(), daemonctl.StartMarker("tunnel", now))
 	if err != nil {
 		return nil, err
 	}
-	if err := writePID(c.dir.TunnelPIDFile(), ch.pid); err != nil {
-		ch.stop(ctx, time.Second)
+	if err := daemonctl.WritePID(c.dir.TunnelPIDFile(), ch.PID); err != nil {
+		ch.Stop(ctx, time.Second)
 		return nil, err
 	}
-	fail := func(why string, tl tunnelLog) (*tunnelInfo, error) {
-		ch.stop(context.WithoutCancel(ctx), 2*time.Second)
+	fail := func(why string, tl tunnelLog) (*statedir.TunnelInfo, error) {
+		ch.Stop(context.WithoutCancel(ctx), 2*time.Second)
 		os.Remove(c.dir.TunnelPIDFile())
 		msg := why
 		if len(tl.Errors) > 0 {
@@ -208,9 +186,9 @@ func (c *ctl) runTunnelProcess(ctx context.Context, args []string, ti *tunnelInf
 			if wantURL {
 				ti.URL = tl.URL
 			}
-			ti.Version, ti.PID, ti.StartedAt = 1, ch.pid, now.UTC().Format(time.RFC3339)
-			ti.ProcStart = ch.proc.Start
-			if now, err := statedir.Identify(ch.pid); err == nil && now.Start == ch.proc.Start {
+			ti.Version, ti.PID, ti.StartedAt = 1, ch.PID, now.UTC().Format(time.RFC3339)
+			ti.ProcStart = ch.Proc.Start
+			if now, err := statedir.Identify(ch.PID); err == nil && now.Start == ch.Proc.Start {
 				ti.Exe = now.Exe // cloudflared, by now
 			}
 			if err := statedir.WriteJSON(c.dir.TunnelInfoFile(), ti); err != nil {
@@ -219,11 +197,11 @@ func (c *ctl) runTunnelProcess(ctx context.Context, args []string, ti *tunnelInf
 			return ti, nil
 		}
 		select {
-		case <-ch.done:
+		case <-ch.Done():
 			if b, err := os.ReadFile(c.dir.TunnelLogFile()); err == nil {
 				tl = scanTunnelLog(b)
 			}
-			return fail(fmt.Sprintf("cloudflared exited before the tunnel was up (%v)", ch.err), tl)
+			return fail(fmt.Sprintf("cloudflared exited before the tunnel was up (%v)", ch.Err()), tl)
 		case <-deadline.C:
 			what := "a registered connection"
 			if wantURL && tl.URL == "" {
@@ -239,10 +217,10 @@ func (c *ctl) runTunnelProcess(ctx context.Context, args []string, ti *tunnelInf
 
 // stopTunnel stops cloudflared — only the one bridgectl started, proved
 // (tunnel), never a stale pid — and removes its pid file and tunnel.json.
-func (c *ctl) stopTunnel(ctx context.Context) (tunnelStatus, error) {
+func (c *ctl) stopTunnel(ctx context.Context) (daemonctl.TunnelStatus, error) {
 	t := c.tunnel()
 	if t.PID != 0 {
-		if err := stopProc(ctx, t.Proc, stopGrace); err != nil {
+		if err := daemonctl.StopProcess(ctx, t.Proc, stopGrace); err != nil {
 			return t, err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemonctl"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 	"golang.org/x/term"
 )
@@ -79,12 +80,12 @@ func runTunnelNamed(ctx context.Context, e *Env, args []string) error {
 	return nil
 }
 
-func (c *ctl) startNamedTunnel(ctx context.Context, st daemonStatus, host string) (*tunnelInfo, error) {
+func (c *ctl) startNamedTunnel(ctx context.Context, st daemonctl.Status, host string) (*statedir.TunnelInfo, error) {
 	if _, err := os.Stat(c.dir.TunnelTokenFile()); err != nil {
 		return nil, errors.New("no tunnel token stored: run `cloudflared tunnel token NAME | bridgectl tunnel named HOST`")
 	}
 	args := []string{"tunnel", "--no-autoupdate", "run", "--token-file", c.dir.TunnelTokenFile()}
-	ti := &tunnelInfo{Kind: "named", Hostname: host, URL: "https://" + host, Origin: "http://" + st.Addr}
+	ti := &statedir.TunnelInfo{Kind: "named", Hostname: host, URL: "https://" + host, Origin: "http://" + st.Addr}
 	return c.runTunnelProcess(ctx, args, ti, false)
 }
 

@@ -3,6 +3,8 @@ package cli
 import (
 	"regexp"
 	"strings"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemonctl"
 )
 
 // tunnelLog is what the scraper found in cloudflared's log after the latest start marker.
@@ -19,7 +21,7 @@ var quickURL = regexp.MustCompile(`https://([a-z0-9]+(?:-[a-z0-9]+)*)\.trycloudf
 // scanTunnelLog reads cloudflared's log lines.
 func scanTunnelLog(log []byte) tunnelLog {
 	var t tunnelLog
-	for _, l := range lines(afterLatestMarker(log, "tunnel")) {
+	for _, l := range lines(daemonctl.AfterLatestMarker(log, "tunnel")) {
 		for _, m := range quickURL.FindAllStringSubmatch(l, -1) {
 			if m[1] != "api" {
 				t.URL = m[0]

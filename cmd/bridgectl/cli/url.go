@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemonctl"
 )
 
 var urlCmd = &Command{
@@ -29,7 +31,7 @@ func runURL(ctx context.Context, e *Env, args []string) error {
 	}
 	d := c.daemon(ctx)
 	if *bare {
-		if portOf(d.Addr) == 0 {
+		if daemonctl.PortOf(d.Addr) == 0 {
 			return errors.New("the port is not known yet: PORT=0 picks it at start — `bridgectl start` first")
 		}
 		fmt.Fprintln(e.Stdout, localEndpoint(d.Addr, c.cfg.PathSecret))

@@ -104,10 +104,10 @@ func main() {
 		approval = "off"
 	}
 	self, _ := statedir.Identify(os.Getpid())
-	if err := statedir.WriteJSON(dir.DaemonInfoFile(), map[string]any{
-		"version": 1, "pid": os.Getpid(), "addr": ln.Addr().String(),
-		"started_at": time.Now().UTC().Format(time.RFC3339), "harness": "fake", "sandbox": "off", "approval": approval,
-		"exe": self.Exe, "proc_start": self.Start,
+	if err := statedir.WriteJSON(dir.DaemonInfoFile(), statedir.DaemonInfo{
+		Version: statedir.FormatVersion, PID: os.Getpid(), Addr: ln.Addr().String(),
+		StartedAt: time.Now().UTC().Format(time.RFC3339), Harness: &statedir.DaemonHarness{Kind: "fake", Bin: self.Exe, Available: true},
+		Sandbox: "off", Approval: approval, Exe: self.Exe, ProcStart: self.Start,
 	}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package cli
+package daemonctl
 
 import (
 	"errors"
@@ -15,9 +15,10 @@ func detach(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true
 
 func exeExts() []string { return []string{""} }
 
-// pidAlive: the process exists and is not a zombie (a zombie has exited; it
-// only waits for its parent to read the status).
-func pidAlive(pid int) bool {
+// PIDAlive reports whether pid names a live process: it exists and is not a
+// zombie (a zombie has exited; it only waits for its parent to read the
+// status).
+func PIDAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	if err != nil && !errors.Is(err, syscall.EPERM) {
 		return false
@@ -36,10 +37,10 @@ func leadsGroup(pid int) bool {
 	return err == nil && pgid == pid
 }
 
-func terminate(pid int, group bool) error { return signal(pid, group, syscall.SIGTERM) }
-func kill(pid int, group bool) error      { return signal(pid, group, syscall.SIGKILL) }
+func terminate(pid int, group bool) error { return sendSignal(pid, group, syscall.SIGTERM) }
+func kill(pid int, group bool) error      { return sendSignal(pid, group, syscall.SIGKILL) }
 
-func signal(pid int, group bool, sig syscall.Signal) error {
+func sendSignal(pid int, group bool, sig syscall.Signal) error {
 	target := pid
 	if group {
 		target = -pid
@@ -54,7 +55,7 @@ func signal(pid int, group bool, sig syscall.Signal) error {
 // killGroupLeftovers kills what remains of a group whose leader has exited.
 func killGroupLeftovers(pgid int) { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
 
-// execForeground replaces bridgectl with bin (signals then reach the daemon directly).
-func execForeground(bin string, args, env []string) error {
+// ExecForeground replaces this process with bin (signals then reach the daemon directly).
+func ExecForeground(bin string, args, env []string) error {
 	return syscall.Exec(bin, append([]string{bin}, args...), env)
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package cli
+package daemonctl
 
 import (
 	"os"
@@ -11,7 +11,8 @@ func detach(cmd *exec.Cmd) {}
 
 func exeExts() []string { return []string{".exe", ""} }
 
-func pidAlive(pid int) bool {
+// PIDAlive reports whether pid names a process.
+func PIDAlive(pid int) bool {
 	p, err := os.FindProcess(pid)
 	if err != nil {
 		return false
@@ -34,8 +35,8 @@ func kill(pid int, group bool) error {
 
 func killGroupLeftovers(pgid int) {}
 
-// execForeground runs bin as a child and waits (no exec on this OS).
-func execForeground(bin string, args, env []string) error {
+// ExecForeground runs bin as a child and waits (no exec on this OS).
+func ExecForeground(bin string, args, env []string) error {
 	cmd := exec.Command(bin, args...)
 	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, os.Stdin, os.Stdout, os.Stderr
 	return cmd.Run()

@@ -1,4 +1,4 @@
-package cli
+package daemonctl
 
 import (
 	"context"
@@ -14,21 +14,26 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
-// stopGrace is how long a process gets between SIGTERM and SIGKILL.
-var stopGrace = 10 * time.Second
-
-// child is a process bridgectl started in its own session. done closes when it
-// exits (bridgectl reaps it while it runs; after bridgectl exits, init does).
-type child struct {
-	pid  int
-	proc statedir.Process // read while it is our unreaped child: surely it
+// Child is a process started in its own session (Spawn). Done closes when it
+// exits: the starter reaps it while it runs; after the starter exits, init
+// does.
+type Child struct {
+	PID  int
+	Proc statedir.Process // read while it is our unreaped child: surely it
 	done chan struct{}
 	err  error // valid after done
 }
 
-// spawnDetached starts bin in its own session and process group, with stdout
-// and stderr appended to logPath after a marker line, and returns at once.
-func spawnDetached(bin string, args, env []string, dir, logPath, marker string) (*child, error) {
+// Done is closed when the child has exited.
+func (c *Child) Done() <-chan struct{} { return c.done }
+
+// Err is how the child exited, once Done is closed.
+func (c *Child) Err() error { return c.err }
+
+// Spawn starts bin in its own session and process group, with stdin from
+// /dev/null and stdout and stderr appended to logPath after a marker line,
+// and returns at once.
+func Spawn(bin string, args, env []string, dir, logPath, marker string) (*Child, error) {
 	lf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open log %s: %w", logPath, err)
@@ -47,40 +52,42 @@ func spawnDetached(bin string, args, env []string, dir, logPath, marker string) 
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	c := &child{pid: cmd.Process.Pid, done: make(chan struct{})}
-	c.proc, err = statedir.Identify(c.pid)
+	c := &Child{PID: cmd.Process.Pid, done: make(chan struct{})}
+	c.Proc, err = statedir.Identify(c.PID)
 	if err != nil {
-		c.proc = statedir.Process{PID: c.pid}
+		c.Proc = statedir.Process{PID: c.PID}
 	}
-	c.proc.Exe = "" // a script it runs may still exec another program; the start time stays
-	go func() {
+	// A script it runs may still exec another program; the start time stays.
+	c.Proc.Exe = ""
+	go func() { // owner: the Child; ends when the process exits
 		c.err = cmd.Wait()
 		close(c.done)
 	}()
 	return c, nil
 }
 
-// stop stops the child's process group, unless it has exited already.
-func (c *child) stop(ctx context.Context, grace time.Duration) {
+// Stop stops the child's process group, unless it has exited already.
+func (c *Child) Stop(ctx context.Context, grace time.Duration) {
 	select {
 	case <-c.done:
 		return
 	default:
 	}
-	_ = stopProc(ctx, c.proc, grace)
+	_ = StopProcess(ctx, c.Proc, grace)
 }
 
-// startMarker is the line written into a log before each start; scrapers read
-// only what follows the latest one.
-func startMarker(what string, now time.Time) string {
+// StartMarker is the line written into a log before each start ("=== bridgectl
+// WHAT TIME pid N ==="); scrapers and `bridgectl logs` read only what follows
+// the latest one.
+func StartMarker(what string, now time.Time) string {
 	return fmt.Sprintf("=== bridgectl %s %s pid %d ===", what, now.UTC().Format(time.RFC3339), os.Getpid())
 }
 
-// afterLatestMarker returns the part of a log after its latest `=== bridgectl WHAT` line.
-func afterLatestMarker(log []byte, what string) []byte {
-	needle := []byte("=== bridgectl " + what + " ")
+// AfterLatestMarker returns the part of a log after its latest `=== bridgectl WHAT` line.
+func AfterLatestMarker(log []byte, what string) []byte {
+	needle := "=== bridgectl " + what + " "
 	s := string(log)
-	i := strings.LastIndex(s, string(needle))
+	i := strings.LastIndex(s, needle)
 	if i < 0 {
 		return log
 	}
@@ -91,8 +98,8 @@ func afterLatestMarker(log []byte, what string) []byte {
 	return nil
 }
 
-// readPID reads a pid file; 0 when there is none.
-func readPID(path string) (int, error) {
+// ReadPID reads a pid file; 0 when there is none.
+func ReadPID(path string) (int, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
@@ -107,26 +114,27 @@ func readPID(path string) (int, error) {
 	return pid, nil
 }
 
-func writePID(path string, pid int) error {
+// WritePID writes pid and a newline to path, atomically.
+func WritePID(path string, pid int) error {
 	return statedir.WriteFileAtomic(path, []byte(strconv.Itoa(pid)+"\n"))
 }
 
-// alive reports whether p still runs and is still p: a pid that was freed
+// Alive reports whether p still runs and is still p: a pid that was freed
 // and reused by another process is not (where the OS tells a start time; on
 // others the proof made before the first signal stands).
-func alive(p statedir.Process) bool {
-	if !pidAlive(p.PID) {
+func Alive(p statedir.Process) bool {
+	if !PIDAlive(p.PID) {
 		return false
 	}
 	return p.Start == "" || p.Check() == nil
 }
 
-// stopProc stops p (and its process group, if it leads one): SIGTERM, up to
-// grace to exit, then SIGKILL. Every signal goes only to p as recorded: once
-// its pid names another process, p is gone. The caller has proved p is the
-// daemon or the tunnel bridgectl started. It returns once p is gone.
-func stopProc(ctx context.Context, p statedir.Process, grace time.Duration) error {
-	if !alive(p) {
+// StopProcess stops p (and its process group, if it leads one): SIGTERM, up
+// to grace to exit, then SIGKILL. Every signal goes only to p as recorded:
+// once its pid names another process, p is gone. The caller has proved p is
+// the daemon or the tunnel bridgectl started. It returns once p is gone.
+func StopProcess(ctx context.Context, p statedir.Process, grace time.Duration) error {
+	if !Alive(p) {
 		return nil
 	}
 	pid := p.PID
@@ -140,7 +148,7 @@ func stopProc(ctx context.Context, p statedir.Process, grace time.Duration) erro
 		}
 		return nil
 	}
-	if !alive(p) {
+	if !Alive(p) {
 		return nil
 	}
 	if err := kill(pid, group); err != nil {
@@ -155,13 +163,14 @@ func stopProc(ctx context.Context, p statedir.Process, grace time.Duration) erro
 	return nil
 }
 
-// waitGone polls until p is gone or d passes.
+// waitGone polls until p is gone or d passes (no event tells when another
+// process exits).
 func waitGone(ctx context.Context, p statedir.Process, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if !alive(p) {
+		if !Alive(p) {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -169,15 +178,16 @@ func waitGone(ctx context.Context, p statedir.Process, d time.Duration) bool {
 		}
 		select {
 		case <-ctx.Done():
-			return !alive(p)
+			return !Alive(p)
 		case <-t.C:
 		}
 	}
 }
 
-// lookPath finds name on the PATH of env (not bridgectl's own, so tests can steer it).
-func lookPath(e *Env, name string) (string, error) {
-	path, _ := e.Getenv("PATH")
+// LookPath finds the executable name in the directories of path (a PATH
+// value: the caller's environment's, not this process's, so tests can steer
+// it).
+func LookPath(path, name string) (string, error) {
 	for _, dir := range filepath.SplitList(path) {
 		if dir == "" {
 			dir = "."

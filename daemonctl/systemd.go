@@ -1,4 +1,4 @@
-package cli
+package daemonctl
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
-// systemdUnit names the systemd service that runs pid ("" when none), read
+// SystemdUnit names the systemd service that runs pid ("" when none), read
 // from /proc/PID/cgroup, and whether it is a user unit.
-func systemdUnit(pid int) (unit string, user bool) {
+func SystemdUnit(pid int) (unit string, user bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
 	if err != nil {
 		return "", false
@@ -41,36 +41,37 @@ func unitFromCgroup(cgroup string) (unit string, user bool) {
 
 // restartUnit restarts the daemon through systemd, so it stays supervised,
 // and waits for the new daemon's /health.
-func (c *ctl) restartUnit(ctx context.Context, unit string, user bool, oldPID int) (daemonStatus, error) {
+func (c *Controller) restartUnit(ctx context.Context, unit string, user bool, oldPID int) (Status, error) {
 	args := []string{"restart", unit}
 	if user {
 		args = append([]string{"--user"}, args...)
 	} else {
-		return daemonStatus{}, fmt.Errorf("the daemon runs as the system unit %s: restart it with `sudo systemctl restart %s`", unit, unit)
+		return Status{}, fmt.Errorf("the daemon runs as the system unit %s: restart it with `sudo systemctl restart %s`", unit, unit)
 	}
-	fmt.Fprintf(c.e.Stdout, "the daemon runs under systemd: systemctl %s\n", strings.Join(args, " "))
+	fmt.Fprintf(c.stdout(), "the daemon runs under systemd: systemctl %s\n", strings.Join(args, " "))
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	if out, err := exec.CommandContext(sctx, "systemctl", args...).CombinedOutput(); err != nil {
-		return daemonStatus{}, fmt.Errorf("systemctl %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		return Status{}, fmt.Errorf("systemctl %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
-	deadline := time.NewTimer(daemonStartTimeout)
+	timeout := c.startTimeout()
+	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(100 * time.Millisecond) // no event says when the new daemon is up
 	defer tick.Stop()
 	for {
-		var info daemonInfo
-		if err := statedir.ReadJSON(c.dir.DaemonInfoFile(), &info); err == nil && info.PID != oldPID && info.PID != 0 {
-			addr := dialAddr(info.Addr)
-			if probeHealth(ctx, c.e.HTTP, addr) == nil {
-				return daemonStatus{PID: info.PID, Info: &info, Addr: addr, Healthy: true}, nil
+		var info statedir.DaemonInfo
+		if err := statedir.ReadJSON(c.Dir.DaemonInfoFile(), &info); err == nil && info.PID != oldPID && info.PID != 0 {
+			addr := DialAddr(info.Addr)
+			if Health(ctx, c.httpClient(), addr) == nil {
+				return Status{PID: info.PID, Info: &info, Addr: addr, Healthy: true}, nil
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return daemonStatus{}, ctx.Err()
+			return Status{}, ctx.Err()
 		case <-deadline.C:
-			return daemonStatus{}, fmt.Errorf("after `systemctl %s` no new daemon answered /health within %v: `journalctl --user -u %s`", strings.Join(args, " "), daemonStartTimeout, unit)
+			return Status{}, fmt.Errorf("after `systemctl %s` no new daemon answered /health within %v: `journalctl --user -u %s`", strings.Join(args, " "), timeout, unit)
 		case <-tick.C:
 		}
 	}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/daemonctl"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/syncbuf"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+// `bridge stdio` with no daemon running starts one itself — no bridgectl
+// exists next to it or on PATH, and the daemon's parent is the bridge stdio
+// process, so nothing ran in between — answers the host over it, and
+// leaves it running when the host goes.
+func TestStdioStartsTheDaemonItself(t *testing.T) {
+	testenv.Real(t, "a built bridge and the daemon it starts")
+	bin := testenv.Binary(t, "./cmd/bridge")
+	path := t.TempDir() // PATH: nothing in it
+	for _, dir := range []string{filepath.Dir(bin), path} {
+		if _, err := os.Stat(filepath.Join(dir, "bridgectl")); err == nil {
+			t.Fatalf("a bridgectl is in %s: the test proves nothing", dir)
+		}
+	}
+	home := t.TempDir()
+	state := filepath.Join(home, "state")
+	envFile := filepath.Join(home, "bridge.env")
+	env := "MCP_PATH_SECRET=" + testSecret + "\nHOST=127.0.0.1\nPORT=0\nBRIDGE_STATE_DIR=" + state + "\n"
+	if err := os.WriteFile(envFile, []byte(env), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := statedir.Dir{Root: state}
+	t.Cleanup(func() { // the daemon outlives the session: stop it here
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if s, err := (&daemonctl.Controller{Dir: dir}).Stop(ctx); err != nil || s.PID != 0 && daemonctl.PIDAlive(s.PID) {
+			t.Errorf("stop the daemon: %v (pid %d)", err, s.PID)
+		}
+	})
+
+	cmd := exec.Command(bin, "stdio", "--env", envFile)
+	cmd.Env = []string{"PATH=" + path, "HOME=" + home}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb syncbuf.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	io.WriteString(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
+	io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	io.WriteString(in, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`+"\n")
+	for _, want := range []string{`"id":1,`, `"deepseek_agent_start"`} {
+		if !sc.Scan() || !strings.Contains(sc.Text(), want) {
+			t.Fatalf("answer lacks %s: %q\nstderr:\n%s", want, sc.Text(), errb.String())
+		}
+	}
+
+	// The daemon runs, started by this bridge stdio and nothing else.
+	var info statedir.DaemonInfo
+	if err := statedir.ReadJSON(dir.DaemonInfoFile(), &info); err != nil {
+		t.Fatal(err)
+	}
+	if holder, err := dir.LockHolder(); err != nil || holder != info.PID || info.Socket != dir.SocketFile() {
+		t.Fatalf("lock holder %d (%v), daemon.json pid %d socket %q", holder, err, info.PID, info.Socket)
+	}
+	if ppid := parentOf(t, info.PID); ppid != cmd.Process.Pid {
+		t.Errorf("the daemon's parent is pid %d, not bridge stdio (pid %d): something ran in between", ppid, cmd.Process.Pid)
+	}
+	if pid, err := daemonctl.ReadPID(dir.PIDFile()); err != nil || pid != info.PID {
+		t.Errorf("bridge.pid names %d (%v), want the daemon %d", pid, err, info.PID)
+	}
+	log, _ := os.ReadFile(dir.LogFile())
+	if !strings.Contains(string(log), "=== bridgectl start ") || !strings.Contains(string(log), " for bridge stdio pid "+strconv.Itoa(cmd.Process.Pid)+" ===") {
+		t.Errorf("bridge.log lacks the start marker for this bridge stdio:\n%s", log)
+	}
+	for _, want := range []string{"bridge stdio: no bridge daemon answers on " + dir.SocketFile(), "bridge stdio: daemon started: pid " + strconv.Itoa(info.PID)} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+		}
+	}
+	if strings.Contains(errb.String()+string(log), testSecret) {
+		t.Error("the secret reached stderr or the log")
+	}
+
+	// The host goes: bridge stdio exits 0, the daemon stays.
+	in.Close()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("bridge stdio after EOF: %v\n%s", err, errb.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("bridge stdio did not end on EOF")
+	}
+	if !poll.Until(time.Second, func() bool { return daemonctl.Alive(info.Process()) }) {
+		t.Fatal("the daemon ended with the session")
+	}
+}
+
+// parentOf is the parent pid of pid, from /proc/PID/stat.
+func parentOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
