@@ -47,6 +47,13 @@ type agentBridge struct {
 // any process of any of its jobs is still alive.
 func startAgentBridge(t *testing.T, noRoots bool, env map[string]string) *agentBridge {
 	t.Helper()
+	return startAgentBridgeBin(t, binary(t, "bridge"), noRoots, env)
+}
+
+// startAgentBridgeBin is startAgentBridge with a given bridge binary (e.g. a
+// copy a test may see overwritten).
+func startAgentBridgeBin(t *testing.T, bin string, noRoots bool, env map[string]string) *agentBridge {
+	t.Helper()
 	base := t.TempDir()
 	state := filepath.Join(base, "state")
 	root := filepath.Join(base, "root")
@@ -68,7 +75,7 @@ func startAgentBridge(t *testing.T, noRoots bool, env map[string]string) *agentB
 	} else {
 		e["DEEPSEEK_ALLOWED_ROOTS"] = root
 	}
-	b := startBridge(t, mergeEnv(e, env))
+	b := startBridgeBin(t, bin, mergeEnv(e, env))
 	return &agentBridge{bridgeProc: b, d: d, root: root}
 }
 

@@ -168,10 +168,20 @@ func TestGuardPrepareWritesTheJobsHarnessFiles(t *testing.T) {
 				t.Errorf("prompt config %+v", pc)
 			}
 
-			// Under that policy no tool call may name the state dir, the .env
-			// or a credential store — denied outright, whatever the mode.
+			// Under that policy no tool call may name the state dir, the .env,
+			// a credential store or the bridge binary (also through a link in
+			// the workspace) — denied outright, whatever the mode.
 			pol := rules.Policy{Workspace: pc.Workspace, Allow: pc.Allow, Protected: pc.Protected}
+			const exe = "/opt/bridge/bin/bridge"
+			if err := os.Symlink(exe, filepath.Join(ws, "bridgelink")); err != nil {
+				t.Fatal(err)
+			}
 			for _, req := range []rules.Request{
+				{Tool: "Write", Input: map[string]any{"file_path": exe, "content": "#!/bin/sh\n"}},
+				{Tool: "Edit", Input: map[string]any{"file_path": exe, "old_string": "a", "new_string": "b"}},
+				{Tool: "Read", Input: map[string]any{"file_path": exe}},
+				{Tool: "Write", Input: map[string]any{"file_path": filepath.Join(ws, "bridgelink"), "content": "#!/bin/sh\n"}},
+				{Tool: "Bash", Input: map[string]any{"command": "cat " + exe}},
 				{Tool: "Read", Input: map[string]any{"file_path": filepath.Join(f.home, ".ssh", "id_ed25519")}},
 				{Tool: "Read", Input: map[string]any{"file_path": f.env}},
 				{Tool: "Write", Input: map[string]any{"file_path": f.dir.ApprovalOffFlag(), "content": "x"}},

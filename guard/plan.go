@@ -78,7 +78,7 @@ type jobPlan struct {
 	SettingsFile  string
 	RunsLaterFile string
 	// Approval is the approval child's config; its Protected are the paths
-	// no tool call may name, whatever a human says.
+	// no tool call may name, whatever a human says (approvalProtected).
 	Approval prompt.Config
 	MCP      map[string]any
 	// RecordDeny are the deny_paths the start record of the job's changes
@@ -134,7 +134,7 @@ func plan(in planInputs) jobPlan {
 		Workspace:    in.Workspace,
 		StateDir:     in.Dir.Root,
 		Allow:        append([]string(nil), in.Allow...),
-		Protected:    deniedPaths(in.Home, in.Dir.Root, in.EnvFile),
+		Protected:    approvalProtected(in),
 		Timeout:      in.Timeout,
 		ApprovalMode: mode,
 		Policy:       in.Policy,
@@ -241,6 +241,26 @@ func (s settingsPlan) settings() map[string]any {
 // the same paths from commands.
 func deniedPaths(home, stateDir, envFile string) []string {
 	return sandbox.DefaultDenyRead(home, stateDir, envFile)
+}
+
+// approvalProtected are the paths the approval rules deny to every tool
+// call, whatever a human says and with approval off too: deniedPaths and the
+// two binaries that run outside the OS sandbox for every job, this bridge
+// (the approval child) and Claude Code. The sandbox's write denial and the
+// jail's read-only binds hold the binaries for commands only: the file tools
+// run outside the sandbox, and without a jail (BRIDGE_SANDBOX=off, macOS)
+// the rules alone refuse a Write, an Edit or a command naming either. A Read
+// of them is refused too. The daemon passes both with links resolved, and
+// the rules resolve each protected path again as they check a call
+// (sandbox.Guard), so a call that names either through a link is refused.
+func approvalProtected(in planInputs) []string {
+	out := deniedPaths(in.Home, in.Dir.Root, in.EnvFile)
+	for _, p := range []string{in.Exe, in.HarnessBin} {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // protectedPaths are the paths a workspace must not overlap and sandboxed

@@ -104,6 +104,7 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 	var (
 		base      = []string{"/state"}
 		baseWrite = []string{"/state", "/opt/bridge"}
+		prot      = []string{"/state", "/opt/bridge"} // the rules': the state dir and the bridge binary
 		procSys   = []string{"/proc", "/sys"}
 		// The jail's read-only binds without a Claude Code or runtime root:
 		// the bridge, the switches and the four harness files.
@@ -122,35 +123,35 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 	}{
 		{
 			name: "the state dir and the bridge binary alone",
-			want: planLists{Protected: base, DenyRead: base, DenyWrite: baseWrite, HideDirs: procSys},
+			want: planLists{Protected: prot, DenyRead: base, DenyWrite: baseWrite, HideDirs: procSys},
 		},
 		{
 			name: "the daemon's .env",
 			in:   func(in *planInputs) { in.EnvFile = "/etc/bridge/.env" },
-			want: planLists{Protected: []string{"/state", "/etc/bridge/.env"}, DenyRead: []string{"/state", "/etc/bridge/.env"},
+			want: planLists{Protected: []string{"/state", "/etc/bridge/.env", "/opt/bridge"}, DenyRead: []string{"/state", "/etc/bridge/.env"},
 				DenyWrite: []string{"/state", "/etc/bridge/.env", "/opt/bridge"}, HideDirs: procSys},
 		},
 		{
 			name: "the credential stores under the home",
 			in:   func(in *planInputs) { in.Home = "/home/u" },
-			want: planLists{Protected: slices.Concat(base, stores), DenyRead: slices.Concat(base, stores), DenyWrite: baseWrite, HideDirs: procSys},
+			want: planLists{Protected: slices.Concat(base, stores, []string{"/opt/bridge"}), DenyRead: slices.Concat(base, stores), DenyWrite: baseWrite, HideDirs: procSys},
 		},
 		{
 			name: "the Claude Code binary",
 			in:   func(in *planInputs) { in.HarnessBin = "/opt/claude/bin/claude" },
-			want: planLists{Protected: base, DenyRead: base, DenyWrite: []string{"/state", "/opt/bridge", "/opt/claude/bin/claude"}, HideDirs: procSys},
+			want: planLists{Protected: []string{"/state", "/opt/bridge", "/opt/claude/bin/claude"}, DenyRead: base, DenyWrite: []string{"/state", "/opt/bridge", "/opt/claude/bin/claude"}, HideDirs: procSys},
 		},
 		{
 			name: "the Claude Code binary, jailed",
 			in:   func(in *planInputs) { in.HarnessBin = "/opt/claude/bin/claude"; in.Bwrap = "/usr/bin/bwrap" },
-			want: planLists{Protected: base, DenyRead: base, DenyWrite: []string{"/state", "/opt/bridge", "/opt/claude/bin/claude"}, HideDirs: procSys,
+			want: planLists{Protected: []string{"/state", "/opt/bridge", "/opt/claude/bin/claude"}, DenyRead: base, DenyWrite: []string{"/state", "/opt/bridge", "/opt/claude/bin/claude"}, HideDirs: procSys,
 				Jail: &jailLists{ReadOnly: slices.Concat([]string{"/opt/bridge", "/state/switches", "/opt/claude/bin"}, harnessFiles), ReadWrite: jailRW}},
 		},
 		{
 			name:  "the workspace's secret files, one under a dir named like a glob",
 			w:     walked{Secrets: []string{"/ws/.env", "/ws/app/[slug]/.env"}},
 			files: []string{".env", "app/[slug]/.env", "main.go"},
-			want: planLists{Protected: base, DenyRead: []string{"/state", "/ws/.env", "/ws/app/?slug?/.env"}, DenyWrite: baseWrite,
+			want: planLists{Protected: prot, DenyRead: []string{"/state", "/ws/.env", "/ws/app/?slug?/.env"}, DenyWrite: baseWrite,
 				HideFiles: []string{"/ws/.env", "/ws/app/?slug?/.env"}, HideDirs: procSys},
 		},
 		{
@@ -159,7 +160,7 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 				in.Policy = enforced(policy.Policy{}, policy.Policy{DenyPaths: []string{"private", "docs/../notes.txt"}})
 			},
 			files: []string{"private/a.txt", "notes.txt"},
-			want: planLists{Protected: base, DenyRead: []string{"/state", "/ws/private", "/ws/notes.txt"},
+			want: planLists{Protected: prot, DenyRead: []string{"/state", "/ws/private", "/ws/notes.txt"},
 				DenyWrite: []string{"/state", "/opt/bridge", "/ws/private", "/ws/notes.txt"},
 				HideFiles: []string{"/ws/private", "/ws/notes.txt"}, HideDirs: procSys, RecordDeny: []string{"private", "docs/../notes.txt"}},
 		},
@@ -168,7 +169,7 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 			in: func(in *planInputs) {
 				in.Policy = enforced(policy.Policy{}, policy.Policy{DenyPaths: []string{"/srv/data/key.txt"}})
 			},
-			want: planLists{Protected: base, DenyRead: []string{"/state", "/srv/data/key.txt"}, DenyWrite: []string{"/state", "/opt/bridge", "/srv/data/key.txt"},
+			want: planLists{Protected: prot, DenyRead: []string{"/state", "/srv/data/key.txt"}, DenyWrite: []string{"/state", "/opt/bridge", "/srv/data/key.txt"},
 				HideFiles: []string{"/srv/data/key.txt"}, HideDirs: procSys, RecordDeny: []string{"/srv/data/key.txt"}},
 		},
 		{
@@ -176,7 +177,7 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 			in: func(in *planInputs) {
 				in.Policy = enforced(policy.Policy{DenyPaths: []string{"floor.txt"}}, policy.Policy{DenyPaths: []string{"caller.txt"}})
 			},
-			want: planLists{Protected: base, DenyRead: []string{"/state", "/ws/floor.txt", "/ws/caller.txt"},
+			want: planLists{Protected: prot, DenyRead: []string{"/state", "/ws/floor.txt", "/ws/caller.txt"},
 				DenyWrite: []string{"/state", "/opt/bridge", "/ws/floor.txt", "/ws/caller.txt"},
 				HideFiles: []string{"/ws/floor.txt", "/ws/caller.txt"}, HideDirs: procSys, RecordDeny: []string{"floor.txt", "caller.txt"}},
 		},
@@ -186,7 +187,7 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 				in.Policy = enforced(policy.Policy{}, policy.Policy{DenyPaths: []string{"**/*.pem"}})
 			},
 			files: []string{"a.pem", "src/b.pem", "src/ok.go"},
-			want: planLists{Protected: base, DenyRead: []string{"/state", "/ws/a.pem", "/ws/src/b.pem"},
+			want: planLists{Protected: prot, DenyRead: []string{"/state", "/ws/a.pem", "/ws/src/b.pem"},
 				DenyWrite: []string{"/state", "/opt/bridge", "/ws/a.pem", "/ws/src/b.pem"},
 				HideFiles: []string{"/ws/a.pem", "/ws/src/b.pem"}, HideDirs: procSys, RecordDeny: []string{"**/*.pem"}},
 		},
@@ -196,7 +197,7 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 				in.Policy = enforced(policy.Policy{}, policy.Policy{DenyPaths: []string{"secrets/**"}})
 			},
 			files: []string{"secrets/key.txt", "secrets/sub/deep.txt", "main.go"},
-			want: planLists{Protected: base, DenyRead: []string{"/state", "/ws/secrets"}, DenyWrite: []string{"/state", "/opt/bridge", "/ws/secrets"},
+			want: planLists{Protected: prot, DenyRead: []string{"/state", "/ws/secrets"}, DenyWrite: []string{"/state", "/opt/bridge", "/ws/secrets"},
 				HideDirs: []string{"/proc", "/sys", "/ws/secrets"}, RecordDeny: []string{"secrets/**"}},
 		},
 		{
@@ -205,7 +206,7 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 				in.Policy = enforced(policy.Policy{}, policy.Policy{DenyPaths: []string{"app/*/page.tsx"}})
 			},
 			files: []string{"app/[slug]/page.tsx", "app/[slug]/layout.tsx"},
-			want: planLists{Protected: base, DenyRead: []string{"/state", "/ws/app/?slug?/page.tsx"},
+			want: planLists{Protected: prot, DenyRead: []string{"/state", "/ws/app/?slug?/page.tsx"},
 				DenyWrite: []string{"/state", "/opt/bridge", "/ws/app/?slug?/page.tsx"},
 				HideFiles: []string{"/ws/app/?slug?/page.tsx"}, HideDirs: procSys, RecordDeny: []string{"app/*/page.tsx"}},
 		},
@@ -215,7 +216,7 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 				in.Policy = enforced(policy.Policy{}, policy.Policy{DenyPaths: []string{"/ws/gen/*.key"}})
 			},
 			files: []string{"gen/x.key", "gen/y.txt"},
-			want: planLists{Protected: base, DenyRead: []string{"/state", "/ws/gen/x.key"}, DenyWrite: []string{"/state", "/opt/bridge", "/ws/gen/x.key"},
+			want: planLists{Protected: prot, DenyRead: []string{"/state", "/ws/gen/x.key"}, DenyWrite: []string{"/state", "/opt/bridge", "/ws/gen/x.key"},
 				HideFiles: []string{"/ws/gen/x.key"}, HideDirs: procSys, RecordDeny: []string{"/ws/gen/*.key"}},
 		},
 		{
@@ -224,7 +225,7 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 				in.Policy = enforced(policy.Policy{}, policy.Policy{DenyPaths: []string{"**/*.pem"}})
 			},
 			files: []string{"main.go"},
-			want:  planLists{Protected: base, DenyRead: base, DenyWrite: baseWrite, HideDirs: procSys, RecordDeny: []string{"**/*.pem"}},
+			want:  planLists{Protected: prot, DenyRead: base, DenyWrite: baseWrite, HideDirs: procSys, RecordDeny: []string{"**/*.pem"}},
 		},
 		{
 			// The git dir itself stays writable; a covered path is left out
@@ -243,7 +244,7 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 				".vscode/tasks.json":    {Path: ".vscode/tasks.json", What: "hook file", Sum: "t1"},
 				"app/[slug]/.npmrc":     {Path: "app/[slug]/.npmrc", What: "runs-later file", Sum: "n2"},
 			}}},
-			want: planLists{Protected: base, DenyRead: base,
+			want: planLists{Protected: prot, DenyRead: base,
 				DenyWrite: []string{"/state", "/opt/bridge", "/ws/.git/config", "/ws/.git/hooks", "/ws/.npmrc", "/ws/.vscode", "/ws/app/[slug]/.npmrc"},
 				HideDirs:  procSys},
 		},
@@ -253,7 +254,7 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 				in.Bwrap = "/usr/bin/bwrap"
 				in.Policy = enforced(policy.Policy{}, policy.Policy{WritePaths: []string{"out/**", "build/*.txt"}})
 			},
-			want: planLists{Protected: base, DenyRead: base, DenyWrite: baseWrite, HideDirs: procSys,
+			want: planLists{Protected: prot, DenyRead: base, DenyWrite: baseWrite, HideDirs: procSys,
 				Jail: &jailLists{ReadOnly: jailRO, ReadWrite: jailRW, Writable: []string{"out", "build"}, WorkspaceReadOnly: true}},
 		},
 		{
@@ -262,7 +263,7 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 				in.Bwrap = "/usr/bin/bwrap"
 				in.Policy = enforced(policy.Policy{WritePaths: []string{"out/**"}}, policy.Policy{WritePaths: []string{"out/sub/**", "src/**"}})
 			},
-			want: planLists{Protected: base, DenyRead: base, DenyWrite: baseWrite, HideDirs: procSys,
+			want: planLists{Protected: prot, DenyRead: base, DenyWrite: baseWrite, HideDirs: procSys,
 				Jail: &jailLists{ReadOnly: jailRO, ReadWrite: jailRW, Writable: []string{"out/sub"}, WorkspaceReadOnly: true}},
 		},
 		{
@@ -270,7 +271,7 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 			in: func(in *planInputs) {
 				in.Policy = enforced(policy.Policy{}, policy.Policy{WritePaths: []string{"out/**"}})
 			},
-			want: planLists{Protected: base, DenyRead: base, DenyWrite: baseWrite, HideDirs: procSys},
+			want: planLists{Protected: prot, DenyRead: base, DenyWrite: baseWrite, HideDirs: procSys},
 		},
 		{
 			name: "a read-only job (write_paths: []), jailed",
@@ -278,7 +279,7 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 				in.Bwrap = "/usr/bin/bwrap"
 				in.Policy = enforced(policy.Policy{}, policy.Policy{WritePaths: []string{}})
 			},
-			want: planLists{Protected: base, DenyRead: base, DenyWrite: []string{"/state", "/opt/bridge", "/ws"}, HideDirs: procSys,
+			want: planLists{Protected: prot, DenyRead: base, DenyWrite: []string{"/state", "/opt/bridge", "/ws"}, HideDirs: procSys,
 				Jail: &jailLists{ReadOnly: jailRO, ReadWrite: jailRW, WorkspaceReadOnly: true}},
 		},
 		{
@@ -286,7 +287,7 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 			in: func(in *planInputs) {
 				in.Policy = enforced(policy.Policy{WritePaths: []string{}}, policy.Policy{WritePaths: []string{"out/**"}})
 			},
-			want: planLists{Protected: base, DenyRead: base, DenyWrite: []string{"/state", "/opt/bridge", "/ws"}, HideDirs: procSys},
+			want: planLists{Protected: prot, DenyRead: base, DenyWrite: []string{"/state", "/opt/bridge", "/ws"}, HideDirs: procSys},
 		},
 		{
 			// The workspace comes after what runs later and the literal
@@ -298,7 +299,7 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 			files: []string{"secrets/k", "a.pem"},
 			w: walked{RunsLater: sandbox.RunsLaterScan{Items: map[string]sandbox.Planted{
 				".npmrc": {Path: ".npmrc", What: "runs-later file", Sum: "n1"}}}},
-			want: planLists{Protected: base, DenyRead: []string{"/state", "/ws/private", "/ws/a.pem", "/ws/secrets"},
+			want: planLists{Protected: prot, DenyRead: []string{"/state", "/ws/private", "/ws/a.pem", "/ws/secrets"},
 				DenyWrite: []string{"/state", "/opt/bridge", "/ws/.npmrc", "/ws/private", "/ws/a.pem", "/ws", "/ws/secrets"},
 				HideFiles: []string{"/ws/private", "/ws/a.pem"}, HideDirs: []string{"/proc", "/sys", "/ws/secrets"},
 				RecordDeny: []string{"private", "secrets/**", "*.pem"}},
@@ -311,7 +312,7 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 				in.Runtime = []string{"/opt/venv", "/home/u/.cargo"}
 				in.Stores = []string{"/home/u/.ssh", "/home/u/.cargo/credentials.toml"}
 			},
-			want: planLists{Protected: slices.Concat(base, stores), DenyRead: slices.Concat(base, stores), DenyWrite: baseWrite, HideDirs: procSys,
+			want: planLists{Protected: slices.Concat(base, stores, []string{"/opt/bridge"}), DenyRead: slices.Concat(base, stores), DenyWrite: baseWrite, HideDirs: procSys,
 				Jail: &jailLists{ReadOnly: slices.Concat([]string{"/opt/bridge", "/state/switches", "/opt/venv", "/home/u/.cargo"}, harnessFiles),
 					ReadWrite: jailRW, Hide: []string{"/home/u/.cargo/credentials.toml"}}},
 		},
@@ -320,18 +321,18 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 			in: func(in *planInputs) {
 				in.Runtime = []string{"/opt/venv"}
 			},
-			want: planLists{Protected: base, DenyRead: base, DenyWrite: baseWrite, HideDirs: procSys},
+			want: planLists{Protected: prot, DenyRead: base, DenyWrite: baseWrite, HideDirs: procSys},
 		},
 		{
 			name: "the sandbox off: the same lists (the settings drop the sandbox's)",
 			in:   func(in *planInputs) { in.Sandbox = false },
 			w:    walked{Secrets: []string{"/ws/.env"}},
-			want: planLists{Protected: base, DenyRead: []string{"/state", "/ws/.env"}, DenyWrite: baseWrite, HideFiles: []string{"/ws/.env"}, HideDirs: procSys},
+			want: planLists{Protected: prot, DenyRead: []string{"/state", "/ws/.env"}, DenyWrite: baseWrite, HideFiles: []string{"/ws/.env"}, HideDirs: procSys},
 		},
 		{
 			name: "approval off: the same lists",
 			in:   func(in *planInputs) { in.Approval = false },
-			want: planLists{Protected: base, DenyRead: base, DenyWrite: baseWrite, HideDirs: procSys},
+			want: planLists{Protected: prot, DenyRead: base, DenyWrite: baseWrite, HideDirs: procSys},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

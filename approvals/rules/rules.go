@@ -33,7 +33,7 @@ type Request struct {
 type Policy struct {
 	Workspace string   // absolute; the job's working directory
 	Allow     []string // first words that may run unattended (BRIDGE_APPROVE_ALLOW)
-	Protected []string // paths no tool call may touch: state dir, the daemon's .env
+	Protected []string // paths no tool call may touch: state dir, the daemon's .env, credential stores, the bridge and Claude Code binaries
 	// Job is the job's enforced policy (nil: none); it only narrows.
 	Job *policy.Enforced
 	// Jailed is true when an OS jail holds the job's write_paths for its
