@@ -58,6 +58,7 @@ var goldenWorkspace = map[string]string{
 	".vscode/settings.json": "{}\n",
 	".vscode/tasks.json":    "{}\n",
 	"out/old.txt":           "old\n",
+	"out/sub/.keep":         "", // exists before the job: the jail creates no write_paths dir while the runs-later walk counts
 	"build/.keep":           "",
 }
 
