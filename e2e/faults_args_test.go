@@ -79,7 +79,23 @@ func TestArgsRefusedByEveryTool(t *testing.T) {
 	t.Parallel()
 	d := startDouble(t)
 	b := startBridge(t, doubleEnv(d))
-	cs := goSDKClient(t, b.URL())
+	argsRefusedByEveryTool(t, d, goSDKClient(t, b.URL()))
+}
+
+// TestArgsRefusedByEveryToolOverStdio: the same refusals, word for word, for
+// a host that launches `bridge stdio` (which starts the daemon and forwards
+// to its unix socket).
+func TestArgsRefusedByEveryToolOverStdio(t *testing.T) {
+	t.Parallel()
+	d := startDouble(t)
+	envFile, _, _ := writeStdioEnv(t, d, nil)
+	argsRefusedByEveryTool(t, d, stdioClient(t, envFile))
+}
+
+// argsRefusedByEveryTool calls every tool through cs with an unknown, a
+// mistyped and an oversized argument, and checks each refusal's text, that
+// none reached DeepSeek (d) and that no job was started.
+func argsRefusedByEveryTool(t *testing.T, d *deepseektest.Server, cs *mcp.ClientSession) {
 	const big = "9007199254740993" // 2^53 + 1
 	jobTakes := "max_steps, model, policy, task, thinking, timeout_seconds"
 	steps := func(of string) string {

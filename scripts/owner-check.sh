@@ -18,6 +18,9 @@ log() { printf 'owner-check: %s\n' "$*" >&2; }
 fail() { log "FAIL: $*"; exit 1; }
 
 make --no-print-directory build >/dev/null
+# The owner's daemon runs agent jobs with the project's pinned Claude Code
+# (doctor, run by setup, fails without one).
+scripts/install.sh claude
 owner=$(mktemp -d /tmp/bridge-owner-XXXXXX)
 double_pid=""
 cleanup() {
