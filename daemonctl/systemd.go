@@ -12,14 +12,45 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
-// SystemdUnit names the systemd service that runs pid ("" when none), read
-// from /proc/PID/cgroup, and whether it is a user unit.
+// SystemdUnit names the systemd service that runs pid ("" when none), and
+// whether it is a user unit: the service of pid's cgroup (/proc/PID/cgroup),
+// when pid is that service's main process. A daemon started from a shell or a
+// test that some other service runs (a CI runner, a tmux.service) shares that
+// service's cgroup; restarting the service would restart what runs it.
 func SystemdUnit(pid int) (unit string, user bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
 	if err != nil {
 		return "", false
 	}
-	return unitFromCgroup(string(b))
+	return supervisingUnit(string(b), pid, mainPIDOf)
+}
+
+// supervisingUnit is SystemdUnit on a cgroup file's text, with show telling a
+// unit's main pid.
+func supervisingUnit(cgroup string, pid int, show func(unit string, user bool) (int, error)) (string, bool) {
+	unit, user := unitFromCgroup(cgroup)
+	if unit == "" {
+		return "", false
+	}
+	if main, err := show(unit, user); err != nil || main != pid {
+		return "", false
+	}
+	return unit, user
+}
+
+// mainPIDOf is the main pid systemd records for unit (0 when none).
+func mainPIDOf(unit string, user bool) (int, error) {
+	args := []string{"show", "--property=MainPID", "--value", unit}
+	if user {
+		args = append([]string{"--user"}, args...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "systemctl", args...).Output()
+	if err != nil {
+		return 0, fmt.Errorf("systemctl %s: %w", strings.Join(args, " "), err)
+	}
+	return strconv.Atoi(strings.TrimSpace(string(out)))
 }
 
 // unitFromCgroup reads a /proc/PID/cgroup file (v1 or v2).
