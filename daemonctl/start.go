@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/termtext"
 	"io"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
@@ -157,7 +156,7 @@ func (c *Controller) Start(ctx context.Context, o StartOptions) (Status, error) 
 	os.Remove(dir.DaemonInfoFile())
 	marker := StartMarker("start", c.now())
 	if c.For != "" {
-		marker = strings.TrimSuffix(marker, " ===") + " for " + visibleLine(c.For, 80) + " ==="
+		marker = strings.TrimSuffix(marker, " ===") + " for " + termtext.Line(c.For, 80) + " ==="
 	}
 	ch, err := Spawn(bin, c.Args(), env, "", dir.LogFile(), marker)
 	if err != nil {
@@ -228,36 +227,6 @@ func logTail(path, what string, n int) []string {
 		ls = ls[len(ls)-n:]
 	}
 	return ls
-}
-
-// visibleLine is untrusted text (who asked for a start, a line of the
-// daemon's log) safe to show on one line of a terminal: control characters,
-// newlines among them, become visible escapes (\u{1b}); at most n runes are
-// kept.
-func visibleLine(s string, n int) string {
-	var b strings.Builder
-	for i, r := range s {
-		if n == 0 {
-			fmt.Fprintf(&b, "… (%d more bytes)", len(s)-i)
-			break
-		}
-		n--
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r):
-			fmt.Fprintf(&b, `\u{%x}`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 // listenSoon listens on addr, retrying for up to wait while the port is taken.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/termtext"
 	"io"
 	"os"
 	"path/filepath"
@@ -161,7 +162,7 @@ func (r *reacher) start(ctx context.Context) error {
 	var se *StartError
 	if errors.As(err, &se) {
 		for _, l := range se.Tail {
-			fmt.Fprintf(r.stderr, "  | %s\n", visibleLine(l, 4<<10))
+			fmt.Fprintf(r.stderr, "  | %s\n", termtext.Line(l, 4<<10))
 		}
 	}
 	if err != nil {

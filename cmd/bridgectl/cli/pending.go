@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/termtext"
 	"io"
 	"os"
 	"sort"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -188,36 +187,10 @@ func requestDetails(input map[string]any) []detail {
 	return out
 }
 
-// visible makes text from a job safe to show on a terminal: control characters
-// (escape sequences, carriage returns, backspaces) become visible escapes, so a
-// command cannot hide part of itself; newlines stay (a multi-line command is
-// shown on several lines); at most limit runes are kept.
-func visible(s string, limit int) string {
-	var b strings.Builder
-	n := 0
-	for i, r := range s {
-		if n >= limit {
-			fmt.Fprintf(&b, "… (%d more bytes)", len(s)-i)
-			break
-		}
-		n++
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\n':
-			b.WriteByte('\n')
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r):
-			fmt.Fprintf(&b, `\u{%x}`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
+// visible makes text from a job safe to show on a terminal (termtext.Visible):
+// control characters become visible escapes, newlines stay; at most limit
+// runes are kept.
+func visible(s string, limit int) string { return termtext.Visible(s, limit) }
 
 // oneLine is untrusted text for a one-line field: whitespace runs (newlines,
 // carriage returns, tabs) become one space, at most n runes are kept, and the
@@ -228,9 +201,7 @@ func oneLine(s string, n int) string {
 
 // visibleLine is untrusted text shown exactly on one line, such as a path:
 // visible, with newlines as \n too; at most limit runes are kept.
-func visibleLine(s string, limit int) string {
-	return strings.ReplaceAll(visible(s, limit), "\n", `\n`)
-}
+func visibleLine(s string, limit int) string { return termtext.Line(s, limit) }
 
 // visibleBlock is untrusted multi-line text under a label: visible, its
 // later lines indented to line up with the first.
