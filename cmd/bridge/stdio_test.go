@@ -68,12 +68,16 @@ func TestStdioStartsTheDaemonItself(t *testing.T) {
 	t.Cleanup(func() { cmd.Process.Kill() })
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	io.WriteString(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
-	io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
-	io.WriteString(in, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`+"\n")
-	for _, want := range []string{`"id":1,`, `"deepseek_agent_start"`} {
-		if !sc.Scan() || !strings.Contains(sc.Text(), want) {
-			t.Fatalf("answer lacks %s: %q\nstderr:\n%s", want, sc.Text(), errb.String())
+	// As a host does: tools/list only once initialize is answered (the
+	// forwarder posts each message on its own, so answers to messages sent
+	// together may come back in either order).
+	for _, step := range []struct{ send, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n", `"id":1,`},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" + `{"jsonrpc":"2.0","id":2,"method":"tools/list"}` + "\n", `"deepseek_agent_start"`},
+	} {
+		io.WriteString(in, step.send)
+		if !sc.Scan() || !strings.Contains(sc.Text(), step.want) {
+			t.Fatalf("answer lacks %s: %.300q\nstderr:\n%s", step.want, sc.Text(), errb.String())
 		}
 	}
 
