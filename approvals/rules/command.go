@@ -116,7 +116,7 @@ func checkArgs(name string, words []word, p Policy) Verdict {
 			d := admit(g, c)
 			switch {
 			case d.Protected:
-				return Verdict{Decision: Deny, Reason: d.Reason + " (its state dir, its .env, a credential store, or a binary that runs every job outside the sandbox): no job may touch it"}
+				return Verdict{Decision: Deny, Reason: d.Reason + protectedWhy}
 			case !d.Inside:
 				hold(Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q: %s: a human decides", a, d.Reason)})
 				continue // an outside pattern is not expanded
@@ -166,7 +166,7 @@ func globMatches(g sandbox.Guard, arg, c, workspace string) (Verdict, bool) {
 		d := admit(g, m)
 		switch {
 		case d.Protected:
-			return Verdict{Decision: Deny, Reason: fmt.Sprintf("argument %q matches %s (its state dir, its .env, a credential store, or a binary that runs every job outside the sandbox): no job may touch it", arg, d.Reason)}, true
+			return Verdict{Decision: Deny, Reason: fmt.Sprintf("argument %q matches %s", arg, d.Reason) + protectedWhy}, true
 		case !d.Inside:
 			return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q matches %s: %s: a human decides", arg, m, d.Reason)}, true
 		case namesDotEnv(m, workspace) || namesDotEnv(d.Resolved, workspace):

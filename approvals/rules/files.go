@@ -146,7 +146,7 @@ func classifyFile(req Request, args []pathArg, p Policy) Verdict {
 		}
 		switch {
 		case d.Protected:
-			return Verdict{Decision: Deny, Reason: d.Reason + " (its state dir, its .env, a credential store, or a binary that runs every job outside the sandbox): no job may touch it", Summary: Clip(req.Tool + " " + strings.Join(shown, " "))}
+			return Verdict{Decision: Deny, Reason: d.Reason + protectedWhy, Summary: Clip(req.Tool + " " + strings.Join(shown, " "))}
 		case !d.Inside:
 			ask = append(ask, d.Reason)
 		case namesDotEnv(s, p.Workspace) || namesDotEnv(d.Resolved, p.Workspace):

@@ -29,6 +29,9 @@ type Request struct {
 	Input map[string]any `json:"input"`
 }
 
+// protectedWhy ends the reason of every deny of a protected path (Policy.Protected).
+const protectedWhy = " (its state dir, its .env, a credential store, or a binary that runs every job outside the sandbox): no job may touch it"
+
 // Policy is what the rules are measured against for one job.
 type Policy struct {
 	Workspace string   // absolute; the job's working directory
