@@ -2,6 +2,7 @@ package daemonctl
 
 import (
 	"context"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -68,7 +69,7 @@ func TestStdioStartsOneDaemonForTwoHosts(t *testing.T) {
 	if started != 1 {
 		t.Errorf("%d hosts say they started the daemon, want 1", started)
 	}
-	if ppid := parentPID(t, holder); ppid != os.Getpid() {
+	if ppid := testenv.ParentPID(t, holder); ppid != os.Getpid() {
 		t.Errorf("the daemon's parent is %d, not this process (%d)", ppid, os.Getpid())
 	}
 	if log, _ := os.ReadFile(dir.LogFile()); !strings.Contains(string(log), " for bridge stdio pid "+strconv.Itoa(os.Getpid())+" ===") {
@@ -84,16 +85,4 @@ func TestStdioConfigError(t *testing.T) {
 	if !config.MustFix(err) || out.Len() != 0 || !strings.Contains(errs.String(), "bridge stdio: env file "+missing) {
 		t.Fatalf("Stdio with a missing --env: %v; stdout %q; stderr %q", err, out.String(), errs.String())
 	}
-}
-
-// parentPID is the parent of pid, from /proc/PID/stat.
-func parentPID(t *testing.T, pid int) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		t.Skipf("no /proc: %v", err)
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
 }

@@ -89,7 +89,7 @@ func TestStdioStartsTheDaemonItself(t *testing.T) {
 	if holder, err := dir.LockHolder(); err != nil || holder != info.PID || info.Socket != dir.SocketFile() {
 		t.Fatalf("lock holder %d (%v), daemon.json pid %d socket %q", holder, err, info.PID, info.Socket)
 	}
-	if ppid := parentOf(t, info.PID); ppid != cmd.Process.Pid {
+	if ppid := testenv.ParentPID(t, info.PID); ppid != cmd.Process.Pid {
 		t.Errorf("the daemon's parent is pid %d, not bridge stdio (pid %d): something ran in between", ppid, cmd.Process.Pid)
 	}
 	if pid, err := daemonctl.ReadPID(dir.PIDFile()); err != nil || pid != info.PID {
@@ -121,16 +121,4 @@ func TestStdioStartsTheDaemonItself(t *testing.T) {
 	if !poll.Until(time.Second, func() bool { return daemonctl.Alive(info.Process()) }) {
 		t.Fatal("the daemon ended with the session")
 	}
-}
-
-// parentOf is the parent pid of pid, from /proc/PID/stat.
-func parentOf(t *testing.T, pid int) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		t.Skipf("no /proc: %v", err)
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
 }

@@ -389,3 +389,20 @@ func binDir() (string, error) {
 	dir := filepath.Join(base, "bin")
 	return dir, os.MkdirAll(dir, 0o755)
 }
+
+// ParentPID is pid's parent, from /proc/PID/stat; it skips where there is no
+// /proc.
+func ParentPID(t testing.TB, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	// The command name, in parentheses, may hold spaces and parentheses.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatalf("/proc/%d/stat: %v", pid, err)
+	}
+	return ppid
+}
