@@ -159,58 +159,6 @@ func goEnvironment() map[string]string {
 	return out
 }
 
-// Home is one test's own world of per-user dirs, inside t.TempDir: for a
-// test that runs bridgectl or the bridge with an environment of its own.
-type Home struct {
-	Dir      string // HOME
-	Config   string // XDG_CONFIG_HOME
-	State    string // XDG_STATE_HOME
-	StateDir string // BRIDGE_STATE_DIR: the bridge's state dir
-	EnvFile  string // BRIDGE_ENV_FILE (not created)
-}
-
-// NewHome makes a Home under t.TempDir.
-func NewHome(t testing.TB) *Home {
-	t.Helper()
-	root := t.TempDir()
-	h := &Home{
-		Dir:      filepath.Join(root, "home"),
-		Config:   filepath.Join(root, "home", ".config"),
-		State:    filepath.Join(root, "home", ".local", "state"),
-		StateDir: filepath.Join(root, "state"),
-		EnvFile:  filepath.Join(root, "bridge.env"),
-	}
-	for _, d := range []string{h.Config, h.State} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return h
-}
-
-// Environ is the process environment with this Home's dirs in place of the
-// process's own, and BRIDGE_STATE_DIR and BRIDGE_ENV_FILE set to it.
-func (h *Home) Environ() []string {
-	set := map[string]string{
-		"HOME":             h.Dir,
-		"XDG_CONFIG_HOME":  h.Config,
-		"XDG_STATE_HOME":   h.State,
-		"BRIDGE_STATE_DIR": h.StateDir,
-		"BRIDGE_ENV_FILE":  h.EnvFile,
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if _, ok := set[name]; !ok {
-			env = append(env, kv)
-		}
-	}
-	for k, v := range set {
-		env = append(env, k+"="+v)
-	}
-	return env
-}
-
 var (
 	rootOnce sync.Once
 	root     string

@@ -66,22 +66,6 @@ func TestScrubbed(t *testing.T) {
 	}
 }
 
-// A Home is a world of its own: its Environ names its dirs, not the process's.
-func TestNewHome(t *testing.T) {
-	h := testenv.NewHome(t)
-	env := map[string]string{}
-	for _, kv := range h.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	if env["HOME"] != h.Dir || env["BRIDGE_STATE_DIR"] != h.StateDir || env["BRIDGE_ENV_FILE"] != h.EnvFile || env["XDG_CONFIG_HOME"] != h.Config {
-		t.Fatalf("Environ: %v, home %+v", env, h)
-	}
-	if env["PATH"] == "" {
-		t.Fatal("Environ dropped PATH")
-	}
-}
-
 // Binary builds once: a second ask returns the same file.
 func TestBinaryBuildsOnce(t *testing.T) {
 	testenv.Real(t, "go build")
