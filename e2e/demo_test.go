@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,11 +21,11 @@ import (
 // endpoint, with usage, and leave no process behind.
 func TestDemo(t *testing.T) {
 	t.Parallel()
-	binary(t, "bridge")
+	bins := filepath.Dir(binary(t, "bridge"))
 	binary(t, "deepseek-double")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t, "bridge-demo"), "--bin-dir", binDir, "--claude-bin", claudeBin(t))
+	cmd := exec.CommandContext(ctx, binary(t, "bridge-demo"), "--bin-dir", bins, "--claude-bin", claudeBin(t))
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()} // no key, no secret: a fresh machine
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -66,13 +66,6 @@ func runTests(m *testing.M) int {
 		fmt.Println("e2e: skipped under -short (every test runs the real bridge binary)")
 		return 0
 	}
-	dir, err := os.MkdirTemp("", "bridge-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 2
-	}
-	defer os.RemoveAll(dir)
-	binDir = dir
 	code := m.Run()
 	if !checkNoLeftoverJobProcesses() && code == 0 { // suite-wide: no job process outlives the run
 		code = 1
@@ -89,35 +82,17 @@ var binaries = map[string]struct{ pkg, tags string }{
 	"bridge-demo":        {"./cmd/bridge-demo", ""},
 }
 
-// binDir holds every binary of this run side by side under its own name (a
-// hard link to testenv's build): bridge finds bridgectl next to itself, and
-// bridge-demo takes it as --bin-dir.
-var (
-	binDir   string
-	linkMu   sync.Mutex
-	linkDone = map[string]string{}
-)
-
-// binary returns the path of the named binary (a key of binaries) in binDir,
-// built once per run (testenv.Binary). E2E_RACE=1 builds with -race.
+// binary returns the path of the named binary (a key of binaries), built
+// once per run and standing beside the others under its own name
+// (testenv.Installed): bridge finds bridgectl next to itself, and
+// bridge-demo takes their dir as --bin-dir. E2E_RACE=1 builds with -race.
 func binary(t testing.TB, name string) string {
 	t.Helper()
 	spec, ok := binaries[name]
 	if !ok {
 		t.Fatalf("binary %q: not in e2e.binaries", name)
 	}
-	built := testenv.BinaryWith(t, spec.pkg, testenv.Build{Tags: spec.tags, Race: os.Getenv("E2E_RACE") == "1"})
-	linkMu.Lock()
-	defer linkMu.Unlock()
-	if p, ok := linkDone[name]; ok {
-		return p
-	}
-	p := filepath.Join(binDir, name)
-	if err := os.Link(built, p); err != nil {
-		t.Fatalf("link %s into %s: %v", built, binDir, err)
-	}
-	linkDone[name] = p
-	return p
+	return testenv.Installed(t, name, spec.pkg, testenv.Build{Tags: spec.tags, Race: os.Getenv("E2E_RACE") == "1"})
 }
 
 // moduleRoot is the directory holding go.mod (the parent of e2e/).

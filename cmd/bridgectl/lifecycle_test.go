@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -44,35 +43,14 @@ func build(t *testing.T) {
 	installed(t, "bridgectl")
 }
 
-var (
-	installOnce sync.Once
-	installDir  string
-	installErr  error
-)
-
-// installed is the path of name ("bridge" or "bridgectl") in a bin dir laid
-// out as `make build` leaves it, bridge next to bridgectl (where bridgectl
-// looks for it first): hard links to testenv's builds, inside its
-// per-process dir.
+// installed is the path of name ("bridge" or "bridgectl") laid out as
+// `make build` leaves bin/, bridge next to bridgectl (testenv.Installed).
 func installed(t *testing.T, name string) string {
 	t.Helper()
-	bins := map[string]string{"bridge": testenv.Binary(t, "./cmd/bridge"), "bridgectl": testenv.Binary(t, "./cmd/bridgectl")}
-	installOnce.Do(func() {
-		dir := filepath.Join(filepath.Dir(bins["bridge"]), "installed")
-		if installErr = os.MkdirAll(dir, 0o755); installErr != nil {
-			return
-		}
-		for n, src := range bins {
-			if installErr = os.Link(src, filepath.Join(dir, n)); installErr != nil {
-				return
-			}
-		}
-		installDir = dir
-	})
-	if installErr != nil {
-		t.Fatalf("lay out bridge and bridgectl: %v", installErr)
+	for _, n := range []string{"bridge", "bridgectl"} {
+		testenv.Installed(t, n, "./cmd/"+n, testenv.Build{})
 	}
-	return filepath.Join(installDir, name)
+	return testenv.Installed(t, name, "./cmd/"+name, testenv.Build{})
 }
 
 // fakeCloudflared is the stand-in for cloudflared (built once per process).

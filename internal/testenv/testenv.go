@@ -354,3 +354,39 @@ func ParentPID(t testing.TB, pid int) int {
 	}
 	return ppid
 }
+
+var (
+	installMu sync.Mutex
+	installed = map[string]string{} // name → the build it links
+)
+
+// Installed is the path of pkg's build (BinaryWith) under name in one dir
+// of the process where every Installed binary stands side by side, as
+// `make build` lays out bin/: bridgectl finds bridge next to itself, and a
+// program given a --bin-dir finds its siblings. Hard links, not symlinks:
+// os.Executable resolves a symlink, and the sibling would not be found.
+func Installed(t testing.TB, name, pkg string, b Build) string {
+	t.Helper()
+	built := BinaryWith(t, pkg, b)
+	dir, err := binDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "installed", name)
+	installMu.Lock()
+	defer installMu.Unlock()
+	if prev, ok := installed[name]; ok {
+		if prev != built {
+			t.Fatalf("Installed %s: already linked to another build (%s, not %s)", name, prev, built)
+		}
+		return p
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(built, p); err != nil {
+		t.Fatalf("link %s as %s: %v", built, p, err)
+	}
+	installed[name] = built
+	return p
+}
