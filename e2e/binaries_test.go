@@ -80,15 +80,24 @@ const notAskedPrefix = "not asked: the harness answered it with an error before 
 // away while the model's last Write of it is answered (a Write of a file
 // that does not exist needs no Read), and puts it back after.
 //
+// The same with the jail (bubblewrap, the default): the read-only bind
+// holds the bytes, and the ledger shows the rules denied the calls first.
+//
 // The daemon runs from a copy of the bridge, and Claude Code from a copy of
 // the pinned one: a failure overwrites only the copies.
 func TestJobCannotReplaceTheBinaries(t *testing.T) {
 	t.Parallel()
-	for _, target := range []string{"bridge", "claude code", "claude code wrapper"} {
+	for _, target := range []string{"bridge", "claude code", "claude code wrapper", "bridge, jailed"} {
 		t.Run(target, func(t *testing.T) {
 			t.Parallel()
 			bin := copyExecutable(t, binary(t, "bridge"), t.TempDir(), "bridge")
 			env := map[string]string{"BRIDGE_SANDBOX": "off", "BRIDGE_CC_APPROVAL": "off"}
+			if target == "bridge, jailed" {
+				// In bubblewrap the binary is bound read-only, so no write
+				// lands either way; the rules still refuse every call
+				// naming it before the jail is reached.
+				delete(env, "BRIDGE_SANDBOX")
+			}
 			victim := bin
 			switch target {
 			case "claude code":
@@ -168,7 +177,14 @@ func TestJobCannotReplaceTheBinaries(t *testing.T) {
 					t.Errorf("ledger: %s %s: %s, want denied as a protected path", e.Tool, e.Verdict, e.Reason)
 				}
 			}
-			for _, tool := range []string{"Read", "Write", "Bash"} {
+			must := []string{"Read", "Write", "Bash"}
+			if target == "bridge, jailed" {
+				// The jail's bind keeps the file in place while the test
+				// moves it away outside, so Claude Code refuses the last
+				// Write as unread too: no Write reaches the rules.
+				must = []string{"Read", "Bash"}
+			}
+			for _, tool := range must {
 				if count[tool] == 0 {
 					t.Errorf("the ledger has no %s denied as a protected path: %v", tool, verdicts(c.P))
 				}
