@@ -84,11 +84,10 @@ func newAgentJobs(cfg config.Config, log zerolog.Logger) (*agentJobs, error) {
 	}
 	a.proxy = mp
 	exe, _ := os.Executable()
-	wd, _ := os.Getwd()
 	// Claude Code runs outside the jail's view of itself: from PATH it is
 	// looked up like bubblewrap, never in a dir a job can write.
 	look := harness.TrustedLook(a.path, untrusted.dirs())
-	bin, lerr := harness.Locate(cfg.ClaudeBin, harness.PinnedPaths(exe, wd), look)
+	bin, lerr := harness.Locate(cfg.ClaudeBin, harness.PinnedPaths(exe), look)
 	if lerr == nil {
 		// The real file: jobs' harnesses see only it (and its dir), not the
 		// link that led to it.

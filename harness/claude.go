@@ -92,19 +92,18 @@ func Locate(configured string, pinned []string, lookPath func(string) (string, e
 	return "", ErrNoBinary
 }
 
-// PinnedPaths lists where scripts/install.sh puts the pinned binary, relative
-// to the directories a daemon can know its project by: the directory of its
-// executable (bin/ or the repo root) and its working directory.
-func PinnedPaths(executable, workdir string) []string {
-	var out []string
-	if executable != "" {
-		d := filepath.Dir(executable)
-		out = append(out, filepath.Join(d, ".cache", "bin", "claude"), filepath.Join(d, "..", ".cache", "bin", "claude"))
+// PinnedPaths lists where scripts/install.sh puts the pinned binary,
+// relative to the directory of the bridge's executable (bin/ or the repo
+// root). Never the working directory: a daemon inherits its starter's, often
+// a project a job can write, and a .cache/bin/claude planted there would run
+// as every job's harness (e2e TestDaemonNeverTakesClaudeCodeFromItsWorkingDirectory).
+// A workspace holding the executable's dir is refused at admission.
+func PinnedPaths(executable string) []string {
+	if executable == "" {
+		return nil
 	}
-	if workdir != "" {
-		out = append(out, filepath.Join(workdir, ".cache", "bin", "claude"))
-	}
-	return out
+	d := filepath.Dir(executable)
+	return []string{filepath.Join(d, ".cache", "bin", "claude"), filepath.Join(d, "..", ".cache", "bin", "claude")}
 }
 
 func isExecutable(p string) bool {

@@ -343,7 +343,7 @@ func (s *setup) claude(ctx context.Context, flag string) error {
 		return nil
 	}
 	pinned := ""
-	if slices.Contains(harness.PinnedPaths(s.bridgeExe(), ""), p) {
+	if slices.Contains(harness.PinnedPaths(s.bridgeExe()), p) {
 		pinned = ", the project's pinned install"
 	}
 	fmt.Fprintf(s.e.Stdout, "claude: %s (%s%s)\n", v, p, pinned)

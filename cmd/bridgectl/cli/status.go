@@ -425,8 +425,7 @@ func (c *ctl) locateHarness() (string, error) {
 	if b, err := findBridge(c.e); err == nil {
 		exe = b
 	}
-	wd, _ := os.Getwd()
-	pinned := harness.PinnedPaths(exe, wd)
+	pinned := harness.PinnedPaths(exe)
 	// On PATH, only where the daemon would look: among the dirs no job
 	// can write (harness.TrustedPath), so doctor never runs a planted one.
 	path, _ := c.e.Getenv("PATH")
