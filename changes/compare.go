@@ -53,6 +53,13 @@ type Change struct {
 	Binary bool `json:"binary,omitempty" jsonschema:"not text: listed, not diffed"`
 	// Note says why the diff does not show it, or what else changed.
 	Note string `json:"note,omitempty" jsonschema:"why the diff does not show this file, or what else changed (mode, link)"`
+	// Status is where the change is, for a job that wrote into an overlay
+	// (StatusLanded, StatusHeld, …; "" for the walk's record).
+	Status string `json:"status,omitempty" jsonschema:"landed (in the workspace), pending (waits for bridgectl jobs ID --apply), held (waits for --promote), conflict (the owner changed the file during the job: nothing of it landed), failed, promoted, discarded, carried"`
+	// Kind is what the entry is when not a regular file.
+	Kind string `json:"kind,omitempty" jsonschema:"dir, link or special; empty for a regular file"`
+	// Held says why a held change is held back.
+	Held string `json:"held,omitempty" jsonschema:"why the change is held back until the owner promotes it"`
 }
 
 // Report is what a job changed in its workspace.
@@ -64,6 +71,13 @@ type Report struct {
 	Diff string
 	// Note says what the comparison could not see or do ("" when nothing).
 	Note string
+	// Exact: the record was read from the job's overlay (every change, by
+	// content); false for the walk's record, which may miss some.
+	Exact bool
+	// Record is the file holding every change of an overlay job.
+	Record string
+	// Held, Conflicts and Pending count the changes with those statuses.
+	Held, Conflicts, Pending int
 }
 
 // Compare walks ws again, compares it with the start record kept in dir,

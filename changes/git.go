@@ -48,6 +48,11 @@ type Git struct {
 
 // run runs git in ws with its own git dir and returns its stdout.
 func (g Git) run(ws string, args ...string) ([]byte, error) {
+	return g.runIn(ws, nil, args...)
+}
+
+// runIn is run with stdin (nil: none).
+func (g Git) runIn(ws string, stdin []byte, args ...string) ([]byte, error) {
 	if !filepath.IsAbs(g.Bin) {
 		return nil, errNoGit
 	}
@@ -59,6 +64,9 @@ func (g Git) run(ws string, args ...string) ([]byte, error) {
 	cmd.Env = append(g.env(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(ws))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
 	out, err := cmd.Output()
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
@@ -233,4 +241,35 @@ func sameDir(a, b string) bool {
 	sa, err1 := os.Stat(a)
 	sb, err2 := os.Stat(b)
 	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+// ignored are those of paths (slash-separated, relative to ws) that git
+// would not show because the repository ignores them (`git check-ignore`,
+// which reads the ignore files and runs nothing). Tracked files are never
+// ignored. Outside a work tree's top, nothing is.
+func (g Git) ignored(ws string, paths []string) (map[string]bool, error) {
+	st, err := os.Lstat(filepath.Join(ws, ".git"))
+	if err != nil || !(st.IsDir() || st.Mode().IsRegular()) || len(paths) == 0 {
+		return nil, nil
+	}
+	var in bytes.Buffer
+	for _, p := range paths {
+		in.WriteString(p)
+		in.WriteByte(0)
+	}
+	out, err := g.runIn(ws, in.Bytes(), "check-ignore", "-z", "--stdin")
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 1 {
+		return nil, nil // none is ignored
+	}
+	if err != nil {
+		return nil, err
+	}
+	got := map[string]bool{}
+	for _, p := range strings.Split(string(out), "\x00") {
+		if p != "" {
+			got[p] = true
+		}
+	}
+	return got, nil
 }

@@ -8,6 +8,7 @@ package guard
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 	"time"
@@ -67,7 +68,10 @@ type Options struct {
 	// TrustedPath is the PATH git runs with: the daemon's without the dirs
 	// a job can write (harness.TrustedPath; "": harness.DefaultPath).
 	TrustedPath string
-	Logger      zerolog.Logger
+	// ProbeOverlay checks that a job's overlay mounts (nil:
+	// sandbox.ProbeOverlay with Exe).
+	ProbeOverlay func(exe, dir string) error
+	Logger       zerolog.Logger
 }
 
 // Guard is the approval and sandbox layer of one daemon (see the package doc).
@@ -84,6 +88,7 @@ type Guard struct {
 	sandbox    bool        // BRIDGE_SANDBOX
 	sandboxErr error       // why the sandbox cannot run (nil: it can)
 	bwrap      string      // bubblewrap for the jail ("" when the sandbox is off or unavailable, or not Linux)
+	overlayErr error       // why jobs cannot write into an overlay (nil: they do)
 	runtime    []string    // BRIDGE_RUNTIME_ROOTS, resolved: read-only in every job's jail
 	git        changes.Git // the git the record of a job's changes runs (its Bin "" when none was found)
 	queue      *approvals.Queue
@@ -150,8 +155,47 @@ func New(o Options) (*Guard, error) {
 			g.bwrap = bw
 		}
 	}
+	g.overlayErr = g.probeOverlay(o.ProbeOverlay)
 	return g, nil
 }
+
+// probeOverlay says why jobs cannot write into an overlay (nil: they can):
+// only a jailed job does, where the overlay mounts (sandbox.ProbeOverlay).
+func (g *Guard) probeOverlay(probe func(exe, dir string) error) error {
+	if g.bwrap == "" {
+		err := errors.New("no jail (the OS sandbox is off or cannot run here)")
+		g.log.Warn().Err(err).Msg("jobs write straight into their workspaces: the record of their changes is a walk of the workspace, which may miss some")
+		return err
+	}
+	if probe == nil {
+		probe = sandbox.ProbeOverlay
+	}
+	if err := os.MkdirAll(g.dir.Root, 0o700); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := probe(g.exe, g.dir.Root); err != nil {
+		g.log.Warn().Err(err).Msg("no overlay can be mounted here: jobs write straight into their workspaces, and the record of their changes is a walk of the workspace, which may miss some")
+		return err
+	}
+	g.log.Info().Dur("took", time.Since(start)).Msg("jobs write into overlays: each job's record is exactly what it wrote")
+	return nil
+}
+
+// RecordMode says how jobs' changes are recorded: "overlay" (exact), or
+// "walk" with why no overlay can be had.
+func (g *Guard) RecordMode() (mode string, why error) {
+	if g.overlayErr != nil {
+		return RecordWalk, g.overlayErr
+	}
+	return RecordOverlay, nil
+}
+
+// The record modes (RecordMode).
+const (
+	RecordOverlay = "overlay"
+	RecordWalk    = "walk"
+)
 
 // Queue is the approval queue of the guard's state dir (for the watcher,
 // approvals.Watch).

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/changes"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -43,6 +45,9 @@ func (g *Guard) jail(spec *harness.Spec, jp *jailPlan) ([]string, error) {
 	}
 	f.Close()
 	writable := writableDirs(spec.Workspace, jp.Writable)
+	if jp.Overlay {
+		return g.overlayJail(spec, jp, writable)
+	}
 	// The workspace was admitted by its path, with every link resolved; it
 	// is bound by a descriptor opened now without following any, so a
 	// component swapped for a link since (by a job whose workspace holds
@@ -154,4 +159,60 @@ func writableDirs(ws string, rels []string) []string {
 		}
 	}
 	return out
+}
+
+// overlayJail is the jail of a job that writes into an overlay: the
+// overlay's upper, work and mount dirs in the job's changes dir (with what
+// a parent job did not land carried in), the workspace's descriptor for the
+// wrapper to check the lower layer against, and the jail's argv behind the
+// wrapper (sandbox.Overlay.WrapArgs), started in its own user and mount
+// namespace.
+func (g *Guard) overlayJail(spec *harness.Spec, jp *jailPlan, writable []string) ([]string, error) {
+	dir := g.dir.ChangesDir(spec.JobID)
+	st := changes.OverlayStart{Workspace: spec.Workspace, Land: policy.LandAuto}
+	if pol := spec.Policy; pol != nil {
+		st.DenyPaths = pol.DenyPaths
+		if pol.Land != "" {
+			st.Land = pol.Land
+		}
+	}
+	if spec.Parent != "" && changes.IsOverlay(g.dir.ChangesDir(spec.Parent)) {
+		carried, started, err := changes.Carry(g.dir.ChangesDir(spec.Parent), dir, spec.JobID)
+		if err != nil {
+			return nil, err
+		}
+		if carried {
+			st.CarriedFrom, st.Started = spec.Parent, started
+			g.log.Info().Str("job", spec.JobID).Str("parent", spec.Parent).Msg("the parent job's changes that did not land are carried into this job's overlay")
+		}
+	}
+	st, err := changes.StartOverlay(dir, st)
+	if err != nil {
+		return nil, err
+	}
+	spec.CloseWrapFiles()
+	f, err := sandbox.OpenDirNoSymlinks(spec.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("jail: the workspace changed since it was admitted: %w", err)
+	}
+	spec.WrapFiles = []*os.File{f} // fd 3
+	o := jp.Options
+	ov := changes.OverlayOf(dir, spec.Workspace)
+	o.Merged = ov.Merged
+	o.WritableDirs = writable
+	if uid := os.Getuid(); uid != 0 {
+		o.MapUser = &[2]int{uid, os.Getgid()}
+	}
+	args, err := sandbox.JailArgs(o)
+	if err != nil {
+		spec.CloseWrapFiles()
+		return nil, err
+	}
+	wrap, err := ov.WrapArgs(g.exe, 3, args)
+	if err != nil {
+		spec.CloseWrapFiles()
+		return nil, err
+	}
+	spec.WrapAttr = sandbox.NamespaceAttr
+	return wrap, nil
 }

@@ -49,6 +49,8 @@ type planInputs struct {
 	// Stores are the credential stores under the home that exist, links
 	// resolved (existingStores); read only for a jail.
 	Stores []string
+	// Overlay: the guard can mount a job's overlay (Guard.RecordMode).
+	Overlay bool
 }
 
 // walked is what the walks of the workspace at the job's start found.
@@ -101,6 +103,10 @@ type jailPlan struct {
 	// Writable are the write_paths dirs, relative to the workspace, bound
 	// read-write over the read-only workspace (policy.Enforced.WritableDirs).
 	Writable []string
+	// Overlay: the job writes into an overlay of its workspace (a jailed
+	// job that may write, where overlays mount): the record of its changes
+	// is read from the overlay, and no walk of the workspace records it.
+	Overlay bool
 }
 
 // settingsPlan is what Claude Code's settings say of paths, for
@@ -153,10 +159,19 @@ func plan(in planInputs) jobPlan {
 		p.RecordDeny = in.Policy.DenyPaths
 	}
 	if in.Bwrap != "" {
-		p.Jail = planJail(in, []string{p.ApprovalFile, p.MCPFile, p.SettingsFile, p.RunsLaterFile})
+		overlay := in.Overlay && (in.Policy == nil || !in.Policy.ReadOnly())
+		files := []string{p.ApprovalFile, p.MCPFile, p.SettingsFile}
+		if !overlay {
+			files = append(files, p.RunsLaterFile)
+		}
+		p.Jail = planJail(in, files)
+		p.Jail.Overlay = overlay
 	}
 	return p
 }
+
+// overlay reports whether the plan's job writes into an overlay.
+func (p jobPlan) overlay() bool { return p.Jail != nil && p.Jail.Overlay }
 
 // planJail is the job's view of the filesystem (see Guard.jail): the
 // workspace, the harness's config dir, a private /tmp, the owner's runtime

@@ -89,7 +89,7 @@ func (g *Guard) planInputs(spec *harness.Spec) planInputs {
 	in := planInputs{
 		Dir: g.dir, Exe: g.exe, HarnessBin: g.harnessBin, EnvFile: g.envFile, Home: g.home,
 		Allow: g.allow, Timeout: g.timeout, Approval: g.approval, Sandbox: g.sandbox,
-		Bwrap: g.bwrap, Runtime: g.runtime,
+		Bwrap: g.bwrap, Runtime: g.runtime, Overlay: g.overlayErr == nil,
 		JobID: spec.JobID, Workspace: spec.Workspace, ConfigDir: spec.ConfigDir, Policy: spec.Policy,
 	}
 	if g.bwrap != "" {
@@ -139,10 +139,16 @@ func (g *Guard) startWalks(spec *harness.Spec, p jobPlan) *jobWalks {
 		}
 		ws.found.Globs = expandDenyGlobs(spec.Workspace, spec.Policy, files)
 		ws.secretWalk = time.Since(t)
+		if p.overlay() {
+			return // the overlay records the job's changes exactly, with no walk
+		}
 		t = time.Now()
 		ws.recordErr = g.recordStart(spec.JobID, spec.Workspace, p.RecordDeny, scan, err)
 		ws.startRecord = time.Since(t)
 	})
+	if p.overlay() {
+		return ws // nothing the job writes reaches the workspace unseen: no runs-later scan
+	}
 	ws.wg.Go(func() {
 		t := time.Now()
 		ws.found.RunsLater, ws.scanErr = g.baseline(spec.JobID, spec.Workspace, p.RunsLaterFile)

@@ -143,6 +143,9 @@ func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
 	cmd.Env = c.Env(spec)
 	cmd.ExtraFiles = spec.WrapFiles
 	setProcessGroup(cmd)
+	if spec.WrapAttr != nil {
+		spec.WrapAttr(cmd.SysProcAttr)
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("harness stdin: %w", err)

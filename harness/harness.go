@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
@@ -94,6 +95,9 @@ type Spec struct {
 	Thinking string
 	// AppendSystemPrompt is passed as --append-system-prompt.
 	AppendSystemPrompt string
+	// Parent is the job this one continues ("" for none), for the guard: what
+	// the parent did not land is carried into this job's view.
+	Parent string
 	// Policy is the job's enforced policy, for the guard's files (nil: none).
 	Policy *policy.Enforced
 
@@ -111,6 +115,9 @@ type Spec struct {
 	// WrapFiles are descriptors the wrap inherits, as fds 3, 4, … in order
 	// (the jail's --bind-fd); the harness closes them once it has started.
 	WrapFiles []*os.File
+	// WrapAttr, when set, adjusts the process attributes the wrap starts
+	// with (the guard's overlay: a new user and mount namespace).
+	WrapAttr func(*syscall.SysProcAttr)
 }
 
 // CloseWrapFiles closes the descriptors of WrapFiles: for a spec whose

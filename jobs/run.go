@@ -79,6 +79,7 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 		spec.AppendSystemPrompt = pol.AppendSystemPrompt
 	}
 	parent, resume := j.snap.Parent, j.snap.ResumeSession
+	spec.Parent = parent
 	r.mu.Unlock()
 	if resume != "" {
 		if err := seedSession(r.opts.Dir.HarnessDir(parent), spec.ConfigDir); err != nil {

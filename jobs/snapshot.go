@@ -245,6 +245,18 @@ type Snapshot struct {
 	Changes         []changes.Change `json:"changes,omitempty"`
 	ChangesUnlisted int              `json:"changes_unlisted,omitempty"`
 	ChangesNote     string           `json:"changes_note,omitempty"`
+	// ChangesRecord is how the changes were recorded: RecordExact (read
+	// from the job's overlay: every byte it wrote) or RecordWalk (a walk
+	// of the workspace, which can miss changes). ChangesRecordFile holds
+	// every change of an exact record, with its status.
+	ChangesRecord     string `json:"changes_record,omitempty"`
+	ChangesRecordFile string `json:"changes_record_file,omitempty"`
+	// ChangesHeld, ChangesConflicts and ChangesPending count an exact
+	// record's changes held back, in conflict with the owner's edits, and
+	// waiting for review.
+	ChangesHeld      int `json:"changes_held,omitempty"`
+	ChangesConflicts int `json:"changes_conflicts,omitempty"`
+	ChangesPending   int `json:"changes_pending,omitempty"`
 	// Diff is the unified diff of the text files changed, at most
 	// MaxDiffBytes (DiffTruncated then; DiffBytes is the whole diff's
 	// size, kept in the state dir's changes/<id>/diff.patch).

@@ -32,6 +32,12 @@ type Guard interface {
 	Changes(ctx context.Context, jobID, workspace string) (changes.Report, error)
 }
 
+// How a job's changes were recorded (Snapshot.ChangesRecord).
+const (
+	RecordExact = "exact" // from the job's overlay
+	RecordWalk  = "walk"  // a walk of the workspace, which can miss changes
+)
+
 // MaxDiffBytes bounds the diff a snapshot (and a poll) carries; the whole
 // diff stays in the state dir (`bridgectl jobs ID --diff`).
 const MaxDiffBytes = 64 << 10
@@ -56,6 +62,11 @@ func (p *progress) setChanges(rep changes.Report, err error) {
 		}
 	}
 	s.Changes, s.ChangesUnlisted, s.ChangesNote = rep.Changes, rep.Unlisted, rep.Note
+	s.ChangesRecord, s.ChangesRecordFile = RecordWalk, ""
+	if rep.Exact {
+		s.ChangesRecord, s.ChangesRecordFile = RecordExact, rep.Record
+	}
+	s.ChangesHeld, s.ChangesConflicts, s.ChangesPending = rep.Held, rep.Conflicts, rep.Pending
 	s.DiffBytes = len(rep.Diff)
 	s.Diff, s.DiffTruncated = changes.Cap(rep.Diff, MaxDiffBytes)
 }

@@ -36,6 +36,11 @@ func Merge(floor, caller Policy, floorFile string) Enforced {
 	e.Commands, e.FloorCommands = allowLists(floor.Commands, caller.Commands)
 	e.OnOtherCommands = stricter(floor.OnOtherCommands, caller.OnOtherCommands)
 	e.Network = stricter(floor.Network, caller.Network)
+	if floor.Land == LandReview || caller.Land == LandReview {
+		e.Land = LandReview
+	} else if floor.Land != "" || caller.Land != "" {
+		e.Land = LandAuto
+	}
 	e.MaxSteps = minSet(floor.MaxSteps, caller.MaxSteps)
 	e.TimeoutSeconds = minSet(floor.TimeoutSeconds, caller.TimeoutSeconds)
 	e.MaxCostUSD = minSet(floor.MaxCostUSD, caller.MaxCostUSD)

@@ -50,6 +50,11 @@ type Policy struct {
 	OnOtherCommands string `json:"on_other_commands,omitempty"`
 	// Network is ask (a human decides on WebFetch/WebSearch) or deny.
 	Network string `json:"network,omitempty"`
+	// Land is when a job's visible changes reach its workspace: auto (at
+	// its end, the default) or review (when the owner applies them with
+	// `bridgectl jobs ID --apply`). Held-back changes wait for the owner
+	// either way.
+	Land string `json:"land,omitempty"`
 
 	MaxSteps       int     `json:"max_steps,omitempty"`
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
@@ -114,10 +119,16 @@ func listOf(l *[]string) []string {
 	return append([]string{}, (*l)...)
 }
 
+// Land modes (Policy.Land).
+const (
+	LandAuto   = "auto"
+	LandReview = "review"
+)
+
 // IsZero reports whether p restricts nothing.
 func (p Policy) IsZero() bool {
 	return p.Tools == nil && p.WritePaths == nil && p.DenyPaths == nil && p.Commands == nil &&
-		p.OnOtherCommands == "" && p.Network == "" && p.MaxSteps == 0 && p.TimeoutSeconds == 0 &&
+		p.OnOtherCommands == "" && p.Network == "" && p.Land == "" && p.MaxSteps == 0 && p.TimeoutSeconds == 0 &&
 		p.MaxCostUSD == 0 && p.AppendSystemPrompt == ""
 }
 
@@ -162,6 +173,9 @@ func (p Policy) Validate() error {
 		if f.v != "" && f.v != Ask && f.v != Deny {
 			bad("%s: must be %q or %q, not %q", f.name, Ask, Deny, f.v)
 		}
+	}
+	if p.Land != "" && p.Land != LandAuto && p.Land != LandReview {
+		bad("land: must be %q or %q, not %q", LandAuto, LandReview, p.Land)
 	}
 	if p.MaxSteps < 0 {
 		bad("max_steps: must be at least 1")

@@ -48,6 +48,15 @@ type JailOptions struct {
 	// for a link after it was checked mounts nothing else. A path without
 	// one is bound by path.
 	BindFDs map[string]int
+	// Merged, when set, is the job's overlay of the workspace (Overlay.Merged,
+	// mounted before the jail starts): it is bound at the workspace's path
+	// instead of the workspace, so every write lands in the overlay's upper
+	// dir; WritableDirs are bound from it too.
+	Merged string
+	// MapUser maps the daemon's uid and gid back inside the jail
+	// (--unshare-user --uid --gid): set when the jail starts as root of
+	// the overlay's user namespace for a daemon that is not root.
+	MapUser *[2]int
 	// ConfigDir is the harness's HOME and config dir, read-write.
 	ConfigDir string
 	// Tmp is bound at /tmp, read-write: the job's private /tmp.
@@ -91,6 +100,9 @@ func JailArgs(o JailOptions) ([]string, error) {
 		// fresh one, and the kernel then refuses Claude Code's own nested
 		// sandbox the fresh /proc (and --disable-userns) its commands get.
 		"--bind", "/proc", "/proc", "--dev", "/dev",
+	}
+	if o.MapUser != nil {
+		args = append(args, "--unshare-user", "--uid", strconv.Itoa(o.MapUser[0]), "--gid", strconv.Itoa(o.MapUser[1]))
 	}
 	for _, d := range SystemDirs {
 		st, err := os.Lstat(d)
@@ -162,8 +174,17 @@ func JailArgs(o JailOptions) ([]string, error) {
 }
 
 // bind is kind ("--bind" or "--ro-bind") of p onto itself: of its
-// descriptor when BindFDs has one.
+// descriptor when BindFDs has one, of its place in the overlay when the
+// workspace is one.
 func (o JailOptions) bind(kind, p string) []string {
+	if o.Merged != "" {
+		if p == o.Workspace {
+			return []string{kind, o.Merged, p}
+		}
+		if within(p, o.Workspace) {
+			return []string{kind, filepath.Join(o.Merged, strings.TrimPrefix(p, o.Workspace+"/")), p}
+		}
+	}
 	if fd, ok := o.BindFDs[p]; ok {
 		return []string{kind + "-fd", strconv.Itoa(fd), p}
 	}

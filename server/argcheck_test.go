@@ -104,7 +104,7 @@ func TestArgsRefused(t *testing.T) {
 		{"unknown arguments of start", "deepseek_agent_start", `{"task":"x",` + ws + `,"tools":["Read"],"model_id":"x"}`,
 			`unknown argument "model_id", "tools": this tool takes max_steps, model, policy, task, thinking, timeout_seconds, workspace`},
 		{"an unknown policy field", "deepseek_agent_start", `{"task":"x",` + ws + `,"policy":{"tool":["Read"]}}`,
-			`unknown argument "tool": policy takes append_system_prompt, commands, deny_paths, max_cost_usd, max_steps, network, on_other_commands, timeout_seconds, tools, write_paths`},
+			`unknown argument "tool": policy takes append_system_prompt, commands, deny_paths, land, max_cost_usd, max_steps, network, on_other_commands, timeout_seconds, tools, write_paths`},
 		{"a policy tool outside the list", "deepseek_agent_start", `{"task":"x",` + ws + `,"policy":{"tools":["Read","Sudo"]}}`,
 			`policy.tools[1] must be one of Bash, Edit, Glob, Grep, Monitor, NotebookEdit, Read, Task, TaskStop, ToolSearch, WebFetch, WebSearch, Write, not "Sudo"`},
 		{"an unknown poll argument", "deepseek_agent_poll", `{"job_id":"` + jobID + `","wait":5}`, `unknown argument "wait": this tool takes job_id, wait_seconds`},

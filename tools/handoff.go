@@ -20,6 +20,11 @@ type Handoff struct {
 	Changes            []changes.Change `json:"changes,omitempty" jsonschema:"files the job created, modified or deleted, seen on disk at its end (whoever made them); compare with files_written, which are only the file tools' claims"`
 	ChangesUnlisted    int              `json:"changes_unlisted,omitempty" jsonschema:"changed files past the list's bound"`
 	ChangesNote        string           `json:"changes_note,omitempty" jsonschema:"what the comparison of the workspace could not see or do"`
+	ChangesRecord      string           `json:"changes_record,omitempty" jsonschema:"exact: the job wrote into an overlay and changes lists every byte it wrote; walk: no overlay could be had (macOS, BRIDGE_SANDBOX=off, a kernel without unprivileged overlayfs) and the list comes from a walk of the workspace, which can miss changes: say so"`
+	ChangesRecordFile  string           `json:"changes_record_file,omitempty" jsonschema:"the file on the bridge's machine holding every change of an exact record with its status (bridgectl jobs ID --changes prints it)"`
+	ChangesHeld        int              `json:"changes_held,omitempty" jsonschema:"changes held back, not in the workspace: a person does not read them in a diff (dotfiles, dependency folders, bytecode, binaries, git internals); each has a held reason; the owner promotes them with bridgectl jobs ID --promote PATH"`
+	ChangesConflicts   int              `json:"changes_conflicts,omitempty" jsonschema:"files the owner changed during the job: the job's version did not land"`
+	ChangesPending     int              `json:"changes_pending,omitempty" jsonschema:"changes waiting for the owner's review (policy land review): bridgectl jobs ID --apply lands them"`
 	Diff               string           `json:"diff,omitempty" jsonschema:"unified diff of the changed text files, at most 64 KiB (secret and binary files are never shown)"`
 	DiffTruncated      bool             `json:"diff_truncated,omitempty" jsonschema:"the diff was cut at 64 KiB; the owner sees all of it with bridgectl jobs ID --diff"`
 	Summary            string           `json:"summary" jsonschema:"the job in one line"`
@@ -32,6 +37,8 @@ func handoff(s jobs.Snapshot) Handoff {
 		StopReason: string(s.StopReason), ModelError: s.ModelError,
 		UnresolvedFailures: s.UnresolvedFailures,
 		Changes:            s.Changes, ChangesUnlisted: s.ChangesUnlisted, ChangesNote: s.ChangesNote,
+		ChangesRecord: s.ChangesRecord, ChangesRecordFile: s.ChangesRecordFile,
+		ChangesHeld: s.ChangesHeld, ChangesConflicts: s.ChangesConflicts, ChangesPending: s.ChangesPending,
 		Diff: s.Diff, DiffTruncated: s.DiffTruncated,
 	}
 	if !s.Status.Final() {
@@ -89,13 +96,40 @@ func nextStep(s jobs.Snapshot) string {
 		if len(s.Quarantined) > 0 {
 			step += " Tell the user what was quarantined."
 		}
-		return step
+		return step + changesStep(s)
 	}
-	step := "There is no result and no nonce: do not present anything from this job as its result. " + stopAdvice(s)
+	step := "There is no result and no nonce: do not present anything from this job as its result. " + stopAdvice(s) + changesStep(s)
 	if s.CanContinue() {
 		step += fmt.Sprintf(" It can be continued where it stopped: call deepseek_agent_continue with job_id %q and a task such as \"go on\" (a new job in the same workspace resumes its conversation, with fresh ceilings).", s.ID)
 	}
 	return step
+}
+
+// changesStep says what the user must hear of the job's changes that did
+// not simply land.
+func changesStep(s jobs.Snapshot) string {
+	var out string
+	if s.ChangesRecord == jobs.RecordWalk && s.Status.Final() {
+		out += " Say that its changes were found by a walk of the workspace (no overlay could be had), which can miss some."
+	}
+	if n := s.ChangesConflicts; n > 0 {
+		out += fmt.Sprintf(" Tell the user %s changed during the job, so the job's version did not land (status conflict); `bridgectl jobs %s --promote PATH` overwrites theirs.", count(n, "file was", "files were"), s.ID)
+	}
+	if n := s.ChangesPending; n > 0 {
+		out += fmt.Sprintf(" %s wait for the owner's review: ask them to read `bridgectl jobs %s --diff`, then run `bridgectl jobs %s --apply` (or --discard).", count(n, "change", "changes"), s.ID, s.ID)
+	}
+	if n := s.ChangesHeld; n > 0 {
+		out += fmt.Sprintf(" %s held back and not in the workspace (each change's held says why); the owner inspects them with `bridgectl jobs %s --changes` and puts one in place with `bridgectl jobs %s --promote PATH`.", count(n, "change is", "changes are"), s.ID, s.ID)
+	}
+	return out
+}
+
+// count is n with the singular or plural phrase.
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // stopAdvice says what a host can do about a job that ended without a result.
@@ -158,6 +192,12 @@ func writeHandoff(b *strings.Builder, p AgentJobPayload) {
 				b.WriteString(", binary")
 			}
 			b.WriteString(")")
+			if c.Status != "" {
+				b.WriteString(" " + c.Status)
+			}
+			if c.Held != "" {
+				fmt.Fprintf(b, " (held back: %s)", c.Held)
+			}
 			if c.Note != "" {
 				fmt.Fprintf(b, " [%s]", c.Note)
 			}

@@ -15,6 +15,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 )
 
 // version is set at build time: -ldflags "-X main.version=v1.2.3".
@@ -44,6 +46,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runCommand(ctx, cmd, c, rest, stdin, stdout, stderr)
 	}
 	switch cmd {
+	case sandbox.OverlayCommand: // the daemon's, for each job's jail
+		return sandbox.OverlayMain(rest, stderr)
 	case "version", "--version", "-v":
 		if code, ok := parseFlags(flag.NewFlagSet("bridge version", flag.ContinueOnError), rest, commandHelp["version"], stdout, stderr); !ok {
 			return code

@@ -15,7 +15,7 @@ import (
 
 var jobsCmd = &Command{
 	Name:  "jobs",
-	Usage: "jobs [ID] [--trace | --diff] [--json]",
+	Usage: "jobs [ID] [--trace | --diff | --changes | --apply | --promote PATH… | --discard [PATH…]] [--json]",
 	Short: "list agent jobs, or show one (with its live trace)",
 	Long: `Reads the job snapshots in <state>/jobs/ (the daemon need not run; format in
 docs/STATE.md). Without ID: one line per job, newest first. With ID (the full
@@ -27,6 +27,21 @@ partial work; --trace adds its trace, which the daemon writes while the job
 runs, so a live job shows its progress; --diff prints the whole unified diff
 of the text files it changed (kept in <state>/changes/ID/diff.patch; a poll
 carries at most 64 KiB of it). --json prints the snapshot(s) as JSON.
+
+A job that may write runs in an overlay of its workspace: everything it
+writes lands in <state>/changes/ID/upper, and its record is exactly that.
+When it ends, the changes a person reads in a diff land in the workspace
+(policy land "review": they wait), and those a person does not read in a
+diff — dotfiles and dot-folders, dependency and cache folders, bytecode,
+.pth files, binaries, links, new executables, files git ignores, git's
+internals — are held back. A file the owner changed during the job is a
+conflict: the job's version does not land.
+  --changes            every change with its status (landed, pending, held and
+                       why, conflict), from <state>/changes/ID/record.json
+  --apply              land the changes that wait for review
+  --promote PATH…      put held (or conflicting) changes at or below PATH into
+                       the workspace, as they are in the job's diff
+  --discard [PATH…]    drop waiting changes (all of them without PATH)
 
 A snapshot that cannot be read as a job is listed plainly: DAMAGED (cut short,
 say by a full disk: what is still readable in it is shown), SET ASIDE (a
@@ -45,12 +60,29 @@ func runJobs(ctx context.Context, e *Env, args []string) error {
 	trace := f.Bool("trace", false, "show the job's trace (with ID)")
 	diff := f.Bool("diff", false, "print the whole diff of what the job changed (with ID)")
 	asJSON := f.Bool("json", false, "print the snapshot(s) as JSON")
+	list := f.Bool("changes", false, "print every change of the job with its status (with ID)")
+	apply := f.Bool("apply", false, "land the job's changes that wait for review (with ID)")
+	promote := f.Bool("promote", false, "put the held changes at or below the PATHs into the workspace (with ID PATH…)")
+	discard := f.Bool("discard", false, "drop the job's waiting changes at or below the PATHs, or all (with ID)")
 	pos, err := f.parse(args)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 1 {
-		return usageError{"jobs takes at most one job ID"}
+	acts := 0
+	for _, b := range []bool{*trace, *diff, *list, *apply, *promote, *discard} {
+		if b {
+			acts++
+		}
+	}
+	switch {
+	case acts > 1:
+		return usageError{"jobs: --trace, --diff, --changes, --apply, --promote and --discard go one at a time"}
+	case len(pos) > 1 && !*promote && !*discard:
+		return usageError{"jobs takes at most one job ID (paths only with --promote or --discard)"}
+	case *promote && len(pos) < 2:
+		return usageError{"--promote needs the job ID and the paths to promote: bridgectl jobs ID --promote PATH…"}
+	case (*list || *apply || *promote || *discard) && len(pos) == 0:
+		return usageError{"--changes, --apply, --promote and --discard need a job ID: bridgectl jobs ID --changes"}
 	}
 	c, err := f.load()
 	if err != nil {
@@ -72,6 +104,9 @@ func runJobs(ctx context.Context, e *Env, args []string) error {
 		}
 		if *diff {
 			return printDiff(w, c.dir, s)
+		}
+		if *list || *apply || *promote || *discard {
+			return settleChanges(w, c.dir, s, *apply, *promote, *discard, pos[1:], *asJSON)
 		}
 		if *asJSON {
 			return printJSON(w, s)

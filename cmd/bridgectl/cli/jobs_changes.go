@@ -47,6 +47,12 @@ func printChanges(w io.Writer, s jobs.Snapshot) {
 			line += ", binary"
 		}
 		line += ")"
+		if c.Status != "" {
+			line += " " + strings.ToUpper(c.Status)
+		}
+		if c.Held != "" {
+			line += " (held back: " + c.Held + "; `bridgectl jobs " + s.ID + " --promote PATH` puts it in the workspace)"
+		}
 		if c.Note != "" {
 			line += " [" + visibleLine(c.Note, 300) + "]"
 		}
@@ -89,5 +95,66 @@ func printDiff(w io.Writer, dir statedir.Dir, s jobs.Snapshot) error {
 		parts[i] = visible(p, len(p))
 	}
 	fmt.Fprint(w, strings.Join(parts, "\t"))
+	return nil
+}
+
+// settleChanges is --changes, --apply, --promote and --discard: the
+// owner's view of, and decisions on, an overlay job's record.
+func settleChanges(w io.Writer, dir statedir.Dir, s jobs.Snapshot, apply, promote, discard bool, paths []string, asJSON bool) error {
+	cd := dir.ChangesDir(s.ID)
+	if !changes.IsOverlay(cd) {
+		return fmt.Errorf("job %s did not write into an overlay (its changes went straight to the workspace): `bridgectl jobs %s` lists what it changed", s.ID, s.ID)
+	}
+	var rec *changes.OverlayRecord
+	var err error
+	switch {
+	case apply:
+		rec, err = changes.Apply(s.Workspace, cd)
+	case promote:
+		rec, err = changes.Promote(s.Workspace, cd, paths)
+	case discard:
+		rec, err = changes.Discard(s.Workspace, cd, paths)
+	default:
+		rec, err = changes.LoadOverlayRecord(cd)
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("job %s is %s: its record is made when it ends", s.ID, s.Status)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("job %s: %w", s.ID, err)
+	}
+	if asJSON {
+		return printJSON(w, rec)
+	}
+	counts := map[string]int{}
+	for _, c := range rec.Changes {
+		counts[c.Status]++
+		line := fmt.Sprintf("%-9s %-8s %s", c.Status, c.Change, visibleLine(c.Path, 1000))
+		if c.Kind != "" {
+			line += " (" + c.Kind + ")"
+		}
+		if c.Held != "" {
+			line += " — held: " + c.Held
+		}
+		if c.Note != "" {
+			line += " [" + visibleLine(c.Note, 300) + "]"
+		}
+		fmt.Fprintln(w, line)
+	}
+	var sum []string
+	for _, st := range []string{changes.StatusLanded, changes.StatusPromoted, changes.StatusPending, changes.StatusHeld, changes.StatusConflict, changes.StatusFailed, changes.StatusDiscarded, changes.StatusCarried} {
+		if counts[st] > 0 {
+			sum = append(sum, fmt.Sprintf("%d %s", counts[st], st))
+		}
+	}
+	if len(sum) == 0 {
+		sum = []string{"no change"}
+	}
+	fmt.Fprintf(w, "job %s: %s\n", s.ID, strings.Join(sum, ", "))
+	if rec.CarriedTo != "" {
+		fmt.Fprintf(w, "what did not land was carried into job %s, which continued this one\n", rec.CarriedTo)
+	} else if n := rec.Unlanded(); n > 0 {
+		fmt.Fprintf(w, "%d wait for you: `bridgectl jobs %s --diff` shows them; --apply, --promote PATH… or --discard [PATH…] decides\n", n, s.ID)
+	}
 	return nil
 }
