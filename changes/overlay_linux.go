@@ -536,13 +536,13 @@ func (rd *reader) diff(c *change) string {
 	if c.Change.Change != Created {
 		if c.Secret {
 			c.Note = joinNote(c.Note, "a secret file: its earlier contents are not shown, only what the job wrote")
-		} else if before, err = readLimited(rd.lowerFile(c.Path), MaxDiffFile); err != nil {
+		} else if before, err = readSmall(rd.lower, c.Path, MaxDiffFile); err != nil {
 			c.Note = joinNote(c.Note, "no diff: the earlier contents could not be read ("+err.Error()+")")
 			return ""
 		}
 	}
 	if c.Change.Change != Deleted {
-		if after, err = readLimited(rd.upperFile(c.Path), MaxDiffFile); err != nil {
+		if after, err = readSmall(rd.up, c.Path, MaxDiffFile); err != nil {
 			c.Note = joinNote(c.Note, "no diff: "+err.Error())
 			return ""
 		}
@@ -555,30 +555,6 @@ func (rd *reader) diff(c *change) string {
 		shown.Change = Created
 	}
 	return unified(shown, string(before), string(after))
-}
-
-func (rd *reader) lowerFile(rel string) func() (*os.File, error) {
-	return func() (*os.File, error) { return rd.lower.Open(rel) }
-}
-
-func (rd *reader) upperFile(rel string) func() (*os.File, error) {
-	return func() (*os.File, error) { return rd.up.Open(rel) }
-}
-
-func readLimited(open func() (*os.File, error), limit int64) ([]byte, error) {
-	f, err := open()
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("larger than %d MiB", limit>>20)
-	}
-	return b, nil
 }
 
 // land puts each change that want selects into the workspace: a file
