@@ -172,7 +172,7 @@ func FromOverlay(_ context.Context, ws, dir string, git Git, land bool) (Report,
 		rec.Changes = append(rec.Changes, c.Change)
 	}
 	if n := countStatus(chs, StatusHeld); n > 0 {
-		notes = append(notes, fmt.Sprintf("%d changes are held back (not in the workspace): see each one's held reason, then `bridgectl jobs ID --promote PATH…` or `--discard`", n))
+		notes = append(notes, fmt.Sprintf("%d changes are held back (not in the workspace): see each one's held reason, then `bridgectl jobs ID --promote PATH...` or `--discard`", n))
 	}
 	if n := countStatus(chs, StatusConflict); n > 0 {
 		notes = append(notes, fmt.Sprintf("%d files were changed by someone else during the job: the job's version of them did not land", n))

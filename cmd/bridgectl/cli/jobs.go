@@ -15,7 +15,7 @@ import (
 
 var jobsCmd = &Command{
 	Name:  "jobs",
-	Usage: "jobs [ID] [--trace | --diff | --changes | --apply | --promote PATH… | --discard [PATH…]] [--json]",
+	Usage: "jobs [ID] [--trace | --diff | --changes | --apply | --promote PATH... | --discard [PATH...]] [--json]",
 	Short: "list agent jobs, or show one (with its live trace)",
 	Long: `Reads the job snapshots in <state>/jobs/ (the daemon need not run; format in
 docs/STATE.md). Without ID: one line per job, newest first. With ID (the full
@@ -39,9 +39,9 @@ conflict: the job's version does not land.
   --changes            every change with its status (landed, pending, held and
                        why, conflict), from <state>/changes/ID/record.json
   --apply              land the changes that wait for review
-  --promote PATH…      put held (or conflicting) changes at or below PATH into
+  --promote PATH...      put held (or conflicting) changes at or below PATH into
                        the workspace, as they are in the job's diff
-  --discard [PATH…]    drop waiting changes (all of them without PATH)
+  --discard [PATH...]    drop waiting changes (all of them without PATH)
 
 A snapshot that cannot be read as a job is listed plainly: DAMAGED (cut short,
 say by a full disk: what is still readable in it is shown), SET ASIDE (a
@@ -62,7 +62,7 @@ func runJobs(ctx context.Context, e *Env, args []string) error {
 	asJSON := f.Bool("json", false, "print the snapshot(s) as JSON")
 	list := f.Bool("changes", false, "print every change of the job with its status (with ID)")
 	apply := f.Bool("apply", false, "land the job's changes that wait for review (with ID)")
-	promote := f.Bool("promote", false, "put the held changes at or below the PATHs into the workspace (with ID PATH…)")
+	promote := f.Bool("promote", false, "put the held changes at or below the PATHs into the workspace (with ID PATH...)")
 	discard := f.Bool("discard", false, "drop the job's waiting changes at or below the PATHs, or all (with ID)")
 	pos, err := f.parse(args)
 	if err != nil {
@@ -80,7 +80,7 @@ func runJobs(ctx context.Context, e *Env, args []string) error {
 	case len(pos) > 1 && !*promote && !*discard:
 		return usageError{"jobs takes at most one job ID (paths only with --promote or --discard)"}
 	case *promote && len(pos) < 2:
-		return usageError{"--promote needs the job ID and the paths to promote: bridgectl jobs ID --promote PATH…"}
+		return usageError{"--promote needs the job ID and the paths to promote: bridgectl jobs ID --promote PATH..."}
 	case (*list || *apply || *promote || *discard) && len(pos) == 0:
 		return usageError{"--changes, --apply, --promote and --discard need a job ID: bridgectl jobs ID --changes"}
 	}

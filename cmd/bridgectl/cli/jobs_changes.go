@@ -154,7 +154,7 @@ func settleChanges(w io.Writer, dir statedir.Dir, s jobs.Snapshot, apply, promot
 	if rec.CarriedTo != "" {
 		fmt.Fprintf(w, "what did not land was carried into job %s, which continued this one\n", rec.CarriedTo)
 	} else if n := rec.Unlanded(); n > 0 {
-		fmt.Fprintf(w, "%d wait for you: `bridgectl jobs %s --diff` shows them; --apply, --promote PATH… or --discard [PATH…] decides\n", n, s.ID)
+		fmt.Fprintf(w, "%d wait for you: `bridgectl jobs %s --diff` shows them; --apply, --promote PATH... or --discard [PATH...] decides\n", n, s.ID)
 	}
 	return nil
 }
