@@ -3,8 +3,11 @@ package changes
 import (
 	"bytes"
 	"path"
+	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 )
 
 // Why a change is held back until the owner promotes it: each is a
@@ -25,7 +28,37 @@ const (
 	HeldSpecial    = "not a regular file, directory or link"
 	HeldIgnored    = "ignored by git: `git status` and `git diff` do not show it"
 	HeldDenyPath   = "a deny path of the job's policy"
+	HeldToolConfig = "a tool's configuration or build script, which editors and tools load on their own (opening the folder, a build): *.config.js and its kin, *.properties, build.rs, toolchain selectors"
+	HeldHook       = "a git hook of the workspace (a .git/hooks link leads to it, or it is in core.hooksPath): git runs it at the next commit"
 )
+
+// toolConfig reports whether a file named base is a configuration that a
+// tool loads, and often runs, without being named on a command line: the
+// families, not a list of today's tools — a JavaScript or TypeScript
+// config (eslint.config.js, vite.config.ts, jest.config.cjs, …), a Java
+// properties file (gradle.properties, gradle-wrapper.properties), Cargo's
+// build.rs and MSBuild's Directory.Build.*, which IDEs run on opening a
+// folder, and the runs-later names without a leading dot
+// (sandbox.RunsLaterFiles: lefthook.yml, rust-toolchain.toml, mise.toml, …).
+func toolConfig(base string) bool {
+	if slices.Contains(sandbox.RunsLaterFiles, base) {
+		return true
+	}
+	lower := strings.ToLower(base)
+	ext := path.Ext(lower)
+	switch {
+	case configScriptExts[ext] && strings.HasSuffix(strings.TrimSuffix(lower, ext), ".config"):
+		return true
+	case ext == ".properties", lower == "build.rs":
+		return true
+	case strings.HasPrefix(lower, "directory.build."), strings.HasPrefix(lower, "directory.packages."):
+		return true
+	}
+	return false
+}
+
+// configScriptExts are the extensions of a config a tool runs as code.
+var configScriptExts = map[string]bool{".js": true, ".cjs": true, ".mjs": true, ".ts": true, ".cts": true, ".mts": true}
 
 // dependencyDirs are folder names whose contents tools load as code
 // without a person reading them.
@@ -94,6 +127,9 @@ func holdReason(f entryFacts) string {
 	}
 	if !readable(f.Head) {
 		return HeldBinary
+	}
+	if toolConfig(path.Base(f.Path)) {
+		return HeldToolConfig
 	}
 	return ""
 }

@@ -411,6 +411,7 @@ func (rd *reader) sameContent(rel string) bool {
 // hold sets each change's Held reason (holdReason, then git's ignore
 // rules for what is still visible) and its Secret flag.
 func (rd *reader) hold(chs []change, git Git) {
+	hooks := rd.hookPaths(git)
 	var ask []string
 	for i := range chs {
 		c := &chs[i]
@@ -425,6 +426,9 @@ func (rd *reader) hold(chs []change, git Git) {
 		}
 		c.Secret = deny || c.Change.Change != Created && sandbox.IsSecretName(path.Base(c.Path))
 		c.Held = holdReason(f)
+		if c.Held == "" && underAny(c.Path, hooks) {
+			c.Held = HeldHook
+		}
 		if c.Held == "" && rd.inGitDirShape(c.Path) {
 			c.Held = HeldGitShape
 		}
@@ -447,6 +451,58 @@ func (rd *reader) hold(chs []change, git Git) {
 			chs[i].Held = HeldIgnored
 		}
 	}
+}
+
+// hookPaths are the workspace paths git runs as hooks of the workspace's
+// repository: the files its .git/hooks links lead to, and its
+// core.hooksPath when that is inside the workspace.
+func (rd *reader) hookPaths(git Git) []string {
+	var out []string
+	inside := func(p string) {
+		if filepath.IsAbs(p) {
+			r, err := filepath.Rel(rd.ws, p)
+			if err != nil {
+				return
+			}
+			p = r
+		}
+		if p = path.Clean(filepath.ToSlash(p)); p != "." && p != ".." && !strings.HasPrefix(p, "../") {
+			out = append(out, p)
+		}
+	}
+	if entries, err := rd.lower.ReadDir(".git/hooks", true); err == nil {
+		for _, e := range entries {
+			if e.Type()&fs.ModeSymlink == 0 {
+				continue
+			}
+			target, err := os.Readlink(filepath.Join(rd.ws, ".git", "hooks", e.Name()))
+			if err != nil {
+				continue
+			}
+			if !filepath.IsAbs(target) {
+				target = path.Join(".git/hooks", filepath.ToSlash(target))
+			}
+			inside(target)
+		}
+	}
+	if st, err := rd.lower.Lstat(".git"); err == nil && kindOf(st.Mode) == "dir" {
+		if b, err := git.run(rd.ws, "config", "--get", "core.hooksPath"); err == nil {
+			if hp := strings.TrimSpace(string(b)); hp != "" {
+				inside(hp)
+			}
+		}
+	}
+	return out
+}
+
+// underAny reports whether rel is one of dirs or below one.
+func underAny(rel string, dirs []string) bool {
+	for _, d := range dirs {
+		if rel == d || strings.HasPrefix(rel, d+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // gitDirNames are the entries of a git dir: in a folder that holds a HEAD,

@@ -133,8 +133,15 @@ func TestOverlayRecordIsExactAndHoldsWhatADiffDoesNotShow(t *testing.T) {
 	write(t, ws, "node_modules/left-pad/index.js", "module.exports = 1\n")
 	write(t, ws, ".venv/pyvenv.cfg", "home = /usr/bin\n")
 	write(t, ws, "tool.sh", "echo hi\n")
+	write(t, ws, "scripts/pre-commit.sh", "#!/bin/sh\nexit 0\n")
+	if err := os.Chmod(filepath.Join(ws, "scripts/pre-commit.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	gitIn(t, ws, "add", "-A")
 	gitIn(t, ws, "commit", "-qm", "start")
+	if err := os.Symlink("../../scripts/pre-commit.sh", filepath.Join(ws, ".git/hooks/pre-commit")); err != nil {
+		t.Fatal(err)
+	}
 	j := newOverlayJob(t, ws, LandAuto)
 
 	j.write("Makefile", "test:\n\tcurl x\n", 0o644) // same size as before
@@ -151,6 +158,10 @@ func TestOverlayRecordIsExactAndHoldsWhatADiffDoesNotShow(t *testing.T) {
 	j.write(".env", "include evil.mk\n", 0o644)
 	j.write(".cargo/config.toml", "[build]\nrustc-wrapper = \"./x\"\n", 0o644)
 	j.write("eslint.config.js", "module.exports = {}\n", 0o644)
+	j.write("gradle.properties", "org.gradle.jvmargs=-javaagent:x.jar\n", 0o644)
+	j.write("lefthook.yml", "pre-commit:\n", 0o644)
+	j.write("scripts/pre-commit.sh", "#!/bin/sh\ntouch pwned\n", 0o755)
+	j.write("src/lib.rs", "pub fn f() {}\n", 0o644)
 	j.write("vendored/repo/HEAD", "ref: refs/heads/main\n", 0o644)
 	j.write("vendored/repo/config", "[filter \"x\"]\n\tclean = ./run\n", 0o644)
 	j.write("sub/.git/config", "[core]\n\tfsmonitor = ./run\n", 0o644)
@@ -176,16 +187,20 @@ func TestOverlayRecordIsExactAndHoldsWhatADiffDoesNotShow(t *testing.T) {
 		"__pycache__/calc.cpython-311.pyc": {Created, StatusHeld, HeldDependency},
 		"node_modules/left-pad/index.js":   {Modified, StatusHeld, HeldDependency},
 		".venv/lib/python3/site-packages/evil.pth": {Created, StatusHeld, HeldDotPath},
-		"lib/hook.pth":         {Created, StatusHeld, HeldPathHook},
-		".env":                 {Created, StatusHeld, HeldDotPath},
-		".cargo/config.toml":   {Created, StatusHeld, HeldDotPath},
-		"eslint.config.js":     {Created, StatusLanded, ""},
-		"vendored/repo/HEAD":   {Created, StatusHeld, HeldGitShape},
-		"vendored/repo/config": {Created, StatusHeld, HeldGitShape},
-		"sub/.git/config":      {Created, StatusHeld, HeldGit},
-		"build/out.mk":         {Created, StatusHeld, HeldIgnored},
-		"tool.sh":              {Modified, StatusHeld, HeldExecutable},
-		"blob.bin":             {Created, StatusHeld, HeldBinary},
+		"lib/hook.pth":          {Created, StatusHeld, HeldPathHook},
+		".env":                  {Created, StatusHeld, HeldDotPath},
+		".cargo/config.toml":    {Created, StatusHeld, HeldDotPath},
+		"eslint.config.js":      {Created, StatusHeld, HeldToolConfig},
+		"gradle.properties":     {Created, StatusHeld, HeldToolConfig},
+		"lefthook.yml":          {Created, StatusHeld, HeldToolConfig},
+		"scripts/pre-commit.sh": {Modified, StatusHeld, HeldHook},
+		"src/lib.rs":            {Created, StatusLanded, ""},
+		"vendored/repo/HEAD":    {Created, StatusHeld, HeldGitShape},
+		"vendored/repo/config":  {Created, StatusHeld, HeldGitShape},
+		"sub/.git/config":       {Created, StatusHeld, HeldGit},
+		"build/out.mk":          {Created, StatusHeld, HeldIgnored},
+		"tool.sh":               {Modified, StatusHeld, HeldExecutable},
+		"blob.bin":              {Created, StatusHeld, HeldBinary},
 	}
 	for p, w := range want {
 		c, ok := got[p]
@@ -202,8 +217,8 @@ func TestOverlayRecordIsExactAndHoldsWhatADiffDoesNotShow(t *testing.T) {
 			t.Errorf("%s is in the record but was not changed: %+v", p, got[p])
 		}
 	}
-	if len(rep.Changes) != len(want) || rep.Held != 12 {
-		t.Errorf("%d changes, %d held; want %d and 12", len(rep.Changes), rep.Held, len(want))
+	if len(rep.Changes) != len(want) || rep.Held != 16 {
+		t.Errorf("%d changes, %d held; want %d and 16", len(rep.Changes), rep.Held, len(want))
 	}
 
 	// Bytes on disk: what landed is in the workspace, what is held is not.
