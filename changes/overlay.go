@@ -51,6 +51,11 @@ const (
 	StatusPromoted  = "promoted"  // held, then put in the workspace by the owner
 	StatusDiscarded = "discarded" // dropped by the owner
 	StatusCarried   = "carried"   // not landed, carried into the job that continued this one
+	// StatusDropped: a new empty directory in a place that is held back
+	// (Claude Code's own .claude/.cc-writes, a mount point its sandbox
+	// made): it runs nothing and is not landed. record.json lists it; the
+	// handoff only counts it.
+	StatusDropped = "dropped"
 )
 
 // OverlayStart is what an overlay job's start leaves in its changes dir
@@ -179,7 +184,15 @@ func (r *OverlayRecord) report(dir, diff string) Report {
 		}
 		return 2
 	}
-	all := slices.Clone(r.Changes)
+	var all []Change
+	dropped := 0
+	for _, c := range r.Changes {
+		if c.Status == StatusDropped {
+			dropped++
+			continue
+		}
+		all = append(all, c)
+	}
 	slices.SortStableFunc(all, func(a, b Change) int { return rank(a) - rank(b) })
 	rep := Report{Diff: diff, Note: r.Note, Record: filepath.Join(dir, OverlayRecordFile), Exact: true}
 	for _, c := range all {
@@ -191,6 +204,9 @@ func (r *OverlayRecord) report(dir, diff string) Report {
 		case StatusPending:
 			rep.Pending++
 		}
+	}
+	if dropped > 0 {
+		rep.Note = joinNote(rep.Note, fmt.Sprintf("%d new empty directories in held places (the harness's own marks) were not landed: they run nothing; %s lists them", dropped, rep.Record))
 	}
 	if len(all) > MaxChanges {
 		rep.Unlisted = len(all) - MaxChanges

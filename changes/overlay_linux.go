@@ -155,10 +155,14 @@ func FromOverlay(_ context.Context, ws, dir string, git Git, land bool) (Report,
 		notes = append(notes, "this job began with the changes job "+st.CarriedFrom+" had not landed")
 	}
 	for i := range chs {
-		if chs[i].Held == "" {
-			chs[i].Status = StatusPending
-		} else {
-			chs[i].Status = StatusHeld
+		c := &chs[i]
+		switch {
+		case c.Held == "":
+			c.Status = StatusPending
+		case c.kind == "dir" && c.Change.Change == Created:
+			c.Status = StatusDropped // empty: what it holds would be a change of its own
+		default:
+			c.Status = StatusHeld
 		}
 	}
 	diff := rd.diffs(chs) // before landing, which replaces the earlier contents

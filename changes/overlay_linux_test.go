@@ -168,6 +168,9 @@ func TestOverlayRecordIsExactAndHoldsWhatADiffDoesNotShow(t *testing.T) {
 	j.write("build/out.mk", "all:\n\t./run\n", 0o644)
 	j.write("tool.sh", "echo hi\n", 0o755)
 	j.write("blob.bin", "\x7fELF\x00\x01", 0o644)
+	if err := os.MkdirAll(filepath.Join(j.upper, ".claude", ".cc-writes"), 0o755); err != nil { // Claude Code's own mark
+		t.Fatal(err)
+	}
 
 	rep := j.end(true)
 	if !rep.Exact || rep.Record == "" {
@@ -260,8 +263,18 @@ func TestOverlayRecordIsExactAndHoldsWhatADiffDoesNotShow(t *testing.T) {
 		}
 	}
 	// The record's file on disk holds the same.
-	if r := j.record(); len(r.Changes) != len(want) {
-		t.Errorf("record.json has %d changes", len(r.Changes))
+	r := j.record()
+	dropped := 0
+	for _, c := range r.Changes {
+		if c.Status == StatusDropped && c.Path == ".claude/.cc-writes" {
+			dropped++
+		}
+	}
+	if len(r.Changes) != len(want)+1 || dropped != 1 {
+		t.Errorf("record.json has %d changes, %d the dropped empty dir; want it and the rest", len(r.Changes), dropped)
+	}
+	if j.inUpper(".claude") {
+		t.Error("the dropped empty dir is still in the upper dir")
 	}
 	// A second end (a daemon that crashed after the record) returns it as it is.
 	if again := j.end(true); len(again.Changes) != len(rep.Changes) || again.Diff != rep.Diff {

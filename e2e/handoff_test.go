@@ -96,16 +96,15 @@ func TestHandoffCommandChangesAreReported(t *testing.T) {
 	}
 }
 
-// A deleted file shows as deleted with its old lines in the diff; a .env the
-// job wrote is listed by path alone, its contents in neither the diff, the
-// text nor the diff kept with the job.
+// A deleted file shows as deleted with its old lines in the diff. A .env
+// the job wrote is held back, not in the workspace, with the reason; its
+// diff shows what the job wrote (only a secret file's earlier contents are
+// never shown), and the owner's --promote puts it in place.
 func TestHandoffDeletedAndSecretFiles(t *testing.T) {
 	t.Parallel()
 	a := startAgentBridge(t, false, nil)
 	a.approveEverything(t)
 	secret := "secret-" + randomWitness(t)
-	// The job copies an unchanged file to .env, so the secret is in no
-	// command it runs either.
 	ws := a.workspace(t, map[string]string{"gone.txt": "old line\n", "seed.txt": "TOKEN=" + secret + "\n"})
 	a.d.ScriptAnthropic(
 		bashTurn("rm gone.txt"),
@@ -119,28 +118,34 @@ func TestHandoffDeletedAndSecretFiles(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "gone.txt")); !os.IsNotExist(err) {
 		t.Fatalf("gone.txt still there (%v): the rm never ran", err)
 	}
-	if b, err := os.ReadFile(filepath.Join(ws, ".env")); err != nil || !strings.Contains(string(b), secret) {
-		t.Fatalf(".env = %q, %v: the job did not write it", b, err)
-	}
 	gone, ok := changeOf(c.P, "gone.txt")
-	if !ok || gone.Change != changes.Deleted || gone.Size != int64(len("old line\n")) {
+	if !ok || gone.Change != changes.Deleted || gone.Size != int64(len("old line\n")) || gone.Status != changes.StatusLanded {
 		t.Errorf("gone.txt change = %+v (listed %v)", gone, ok)
 	}
 	if !strings.Contains(c.P.Diff, "--- a/gone.txt\n+++ /dev/null\n") || !strings.Contains(c.P.Diff, "-old line\n") {
 		t.Errorf("diff does not show the deletion:\n%s", c.P.Diff)
 	}
+	checkHeld(t, c.P, ws, ".env")
 	env, ok := changeOf(c.P, ".env")
-	if !ok || env.Change != changes.Created || !env.Secret || env.Size != int64(len("TOKEN="+secret+"\n")) {
+	if !ok || env.Change != changes.Created || env.Held != changes.HeldDotPath || env.Size != int64(len("TOKEN="+secret+"\n")) {
 		t.Errorf(".env change = %+v (listed %v)", env, ok)
 	}
-	whole, _ := os.ReadFile(filepath.Join(a.dir().ChangesDir(c.P.JobID), changes.DiffFile))
-	for where, s := range map[string]string{"diff": c.P.Diff, "text": c.Text, "kept diff": string(whole)} {
-		if strings.Contains(s, secret) {
-			t.Errorf("the .env contents are in the %s", where)
-		}
+	if !strings.Contains(c.P.Diff, "+++ b/.env\n") || !strings.Contains(c.P.Diff, "+TOKEN="+secret) {
+		t.Errorf("the diff does not show what the job wrote to .env:\n%s", c.P.Diff)
 	}
-	if !strings.Contains(c.Text, "created .env") || !strings.Contains(c.Text, "secret: contents not shown") {
-		t.Errorf("text does not list .env as a secret:\n%s", c.Text)
+	if !strings.Contains(c.Text, "created .env") || !strings.Contains(c.Text, "held") {
+		t.Errorf("text does not list .env as held:\n%s", c.Text)
+	}
+	if !strings.Contains(c.P.NextStep, "--promote") {
+		t.Errorf("next_step does not say how to promote: %q", c.P.NextStep)
+	}
+	a.promote(t, c.P.JobID, ".env")
+	if b, err := os.ReadFile(filepath.Join(ws, ".env")); err != nil || string(b) != "TOKEN="+secret+"\n" {
+		t.Fatalf(".env after --promote = %q, %v", b, err)
+	}
+	out, err := a.bridgectl(t, "jobs", c.P.JobID, "--changes")
+	if err != nil || !strings.Contains(out, ".env") || !strings.Contains(out, "promoted") {
+		t.Errorf("bridgectl jobs --changes after promote = %v:\n%s", err, out)
 	}
 }
 

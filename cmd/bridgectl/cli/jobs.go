@@ -90,7 +90,7 @@ func runJobs(ctx context.Context, e *Env, args []string) error {
 	}
 	w := e.Stdout
 	now := e.Now()
-	if len(pos) == 1 {
+	if len(pos) >= 1 {
 		id, err := c.resolveJobID(pos[0])
 		if err != nil {
 			return err

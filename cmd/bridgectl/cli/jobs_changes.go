@@ -98,6 +98,24 @@ func printDiff(w io.Writer, dir statedir.Dir, s jobs.Snapshot) error {
 	return nil
 }
 
+// workspacePaths resolves each relative path against the working
+// directory when that is inside the workspace (the owner in ws/sub naming
+// file means ws/sub/file), else against the workspace itself.
+func workspacePaths(ws string, paths []string) []string {
+	wd, err := os.Getwd()
+	if err != nil || (wd != ws && !strings.HasPrefix(wd, ws+string(filepath.Separator))) {
+		return paths
+	}
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(wd, p)
+		}
+		out[i] = p
+	}
+	return out
+}
+
 // settleChanges is --changes, --apply, --promote and --discard: the
 // owner's view of, and decisions on, an overlay job's record.
 func settleChanges(w io.Writer, dir statedir.Dir, s jobs.Snapshot, apply, promote, discard bool, paths []string, asJSON bool) error {
@@ -105,6 +123,7 @@ func settleChanges(w io.Writer, dir statedir.Dir, s jobs.Snapshot, apply, promot
 	if !changes.IsOverlay(cd) {
 		return fmt.Errorf("job %s did not write into an overlay (its changes went straight to the workspace): `bridgectl jobs %s` lists what it changed", s.ID, s.ID)
 	}
+	paths = workspacePaths(s.Workspace, paths)
 	var rec *changes.OverlayRecord
 	var err error
 	switch {
