@@ -28,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/changes"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
@@ -393,9 +394,10 @@ func boundaryGitFromFiles(t *testing.T, mode string) {
 		}
 		runOwnerSteps(t, m, []ownerStep{promptStep(prompt, ws), promptStep(prompt, sub)})
 	})
-	// The end-of-job audit moves such folders aside, whatever their name,
-	// and says so.
-	checkQuarantined(t, finalPayload(t, g.URL(), c.P.JobID), ws, c.P.JobID, ".git", "sub/gd")
+	// The job wrote into its overlay: both repositories are held back,
+	// whatever their folder's name (a git dir's shape is held), and the
+	// record says so.
+	checkHeld(t, c.P, ws, ".git", "sub/gd")
 }
 
 // Attack 2: hooks overwritten by cp. The workspace is the owner's repository
@@ -511,7 +513,7 @@ func boundaryPathInRoot(t *testing.T, mode string) {
 	// The marker names who ran it: the parent's command name.
 	fake := "#!/bin/sh\ncat /proc/$PPID/comm >> " + m.path("bwrap") + "\nexec " + realBwrap + " \"$@\"\n"
 	script := fmt.Sprintf("import os\np = os.path.join('.venv', 'bin', 'bwrap')\nwith open(p, 'w') as f:\n    f.write(%q)\nos.chmod(p, 0o755)\nprint('wrote', p)\n", fake)
-	_, results := runScripted(t, g, ws, []dt.ToolCall{
+	c, results := runScripted(t, g, ws, []dt.ToolCall{
 		writeCall(filepath.Join(ws, "setup.py"), script),
 		bash("python3 setup.py"),
 		bash("echo after"),
@@ -519,9 +521,13 @@ func boundaryPathInRoot(t *testing.T, mode string) {
 	for i, r := range results {
 		t.Logf("job 1 step %d: %.200q", i, r)
 	}
-	// The attack's own step ran: its bwrap is in place.
+	// The attack's own step ran, into the job's overlay: its bwrap is held
+	// back (a dot-folder). The owner promotes it, as one might without
+	// reading, so that the daemon's own PATH search is what is tested.
+	checkHeld(t, c.P, ws, ".venv/bin/bwrap")
+	g.promote(t, c.P.JobID, ".venv/bin/bwrap")
 	if b, err := os.ReadFile(filepath.Join(ws, ".venv", "bin", "bwrap")); err != nil || string(b) != fake {
-		t.Errorf("control: python3 setup.py did not write .venv/bin/bwrap (%v): %q", err, results[1])
+		t.Errorf("control: .venv/bin/bwrap is not the job's after --promote (%v): %q", err, results[1])
 	}
 	ranBy := func() string {
 		b, err := os.ReadFile(m.path("bwrap"))
@@ -715,20 +721,44 @@ func boundaryLegitimateWork(t *testing.T) {
 	if !strings.Contains(results[6], "+func Add(a, b int) int { return a + b }") {
 		t.Errorf("git diff: %q", results[6])
 	}
-	if subject := strings.TrimSpace(git("log", "-1", "--format=%s")); subject != msg {
-		t.Errorf("HEAD is %q, want the job's commit %q (git commit said %q)", subject, msg, results[8])
-	}
-	if changed := strings.TrimSpace(git("show", "--name-only", "--format=", "HEAD")); changed != "src/calc.go" {
-		t.Errorf("HEAD changes %q, want src/calc.go", changed)
-	}
 	lines := g.auditOf(t, c.P.JobID)
 	if hasEvent(lines, "pending", "") || hasEvent(lines, "timeout", "") {
 		t.Errorf("a call waited for a human: %v", lines)
 	}
-	// Ordinary work plants nothing: building, testing and committing leave
-	// nothing for the end-of-job audit to move aside.
-	if qs := quarantinedOf(t, finalPayload(t, g.URL(), c.P.JobID)); len(qs) != 0 {
-		t.Errorf("ordinary work was quarantined: %+v", qs)
+	// The source edits landed; the job's commit (git's internals) and its
+	// build caches (ignored, dot-folders, __pycache__) are held back, and
+	// nothing else is.
+	for rel, want := range map[string]string{"src/calc.go": "return a + b", "Makefile": "python3 -m unittest -v test_mul"} {
+		if b, err := os.ReadFile(at(rel)); err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("%s did not land: %v %q", rel, err, b)
+		}
+		if st := statusOf(c.P, rel); st != changes.StatusLanded {
+			t.Errorf("%s is %q, want landed", rel, st)
+		}
+	}
+	for _, ch := range c.P.Changes {
+		if ch.Status != changes.StatusHeld {
+			continue
+		}
+		top, _, _ := strings.Cut(ch.Path, "/")
+		if top != ".git" && top != ".gocache" && top != ".gopath" && !strings.Contains(ch.Path, "__pycache__/") {
+			t.Errorf("ordinary work held back %s: %s", ch.Path, ch.Held)
+		}
+	}
+	checkHeld(t, c.P, ws, ".git")
+	if subject := strings.TrimSpace(git("log", "-1", "--format=%s")); subject != "owner's work" {
+		t.Errorf("HEAD is %q before the owner promoted the job's commit", subject)
+	}
+	// The owner takes the commit.
+	g.promote(t, c.P.JobID, ".git")
+	if subject := strings.TrimSpace(git("log", "-1", "--format=%s")); subject != msg {
+		t.Errorf("HEAD is %q after --promote .git, want the job's commit %q (git commit said %q)", subject, msg, results[8])
+	}
+	if changed := strings.TrimSpace(git("show", "--name-only", "--format=", "HEAD")); changed != "src/calc.go" {
+		t.Errorf("HEAD changes %q, want src/calc.go", changed)
+	}
+	if st := strings.TrimSpace(git("status", "--porcelain", "--untracked-files=no")); st != "M Makefile" {
+		t.Errorf("git status after --promote .git = %q, want the Makefile edit alone", st)
 	}
 	if _, err := os.Stat(filepath.Join(ws, ".git", "HEAD")); err != nil {
 		t.Errorf("the repository is not in place after the job: %v", err)

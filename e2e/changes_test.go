@@ -54,13 +54,24 @@ print('LOOP-ENDED')
 	g.d.ScriptAnthropic(dt.ToolCalls(bash(swap)), dt.Text("swapped"))
 	cs := goSDKClient(t, g.URL())
 	first := startJob(t, cs, "Swap.", ws)
-	if !poll.Until(jobLimit, func() bool { _, err := os.Lstat(filepath.Join(ws, "d.link")); return err == nil }) {
+	// The job writes into its overlay: the swaps happen in its upper dir
+	// (and in the workspace when no overlay can be had).
+	upper := filepath.Join(g.dir().ChangesDir(first.P.JobID), "upper")
+	if !poll.Until(jobLimit, func() bool {
+		_, err := os.Lstat(filepath.Join(ws, "d.link"))
+		_, err2 := os.Lstat(filepath.Join(upper, "d.link"))
+		return err == nil || err2 == nil
+	}) {
 		c := waitSettled(t, cs, first.P.JobID, jobLimit)
 		t.Fatalf("the swapping job did not start its loop: %s: %s", c.P.Status, c.Text)
 	}
 	defer func() {
-		_ = os.WriteFile(filepath.Join(ws, "stop"), nil, 0o644)
-		waitSettled(t, cs, first.P.JobID, jobLimit)
+		// Its own diff, once it is cancelled, holds no byte of the home either.
+		callAgent(t, t.Context(), cs, "deepseek_agent_cancel", map[string]any{"job_id": first.P.JobID}, nil)
+		c := waitSettled(t, cs, first.P.JobID, jobLimit)
+		if strings.Contains(c.P.Diff, canary) || strings.Contains(c.Text, canary) {
+			t.Errorf("the swapping job's own diff holds the owner's gh token from the home:\n%s", c.P.Diff)
+		}
 	}()
 	// Bounded for the suite's time: the unit tests of sandbox.Tree and
 	// changes.Compare prove the mechanism; before it, a leak came within
@@ -115,8 +126,12 @@ func TestChangesNeverRunAGitPlantedOnThePath(t *testing.T) {
 		writeCall(filepath.Join(ws, "setup.py"), script),
 		bash("python3 setup.py"),
 	})
+	// The job's git is held back (a dot-folder); the owner promotes it, so
+	// that the daemon's own PATH search is what is tested.
+	checkHeld(t, c.P, ws, ".venv/bin/git")
+	g.promote(t, c.P.JobID, ".venv/bin/git")
 	if b, err := os.ReadFile(filepath.Join(ws, ".venv", "bin", "git")); err != nil || string(b) != fake {
-		t.Fatalf("control: the job did not plant .venv/bin/git (%v)", err)
+		t.Fatalf("control: .venv/bin/git is not the job's after --promote (%v)", err)
 	}
 	// Control: git was asked (a.txt's old contents came from its blob).
 	if !strings.Contains(c.P.Diff, "+two") {
