@@ -99,6 +99,7 @@ type Config struct {
 	ApproveAllow    []string      // BRIDGE_APPROVE_ALLOW (comma separated)
 	CCApproval      bool          // BRIDGE_CC_APPROVAL (on unless "off")
 	Sandbox         bool          // BRIDGE_SANDBOX (on unless "off")
+	Overlay         bool          // BRIDGE_OVERLAY (on unless "off")
 
 	JobMaxCostUSD   float64 // BRIDGE_JOB_MAX_COST_USD (0 = no ceiling)
 	JobMaxTokens    int64   // BRIDGE_JOB_MAX_TOKENS (0 = no ceiling)
@@ -148,6 +149,7 @@ var Vars = []Var{
 	{"BRIDGE_APPROVE_ALLOW", "built-in list", "comma-separated programs that run unattended"},
 	{"BRIDGE_CC_APPROVAL", "on", "off disables human approval (trusted runs only)"},
 	{"BRIDGE_SANDBOX", "on", "off runs harness commands without bubblewrap"},
+	{"BRIDGE_OVERLAY", "on", "off: jobs write straight into their workspaces, and the record of their changes is a walk that can miss some"},
 	{"BRIDGE_JOB_MAX_COST_USD", strconv.FormatFloat(DefaultJobMaxCostUSD, 'f', 2, 64), "per-job spend ceiling at DeepSeek prices (0 = none)"},
 	{"BRIDGE_JOB_MAX_TOKENS", "0", "per-job token ceiling (0 = none)"},
 	{"BRIDGE_DAILY_MAX_COST_USD", "0", "spend ceiling across all jobs per UTC day (0 = off)"},
@@ -275,6 +277,7 @@ func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 		ApproveAllow:       splitList(get("BRIDGE_APPROVE_ALLOW"), ","),
 		CCApproval:         p.onOff("BRIDGE_CC_APPROVAL"),
 		Sandbox:            p.onOff("BRIDGE_SANDBOX"),
+		Overlay:            p.onOff("BRIDGE_OVERLAY"),
 		JobMaxCostUSD:      p.float("BRIDGE_JOB_MAX_COST_USD", DefaultJobMaxCostUSD),
 		JobMaxTokens:       p.int64v("BRIDGE_JOB_MAX_TOKENS", 0, 0, 1<<62),
 		DailyMaxCostUSD:    p.float("BRIDGE_DAILY_MAX_COST_USD", 0),

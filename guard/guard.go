@@ -89,6 +89,7 @@ type Guard struct {
 	sandboxErr error       // why the sandbox cannot run (nil: it can)
 	bwrap      string      // bubblewrap for the jail ("" when the sandbox is off or unavailable, or not Linux)
 	overlayErr error       // why jobs cannot write into an overlay (nil: they do)
+	overlay    bool        // BRIDGE_OVERLAY
 	runtime    []string    // BRIDGE_RUNTIME_ROOTS, resolved: read-only in every job's jail
 	git        changes.Git // the git the record of a job's changes runs (its Bin "" when none was found)
 	queue      *approvals.Queue
@@ -102,7 +103,7 @@ func New(o Options) (*Guard, error) {
 	g := &Guard{
 		dir: o.Dir, exe: o.Exe, harnessBin: o.HarnessBin, roots: cfg.AllowedRoots, envFile: cfg.EnvFile, home: o.Home,
 		allow: cfg.ApproveAllow, timeout: cfg.ApprovalTimeout,
-		approval: cfg.CCApproval, sandbox: cfg.Sandbox,
+		approval: cfg.CCApproval, sandbox: cfg.Sandbox, overlay: cfg.Overlay,
 		log: o.Logger.With().Str("component", "guard").Logger(),
 	}
 	look := o.Look
@@ -164,6 +165,11 @@ func New(o Options) (*Guard, error) {
 func (g *Guard) probeOverlay(probe func(exe, dir string) error) error {
 	if g.bwrap == "" {
 		err := errors.New("no jail (the OS sandbox is off or cannot run here)")
+		g.log.Warn().Err(err).Msg("jobs write straight into their workspaces: the record of their changes is a walk of the workspace, which may miss some")
+		return err
+	}
+	if !g.overlay {
+		err := errors.New("BRIDGE_OVERLAY=off")
 		g.log.Warn().Err(err).Msg("jobs write straight into their workspaces: the record of their changes is a walk of the workspace, which may miss some")
 		return err
 	}
