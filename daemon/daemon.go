@@ -207,7 +207,8 @@ func (d *Daemon) writeInfo() error {
 		Version: statedir.FormatVersion, PID: os.Getpid(), Addr: d.addr,
 		StartedAt: time.Now().UTC().Format(time.RFC3339),
 		Harness:   &harness, Sandbox: string(d.agent.guard.SandboxMode()), Approval: string(d.agent.guard.ApprovalMode()),
-		Path: d.agent.path, PolicyFloor: cmp.Or(d.cfg.PolicyFloorFile, "none"),
+		Record: d.agent.guard.RecordLine(),
+		Path:   d.agent.path, PolicyFloor: cmp.Or(d.cfg.PolicyFloorFile, "none"),
 		Socket: d.socket, EnvFile: d.cfg.EnvFile,
 		AllowedRoots: append([]string{}, d.cfg.AllowedRoots...),
 	}

@@ -197,6 +197,14 @@ func (g *Guard) RecordMode() (mode string, why error) {
 	return RecordOverlay, nil
 }
 
+// RecordLine is RecordMode for a person: "exact (overlay)" or "walk: why".
+func (g *Guard) RecordLine() string {
+	if mode, why := g.RecordMode(); mode == RecordWalk {
+		return "walk (the record can miss changes): " + why.Error()
+	}
+	return "exact (each job writes into an overlay of its workspace)"
+}
+
 // The record modes (RecordMode).
 const (
 	RecordOverlay = "overlay"

@@ -20,6 +20,9 @@ type DaemonInfo struct {
 	// modes the daemon booted with ("" when it did not say).
 	Sandbox  string `json:"sandbox,omitempty"`
 	Approval string `json:"approval,omitempty"`
+	// Record is how jobs' changes are recorded: "exact (overlay)", or
+	// "walk: " and why no overlay can be had ("" when it did not say).
+	Record string `json:"record,omitempty"`
 	// PolicyFloor is the job policy floor file read at start, or "none".
 	PolicyFloor string `json:"policy_floor,omitempty"`
 	// Path is the daemon's PATH, so bridgectl can warn about an allowed root

@@ -15,6 +15,7 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -29,8 +30,9 @@ var doctorCmd = &Command{
 /models with the key; --dry skips every network call); MCP_PATH_SECRET; the
 port; the state directory's permissions (0700) and the .env file's (0600); the
 bridge binary; the harness binary (Claude Code) and its --version; bubblewrap
-(and socat) for the sandbox; cloudflared for tunnels; the allowed roots (and
-any directory of the daemon's PATH inside one); the clock (against the API's
+(and socat) for the sandbox; whether jobs write into an overlay (the exact
+record of their changes) or straight into their workspaces; cloudflared for
+tunnels; the allowed roots (and any directory of the daemon's PATH inside one); the clock (against the API's
 Date header). Exits 1 if any check FAILs; WARN lines are advice. Doctor never
 creates or changes anything, except with --move-env.
 
@@ -105,10 +107,11 @@ func runDoctor(ctx context.Context, e *Env, args []string) error {
 	c.doctorPort(ctx, r)
 	c.doctorPerms(r)
 
-	if bin, err := findBridge(e); err != nil {
+	bridgeBin, err := findBridge(e)
+	if err != nil {
 		r.fail("bridge binary: %v", err)
 	} else {
-		r.ok("bridge binary: %s", bin)
+		r.ok("bridge binary: %s", bridgeBin)
 	}
 
 	if bin, err := c.locateHarness(); err != nil && err != harness.ErrNoBinary {
@@ -123,6 +126,7 @@ func runDoctor(ctx context.Context, e *Env, args []string) error {
 	}
 
 	c.doctorSandbox(ctx, r)
+	c.doctorRecord(r, bridgeBin)
 
 	if bin, err := c.findCloudflared(); err != nil {
 		r.warn("cloudflared: %v (needed only for `bridgectl tunnel`)", err)
@@ -257,6 +261,38 @@ func (c *ctl) doctorSandbox(ctx context.Context, r *report) {
 		return
 	}
 	r.ok("sandbox: bubblewrap works (%s), socat present", bwrap)
+}
+
+// doctorRecord says how jobs' changes will be recorded: exactly, from an
+// overlay of the workspace (mounted here as a job's start does), or by a
+// walk of the workspace, which can miss changes.
+func (c *ctl) doctorRecord(r *report, bridge string) {
+	const walk = "jobs write straight into their workspaces and the record of their changes is a walk, which can miss some (same-size edits, changes past its limits)"
+	switch {
+	case runtime.GOOS != "linux":
+		r.warn("record: no overlay on %s: %s", runtime.GOOS, walk)
+		return
+	case !c.cfg.Sandbox:
+		r.warn("record: no overlay without the jail (BRIDGE_SANDBOX=off): %s", walk)
+		return
+	case !c.cfg.Overlay:
+		r.warn("record: BRIDGE_OVERLAY=off: %s", walk)
+		return
+	case bridge == "":
+		r.warn("record: the overlay cannot be checked without the bridge binary")
+		return
+	}
+	scratch, err := os.MkdirTemp("", "bridgectl-doctor-")
+	if err != nil {
+		r.warn("record: the overlay cannot be checked: %v", err)
+		return
+	}
+	defer os.RemoveAll(scratch)
+	if err := sandbox.ProbeOverlay(bridge, scratch); err != nil {
+		r.warn("record: no overlay can be mounted here (%v): %s — a kernel with unprivileged overlayfs (5.11 or later) and user namespaces gives the exact record", err, walk)
+		return
+	}
+	r.ok("record: exact — each job writes into an overlay of its workspace; what a person reads in a diff lands at its end, the rest is held for `bridgectl jobs ID --promote`")
 }
 
 func (c *ctl) doctorRoots(r *report) {

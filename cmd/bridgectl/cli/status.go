@@ -68,6 +68,7 @@ type statusReport struct {
 	// than the running daemon's at its next start.
 	ApprovalNote  string          `json:"approval_note,omitempty"`
 	Sandbox       string          `json:"sandbox"`
+	Record        string          `json:"record,omitempty"`
 	PolicyFloor   string          `json:"policy_floor"`
 	Harness       string          `json:"harness"`
 	DaemonReports json.RawMessage `json:"daemon_reports,omitempty"`
@@ -165,6 +166,9 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 		fmt.Fprintf(w, "           note: %s\n", r.ApprovalNote)
 	}
 	fmt.Fprintf(w, "sandbox:   %s\n", r.Sandbox)
+	if r.Record != "" {
+		fmt.Fprintf(w, "record:    %s\n", r.Record)
+	}
 	fmt.Fprintf(w, "floor:     %s\n", r.PolicyFloor)
 	fmt.Fprintf(w, "harness:   %s\n", r.Harness)
 	from := " (from the daemon)"
@@ -343,6 +347,9 @@ func (c *ctl) status(ctx context.Context) statusReport {
 	r.Approval = c.approvalMode(d)
 	r.ApprovalNote = c.approvalState(d).configNote(c)
 	r.Sandbox = c.sandboxMode(d)
+	if d.Info != nil && d.Info.Record != "" {
+		r.Record = d.Info.Record + " (reported by the daemon)"
+	}
 	r.PolicyFloor = c.floorLine(d)
 	r.Harness = c.harnessLine(d)
 	snaps, trouble := loadJobs(c.dir)
@@ -363,7 +370,8 @@ func daemonReports(info statedir.DaemonInfo) json.RawMessage {
 		Harness  *statedir.DaemonHarness `json:"harness,omitempty"`
 		Sandbox  string                  `json:"sandbox,omitempty"`
 		Approval string                  `json:"approval,omitempty"`
-	}{info.Harness, info.Sandbox, info.Approval})
+		Record   string                  `json:"record,omitempty"`
+	}{info.Harness, info.Sandbox, info.Approval, info.Record})
 	if err != nil {
 		return nil
 	}
