@@ -102,6 +102,8 @@ bench:
 	$(GO) build -o $(BIN)/bench-minproxy ./bench/minproxy
 	$(GO) build -o $(BIN)/bridge-bench ./cmd/bridge-bench
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=2000x ./bench/
+	@echo "the exact record's start and end in a git repository of $${RECORD_BENCH_FILES:-200000} files (the secret-file walk apart):"
+	$(GO) test -run='^$$' -bench=OverlayRecord -benchtime=20x ./changes/
 	$(BIN)/bridge-bench --bridge $(BIN)/bridge --double $(BIN)/deepseek-double --harness $(BIN)/bench-standin --minproxy $(BIN)/bench-minproxy $(BENCH_FLAGS)
 
 clean:

@@ -244,9 +244,12 @@ func sameDir(a, b string) bool {
 }
 
 // ignored are those of paths (slash-separated, relative to ws) that git
-// would not show because the repository ignores them (`git check-ignore`,
-// which reads the ignore files and runs nothing). Tracked files are never
-// ignored. Outside a work tree's top, nothing is.
+// would not show because the repository's ignore rules match them (`git
+// check-ignore`, which reads the ignore files and runs nothing). It does not
+// read the index (--no-index): a tracked file that an ignore rule matches
+// counts as ignored, so it is held rather than landed, and a 200,000-file
+// repository's index is not read at every job's end (about 90 ms of the
+// record's 100). Outside a work tree's top, nothing is.
 func (g Git) ignored(ws string, paths []string) (map[string]bool, error) {
 	st, err := os.Lstat(filepath.Join(ws, ".git"))
 	if err != nil || !(st.IsDir() || st.Mode().IsRegular()) || len(paths) == 0 {
@@ -257,7 +260,7 @@ func (g Git) ignored(ws string, paths []string) (map[string]bool, error) {
 		in.WriteString(p)
 		in.WriteByte(0)
 	}
-	out, err := g.runIn(ws, in.Bytes(), "check-ignore", "-z", "--stdin")
+	out, err := g.runIn(ws, in.Bytes(), "check-ignore", "--no-index", "-z", "--stdin")
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == 1 {
 		return nil, nil // none is ignored
