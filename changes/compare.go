@@ -78,6 +78,10 @@ type Report struct {
 	Record string
 	// Held, Conflicts and Pending count the changes with those statuses.
 	Held, Conflicts, Pending int
+	// Incomplete: a full walk record that could not see everything (past
+	// its limit, out of time, files compared by size and mtime alone): the
+	// changes listed may not be all.
+	Incomplete bool
 }
 
 // Compare walks ws again, compares it with the start record kept in dir,
@@ -91,7 +95,14 @@ func Compare(ctx context.Context, ws, dir string, git Git) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	scan, err := sandbox.WorkspaceScan(ws, sandbox.DefaultSecretScanLimit, true)
+	limit := sandbox.DefaultSecretScanLimit
+	var scan sandbox.SecretScan
+	if rec.Full {
+		limit = sandbox.DefaultRunsLaterLimit
+		scan, err = sandbox.WorkspaceRecordScan(ws, limit)
+	} else {
+		scan, err = sandbox.WorkspaceScan(ws, limit, true)
+	}
 	if err != nil {
 		return Report{}, fmt.Errorf("walk the workspace: %w", err)
 	}
@@ -100,10 +111,10 @@ func Compare(ctx context.Context, ws, dir string, git Git) (Report, error) {
 		return Report{}, fmt.Errorf("open the workspace: %w", err)
 	}
 	defer tree.Close()
-	c := comparer{ws: ws, dir: dir, rec: rec, tree: tree, git: git}
+	c := comparer{ws: ws, dir: dir, rec: rec, tree: tree, git: git, unverified: new(int)}
 	var notes []string
 	if rec.Truncated || scan.Truncated {
-		notes = append(notes, fmt.Sprintf("the workspace is too large to compare whole (over %d entries): changes in the %d directories not looked at are not listed", sandbox.DefaultSecretScanLimit, max(rec.Unlisted, scan.Unlisted)))
+		notes = append(notes, fmt.Sprintf("the workspace is too large to compare whole (over %d entries): changes in the %d directories not looked at are not listed", limit, max(rec.Unlisted, scan.Unlisted)))
 	}
 	if rec.Git != nil && rec.Git.Error != "" {
 		notes = append(notes, "git could not be asked at the start ("+rec.Git.Error+")")
@@ -126,6 +137,7 @@ func Compare(ctx context.Context, ws, dir string, git Git) (Report, error) {
 	}
 	slices.Sort(paths)
 	var rep Report
+	var all []Change // every change, for the full record's file
 	var diff strings.Builder
 	diffCut := false
 	late := 0 // changes listed unread because ctx was done
@@ -134,7 +146,7 @@ func Compare(ctx context.Context, ws, dir string, git Git) (Report, error) {
 		cur, has := now[p]
 		// Past either bound no more file is read: what still differs by
 		// its size, time or mode is listed (or counted) unread.
-		c.full = diff.Len() >= MaxDiffTotal || len(rep.Changes) >= MaxChanges
+		c.full = diff.Len() >= MaxDiffTotal || !rec.Full && len(rep.Changes) >= MaxChanges
 		c.late = ctx.Err() != nil
 		ch, d, ok := c.compare(p, old, had, cur, has)
 		if !ok {
@@ -143,7 +155,7 @@ func Compare(ctx context.Context, ws, dir string, git Git) (Report, error) {
 		if strings.Contains(ch.Note, notReadLate) {
 			late++
 		}
-		if len(rep.Changes) >= MaxChanges {
+		if len(rep.Changes) >= MaxChanges && !rec.Full {
 			rep.Unlisted++
 			continue
 		}
@@ -155,9 +167,17 @@ func Compare(ctx context.Context, ws, dir string, git Git) (Report, error) {
 				diff.WriteString(d)
 			}
 		}
+		if len(rep.Changes) >= MaxChanges {
+			rep.Unlisted++
+			all = append(all, ch)
+			continue
+		}
 		rep.Changes = append(rep.Changes, ch)
+		if rec.Full {
+			all = append(all, ch)
+		}
 	}
-	if rep.Unlisted > 0 {
+	if rep.Unlisted > 0 && !rec.Full {
 		notes = append(notes, fmt.Sprintf("%d more changed files are not listed (at most %d are)", rep.Unlisted, MaxChanges))
 	}
 	if diffCut {
@@ -166,11 +186,18 @@ func Compare(ctx context.Context, ws, dir string, git Git) (Report, error) {
 	if late > 0 {
 		notes = append(notes, fmt.Sprintf("the comparison ran out of time: %d changed files are listed without being read or diffed", late))
 	}
-	rep.Diff = diff.String()
-	rep.Note = strings.Join(notes, "; ")
-	if err := statedir.WriteFileAtomic(filepath.Join(dir, DiffFile), []byte(rep.Diff)); err != nil {
-		rep.Note = joinNote(rep.Note, "the whole diff could not be saved: "+err.Error())
+	if n := *c.unverified; n > 0 && rec.Full {
+		notes = append(notes, fmt.Sprintf("%d files could not be compared by their contents (past %d MiB of hashing at the start, or unreadable, or out of time): same size and mtime were taken for unchanged", n, MaxHashTotal>>20))
 	}
+	rep.Incomplete = rec.Full && (rec.Truncated || scan.Truncated || late > 0 || *c.unverified > 0)
+	rep.Diff = diff.String()
+	if err := statedir.WriteFileAtomic(filepath.Join(dir, DiffFile), []byte(rep.Diff)); err != nil {
+		notes = append(notes, "the whole diff could not be saved: "+err.Error())
+	}
+	if rec.Full {
+		notes = append(notes, holdWalk(ws, dir, rec, all, git, c.oldContent, &rep)...)
+	}
+	rep.Note = strings.Join(notes, "; ")
 	return rep, nil
 }
 
@@ -181,6 +208,9 @@ type comparer struct {
 	git     Git
 	full    bool // the report is full: read no more files
 	late    bool // the comparison's time is up: read no more files
+	// unverified counts the files of a full record taken for unchanged by
+	// their size and mtime alone (no Sum, or out of time).
+	unverified *int
 }
 
 // notRead notes a change listed without reading the file: the report was
@@ -221,8 +251,17 @@ func (c comparer) compare(p string, old Entry, had bool, cur sandbox.FileEntry, 
 	}()
 	switch {
 	case had && has:
-		if old.Size == cur.Size && old.ModTime == cur.ModTime && old.Mode == cur.Mode {
-			return Change{}, "", false
+		if old.Size == cur.Size && old.Mode == cur.Mode {
+			if old.Sum != "" && cur.Mode.IsRegular() && !c.late {
+				if sum, err := hashFile(c.tree, p); err == nil && sum == old.Sum {
+					return Change{}, "", false
+				}
+			} else if old.ModTime == cur.ModTime {
+				if c.rec.Full && cur.Mode.IsRegular() && !c.rec.denied(p) {
+					*c.unverified++
+				}
+				return Change{}, "", false
+			}
 		}
 		ch = Change{Path: p, Change: Modified, Size: cur.Size}
 		ch.Secret, denied = c.secret(p, old, had, cur, has)

@@ -53,6 +53,12 @@ func (g Git) run(ws string, args ...string) ([]byte, error) {
 
 // runIn is run with stdin (nil: none).
 func (g Git) runIn(ws string, stdin []byte, args ...string) ([]byte, error) {
+	return g.runAt(ws, true, stdin, args...)
+}
+
+// runAt is runIn; with ceiling false git looks for the repository above
+// the workspace too (for a workspace that is a folder of one).
+func (g Git) runAt(ws string, ceiling bool, stdin []byte, args ...string) ([]byte, error) {
 	if !filepath.IsAbs(g.Bin) {
 		return nil, errNoGit
 	}
@@ -61,7 +67,10 @@ func (g Git) runIn(ws string, stdin []byte, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, g.Bin, append(append([]string{}, gitArgs...), args...)...)
 	cmd.Dir = ws
 	// git looks for the repository no higher than the workspace.
-	cmd.Env = append(g.env(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(ws))
+	cmd.Env = g.env()
+	if ceiling {
+		cmd.Env = append(cmd.Env, "GIT_CEILING_DIRECTORIES="+filepath.Dir(ws))
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if stdin != nil {
@@ -76,6 +85,26 @@ func (g Git) runIn(ws string, stdin []byte, args ...string) ([]byte, error) {
 		return out, fmt.Errorf("git %s: %w: %s", args[0], err, msg)
 	}
 	return out, nil
+}
+
+// config is the value of the repository's config key (empty when unset),
+// read by `git config --get`, which runs no program. It runs without
+// gitArgs' core.hooksPath override, which it would otherwise answer.
+func (g Git) config(ws, key string) (string, error) {
+	if !filepath.IsAbs(g.Bin) {
+		return "", errNoGit
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, g.Bin, "--no-pager", "--no-optional-locks", "config", "--get", key)
+	cmd.Dir = ws
+	cmd.Env = append(g.env(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(ws))
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 1 {
+		return "", nil // not set
+	}
+	return strings.TrimSpace(string(out)), err
 }
 
 // errNoGit: the daemon found no git on its trusted PATH.
@@ -251,16 +280,27 @@ func sameDir(a, b string) bool {
 // repository's index is not read at every job's end (about 90 ms of the
 // record's 100). Outside a work tree's top, nothing is.
 func (g Git) ignored(ws string, paths []string) (map[string]bool, error) {
-	st, err := os.Lstat(filepath.Join(ws, ".git"))
-	if err != nil || !(st.IsDir() || st.Mode().IsRegular()) || len(paths) == 0 {
+	if len(paths) == 0 {
 		return nil, nil
 	}
+	// The workspace's own repository, or one it is a folder of (whose
+	// ignore rules `git status` there obeys too).
+	ceiling := true
+	if st, err := os.Lstat(filepath.Join(ws, ".git")); err != nil || !(st.IsDir() || st.Mode().IsRegular()) {
+		out, err := g.runAt(ws, false, nil, "rev-parse", "--is-inside-work-tree")
+		if err != nil || strings.TrimSpace(string(out)) != "true" {
+			return nil, nil // in no work tree: nothing is ignored
+		}
+		ceiling = false
+	}
 	var in bytes.Buffer
+	// Each path is asked as ./path: a name the job chose, such as ":!x",
+	// is then a name, not pathspec magic that makes git refuse them all.
 	for _, p := range paths {
-		in.WriteString(p)
+		in.WriteString("./" + p)
 		in.WriteByte(0)
 	}
-	out, err := g.runIn(ws, in.Bytes(), "check-ignore", "--no-index", "-z", "--stdin")
+	out, err := g.runAt(ws, ceiling, in.Bytes(), "check-ignore", "--no-index", "-z", "--stdin")
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == 1 {
 		return nil, nil // none is ignored
@@ -271,7 +311,7 @@ func (g Git) ignored(ws string, paths []string) (map[string]bool, error) {
 	got := map[string]bool{}
 	for _, p := range strings.Split(string(out), "\x00") {
 		if p != "" {
-			got[p] = true
+			got[strings.TrimPrefix(p, "./")] = true
 		}
 	}
 	return got, nil

@@ -28,7 +28,10 @@ const (
 	HeldSpecial    = "not a regular file, directory or link"
 	HeldIgnored    = "ignored by git: `git status` and `git diff` do not show it"
 	HeldDenyPath   = "a deny path of the job's policy"
-	HeldToolConfig = "a tool's configuration or build script, which editors and tools load on their own (opening the folder, a build): *.config.js and its kin, *.properties, build.rs, toolchain selectors"
+	HeldToolConfig = "a tool's configuration or build script, which editors and tools load on their own (opening the folder, a build): *.config.js and its kin, *.properties, build.rs, Gradle, CMake and MSBuild files, hook managers' configs, toolchain selectors"
+	HeldDirMode    = "a directory's permissions changed: a diff does not show it"
+	HeldUnreadable = "the daemon could not read it in the job's upper dir (too deep, or no permission): what it holds is not known"
+	HeldNoDiff     = "the diff cannot show it (too large, its earlier contents unreadable, or past the diff's bound)"
 	HeldHook       = "a git hook of the workspace (a .git/hooks link leads to it, or it is in core.hooksPath): git runs it at the next commit"
 )
 
@@ -46,16 +49,26 @@ func toolConfig(base string) bool {
 	}
 	lower := strings.ToLower(base)
 	ext := path.Ext(lower)
+	stem := strings.TrimSuffix(lower, ext)
 	switch {
-	case configScriptExts[ext] && strings.HasSuffix(strings.TrimSuffix(lower, ext), ".config"):
-		return true
+	case configScriptExts[ext] && (strings.Contains(stem+".", ".config.") || strings.HasSuffix(stem, ".workspace")):
+		return true // eslint.config.js, webpack.config.babel.js, vitest.workspace.ts
 	case ext == ".properties", lower == "build.rs":
 		return true
-	case strings.HasPrefix(lower, "directory.build."), strings.HasPrefix(lower, "directory.packages."):
-		return true
+	case ext == ".gradle", strings.HasSuffix(lower, ".gradle.kts"):
+		return true // Gradle's import on opening the folder runs them
+	case lower == "cmakelists.txt", strings.HasPrefix(lower, "cmakepresets"), strings.HasPrefix(lower, "cmakeuserpresets"), ext == ".cmake":
+		return true // CMake's configure on opening the folder runs them
+	case msbuildExts[ext], strings.HasPrefix(lower, "directory.build."), strings.HasPrefix(lower, "directory.packages."):
+		return true // MSBuild's design-time build on opening the folder
+	case strings.HasPrefix(lower, "lefthook"):
+		return true // lefthook merges every lefthook* config at every hook
 	}
 	return false
 }
+
+// msbuildExts are MSBuild project and import files.
+var msbuildExts = map[string]bool{".csproj": true, ".fsproj": true, ".vbproj": true, ".vcxproj": true, ".props": true, ".targets": true, ".proj": true, ".sln": true}
 
 // configScriptExts are the extensions of a config a tool runs as code.
 var configScriptExts = map[string]bool{".js": true, ".cjs": true, ".mjs": true, ".ts": true, ".cts": true, ".mts": true}
@@ -109,11 +122,16 @@ func holdReason(f entryFacts) string {
 		return ""
 	}
 	switch f.Kind {
+	case "unreadable":
+		return HeldUnreadable
 	case "link":
 		return HeldLink
 	case "special":
 		return HeldSpecial
 	case "dir":
+		if f.OldMode >= 0 && f.NewMode != f.OldMode {
+			return HeldDirMode
+		}
 		return ""
 	}
 	switch strings.ToLower(path.Ext(f.Path)) {

@@ -88,6 +88,16 @@ type OverlayRecord struct {
 	Changes   []Change  `json:"changes"`
 	Note      string    `json:"note,omitempty"`
 	CarriedTo string    `json:"carried_to,omitempty"`
+	// Walk: the job wrote straight into its workspace (no overlay could be
+	// had); this record is the walk's, with what it held back.
+	Walk bool `json:"walk,omitempty"`
+	// Sums are the sha256 of the job's version of each file change (by
+	// path): --apply and --promote land a file only while it still is what
+	// the record showed.
+	Sums map[string]string `json:"sums,omitempty"`
+	// Incomplete: something the job wrote could not be read (it is held,
+	// unlisted below it), or the walk could not see everything.
+	Incomplete bool `json:"incomplete,omitempty"`
 }
 
 // OverlayOf is the overlay of the job whose changes dir is dir.
@@ -194,7 +204,7 @@ func (r *OverlayRecord) report(dir, diff string) Report {
 		all = append(all, c)
 	}
 	slices.SortStableFunc(all, func(a, b Change) int { return rank(a) - rank(b) })
-	rep := Report{Diff: diff, Note: r.Note, Record: filepath.Join(dir, OverlayRecordFile), Exact: true}
+	rep := Report{Diff: diff, Note: r.Note, Record: filepath.Join(dir, OverlayRecordFile), Exact: !r.Walk, Incomplete: r.Incomplete}
 	for _, c := range all {
 		switch c.Status {
 		case StatusHeld:

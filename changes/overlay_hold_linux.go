@@ -57,8 +57,10 @@ func (rd *reader) hold(chs []change, git Git) {
 }
 
 // hookPaths are the workspace paths git runs as hooks of the workspace's
-// repository: the files its .git/hooks links lead to, and its
-// core.hooksPath when that is inside the workspace.
+// repository: the files its hooks dir's links lead to (the hooks dir is
+// .git/hooks, or the common dir's of a linked worktree or submodule, whose
+// .git is a gitfile), and its core.hooksPath (relative to the workspace's
+// top) when that is inside the workspace.
 func (rd *reader) hookPaths(git Git) []string {
 	var out []string
 	inside := func(p string) {
@@ -73,27 +75,38 @@ func (rd *reader) hookPaths(git Git) []string {
 			out = append(out, p)
 		}
 	}
-	if entries, err := rd.lower.ReadDir(".git/hooks", true); err == nil {
+	st, err := rd.lower.Lstat(".git")
+	if err != nil {
+		return nil
+	}
+	hooks := filepath.Join(rd.ws, ".git", "hooks")
+	if kindOf(st.Mode) == "file" {
+		// A gitfile: the hooks are in the common git dir, outside the workspace.
+		b, err := git.run(rd.ws, "rev-parse", "--path-format=absolute", "--git-common-dir")
+		if err != nil {
+			return nil
+		}
+		hooks = filepath.Join(strings.TrimSpace(string(b)), "hooks")
+	} else if kindOf(st.Mode) != "dir" {
+		return nil
+	}
+	if entries, err := os.ReadDir(hooks); err == nil {
 		for _, e := range entries {
 			if e.Type()&fs.ModeSymlink == 0 {
 				continue
 			}
-			target, err := os.Readlink(filepath.Join(rd.ws, ".git", "hooks", e.Name()))
+			target, err := os.Readlink(filepath.Join(hooks, e.Name()))
 			if err != nil {
 				continue
 			}
 			if !filepath.IsAbs(target) {
-				target = path.Join(".git/hooks", filepath.ToSlash(target))
+				target = filepath.Join(hooks, target)
 			}
 			inside(target)
 		}
 	}
-	if st, err := rd.lower.Lstat(".git"); err == nil && kindOf(st.Mode) == "dir" {
-		if b, err := git.run(rd.ws, "config", "--get", "core.hooksPath"); err == nil {
-			if hp := strings.TrimSpace(string(b)); hp != "" {
-				inside(hp)
-			}
-		}
+	if hp, err := git.config(rd.ws, "core.hooksPath"); err == nil && hp != "" {
+		inside(hp)
 	}
 	return out
 }
@@ -154,7 +167,7 @@ func (rd *reader) inVenv(rel string) bool {
 }
 
 func (rd *reader) head(rel string) []byte {
-	f, err := rd.up.Open(rel)
+	f, err := rd.cur.Open(rel)
 	if err != nil {
 		return nil
 	}
@@ -164,14 +177,34 @@ func (rd *reader) head(rel string) []byte {
 	return b[:n]
 }
 
-// diffs is the unified diff of every change, the visible ones first. A
-// deny path is never read; a secret file that existed before shows only
-// what the job wrote, never its earlier contents.
-func (rd *reader) diffs(chs []change) string {
+// diffs is the unified diff of every change, the visible ones first, at
+// most MaxDiffTotal in all (past it a file is not read). A deny path is
+// never read; a secret file that existed shows only the lines the job
+// added, never its earlier contents, and a file whose contents are those
+// of a secret file the job removed or changed is not shown at all. A
+// visible file the diff cannot show (too large, its earlier contents
+// unreadable, past the bound) is held back: what lands is what is shown.
+func (rd *reader) diffs(items []upperItem, chs []change) string {
+	secrets := rd.secretLines(items, chs)
 	var vis, held strings.Builder
 	for i := range chs {
 		c := &chs[i]
-		d := rd.diff(c)
+		var d string
+		if vis.Len()+held.Len() >= MaxDiffTotal {
+			if c.kind == "file" || c.kind == "" && c.Change.Change != Deleted {
+				c.nodiff = "left out of the diff: the whole diff reached its 16 MiB bound"
+				c.Note = joinNote(c.Note, c.nodiff)
+			}
+		} else {
+			d = rd.diff(c, secrets)
+			if vis.Len()+held.Len()+len(d) > MaxDiffTotal {
+				d, c.nodiff = "", "left out of the diff: the whole diff reached its 16 MiB bound"
+				c.Note = joinNote(c.Note, c.nodiff)
+			}
+		}
+		if c.Held == "" && c.nodiff != "" && c.kind == "file" && c.Change.Change != Deleted {
+			c.Held = HeldNoDiff
+		}
 		if c.Held != "" {
 			held.WriteString(d)
 		} else {
@@ -181,37 +214,120 @@ func (rd *reader) diffs(chs []change) string {
 	return vis.String() + held.String()
 }
 
-func (rd *reader) diff(c *change) string {
+// secretLines are the lines (of 8 bytes or more) of the secret files of
+// the workspace the job touched: changed, removed, or in the upper dir at
+// all (a hard link or an append copies a file up whole). They are read
+// only to know them again elsewhere: a file the job wrote that holds one
+// of them is not shown (a rename, a copy, a link of a secret file).
+func (rd *reader) secretLines(items []upperItem, chs []change) map[string]string {
+	lines := map[string]string{}
+	add := func(rel string) {
+		if _, deny := rd.deny.Denied(rd.ws, filepath.Join(rd.ws, filepath.FromSlash(rel))); deny {
+			return
+		}
+		b, err := readSmall(rd.lower, rel, MaxDiffFile)
+		if err != nil {
+			return
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if l = strings.TrimSpace(l); len(l) >= 8 {
+				lines[l] = rel
+			}
+		}
+	}
+	for _, it := range items {
+		if (it.kind == "file" || it.kind == "whiteout") && sandbox.IsSecretName(path.Base(it.rel)) {
+			add(it.rel)
+		}
+	}
+	for _, c := range chs {
+		if c.Secret && c.Change.Change == Deleted {
+			add(c.Path)
+		}
+	}
+	return lines
+}
+
+// holdsSecret is the secret file one of b's lines comes from ("": none).
+func holdsSecret(b []byte, lines map[string]string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if p, ok := lines[strings.TrimSpace(l)]; ok {
+			return p
+		}
+	}
+	return ""
+}
+
+func (rd *reader) diff(c *change, secrets map[string]string) string {
 	if c.kind == "dir" || c.kind == "link" || c.kind == "special" {
 		return ""
 	}
 	_, deny := rd.deny.Denied(rd.ws, filepath.Join(rd.ws, filepath.FromSlash(c.Path)))
 	if deny {
 		c.Note = joinNote(c.Note, denyNote)
+		c.nodiff = denyNote
 		return ""
 	}
 	var before, after []byte
 	var err error
 	if c.Change.Change != Created {
-		if c.Secret {
-			c.Note = joinNote(c.Note, "a secret file: its earlier contents are not shown, only what the job wrote")
-		} else if before, err = readSmall(rd.lower, c.Path, MaxDiffFile); err != nil {
-			c.Note = joinNote(c.Note, "no diff: the earlier contents could not be read ("+err.Error()+")")
+		if before, err = readSmall(rd.lower, c.Path, MaxDiffFile); err != nil {
+			c.nodiff = "no diff: the earlier contents could not be read (" + err.Error() + ")"
+			c.Note = joinNote(c.Note, c.nodiff)
 			return ""
 		}
 	}
 	if c.Change.Change != Deleted {
-		if after, err = readSmall(rd.up, c.Path, MaxDiffFile); err != nil {
-			c.Note = joinNote(c.Note, "no diff: "+err.Error())
+		if after, err = readSmall(rd.cur, c.Path, MaxDiffFile); err != nil {
+			c.nodiff = "no diff: " + err.Error()
+			c.Note = joinNote(c.Note, c.nodiff)
+			return ""
+		}
+		if p := holdsSecret(after, secrets); p != "" && !c.Secret {
+			c.Secret = true
+			c.nodiff = "it holds what the secret file " + p + " held: not shown"
+			c.Note = joinNote(c.Note, c.nodiff)
 			return ""
 		}
 	}
-	if c.Binary || !readable(before[:min(len(before), sniffBytes)]) {
+	if c.Secret && c.Change.Change == Deleted {
+		c.Note = joinNote(c.Note, "a secret file: its earlier contents are not shown")
+		return header(c.Change)
+	}
+	if c.Binary {
 		return binaryDiff(c.Change)
 	}
-	shown := c.Change
-	if c.Secret && shown.Change == Modified {
+	if !readable(before[:min(len(before), sniffBytes)]) {
+		// Binary before, text now: the new text is shown whole.
+		c.Note = joinNote(c.Note, "it was binary: the diff shows its new contents whole")
+		shown := c.Change
 		shown.Change = Created
+		return unified(shown, "", string(after))
 	}
-	return unified(shown, string(before), string(after))
+	d := unified(c.Change, string(before), string(after))
+	if d == "" && c.Change.Change == Created {
+		return header(c.Change) // an empty new file
+	}
+	if c.Secret {
+		c.Note = joinNote(c.Note, "a secret file: its earlier contents are not shown, only the lines the job added")
+		return addedOnly(d)
+	}
+	return d
+}
+
+// addedOnly is a unified diff with only its headers and added lines: what
+// the job wrote into a secret file, without the file's other lines.
+func addedOnly(d string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(d, "\n") {
+		switch {
+		case strings.HasPrefix(l, "+"), strings.HasPrefix(l, "diff --git "), strings.HasPrefix(l, "---"),
+			strings.HasPrefix(l, "@@"), l == "new file\n", l == "deleted file\n":
+			b.WriteString(l)
+		}
+	}
+	return b.String()
 }

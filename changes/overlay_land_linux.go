@@ -1,8 +1,11 @@
 package changes
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -30,6 +33,14 @@ func (rd *reader) land(chs []change, started time.Time, want func(change) bool, 
 		}
 		if c.Change.Change == Deleted && c.kind == "dir" {
 			dirs = append(dirs, i)
+			continue
+		}
+		if !force && c.Change.Change == Created && c.kind == "file" && rd.changedSince(path.Dir(c.Path), started) {
+			// The folder changed during the job (writes go to the upper
+			// dir, so the owner changed it): a file the job made there may
+			// be one the owner deleted.
+			c.Status = StatusConflict
+			c.Note = joinNote(c.Note, "its folder changed in the workspace during the job (a file there was added, removed or renamed): it may be a file someone deleted, so it did not land (it stays in the job's upper dir)")
 			continue
 		}
 		if !force && rd.changedSince(c.Path, started) {
@@ -82,7 +93,10 @@ func (rd *reader) apply(c *change) error {
 	case c.Change.Change == Deleted:
 		return rd.lower.Remove(c.Path)
 	case c.kind == "dir":
-		return rd.lower.MkdirAll(c.Path, os.FileMode(c.mode).Perm())
+		if err := rd.lower.MkdirAll(c.Path, os.FileMode(c.mode).Perm()); err != nil {
+			return err
+		}
+		return rd.lower.Chmod(c.Path, os.FileMode(c.mode).Perm())
 	case c.kind == "link":
 		target, err := os.Readlink(filepath.Join(rd.upper, filepath.FromSlash(c.Path)))
 		if err != nil {
@@ -95,6 +109,20 @@ func (rd *reader) apply(c *change) error {
 			return err
 		}
 		defer f.Close()
+		if c.sum != "" {
+			// What lands is what the record showed: the job's version as
+			// it was at its end, not what something wrote there since.
+			h := sha256.New()
+			if _, err := io.Copy(h, f); err != nil {
+				return err
+			}
+			if hex.EncodeToString(h.Sum(nil)) != c.sum {
+				return errors.New("it changed in the job's upper dir since the record was made: not what the diff showed")
+			}
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				return err
+			}
+		}
 		return rd.lower.WriteFile(c.Path, f, os.FileMode(c.mode).Perm())
 	}
 	return fmt.Errorf("a %s is never put in a workspace", kindName(c.kind))
@@ -102,12 +130,7 @@ func (rd *reader) apply(c *change) error {
 
 // dropUpper removes rel from the upper dir (a landed change).
 func (rd *reader) dropUpper(rel string) {
-	p := filepath.Join(rd.upper, filepath.FromSlash(rel))
-	if st, err := os.Lstat(p); err == nil && st.IsDir() {
-		_ = os.Remove(p) // only when empty: what is in it has its own change
-		return
-	}
-	_ = os.Remove(p)
+	_ = rd.up.Remove(rel) // a dir only when empty: what is in it has its own change; never through a link
 }
 
 // pruneUpper removes the upper dir's empty dirs but those of chs that
@@ -218,7 +241,7 @@ func settle(ws, dir string, paths []string, want func(Change) bool, op string, f
 		if !sel[i] {
 			continue
 		}
-		c := change{Change: rec.Changes[i], kind: rec.Changes[i].Kind, oldMode: -1}
+		c := change{Change: rec.Changes[i], kind: rec.Changes[i].Kind, oldMode: -1, sum: rec.Sums[rec.Changes[i].Path]}
 		if c.kind == "" && c.Change.Change != Deleted {
 			c.kind = "file"
 		}
@@ -230,7 +253,7 @@ func settle(ws, dir string, paths []string, want func(Change) bool, op string, f
 	}
 	if op == "discard" {
 		for i := len(chs) - 1; i >= 0; i-- { // what a dir holds before the dir
-			_ = os.Remove(filepath.Join(rd.upper, filepath.FromSlash(chs[i].Path)))
+			_ = rd.up.Remove(chs[i].Path) // never through a link
 			chs[i].Status = StatusDiscarded
 		}
 		rd.pruneUpper(chs)

@@ -36,6 +36,7 @@ type upperItem struct {
 	redirect bool
 	mode     int
 	size     int64
+	err      string // why an "unreadable" entry could not be read
 }
 
 // walkUpper lists every entry of the upper dir, parents before children,
@@ -46,14 +47,21 @@ func walkUpper(upper string) ([]upperItem, error) {
 	walk = func(rel string) error {
 		entries, err := os.ReadDir(filepath.Join(upper, filepath.FromSlash(rel)))
 		if err != nil {
-			return err
+			if rel == "" {
+				return err
+			}
+			// A dir the daemon cannot list (too deep for a path, no
+			// permission) is held whole, unlisted: the record says so.
+			out = append(out, upperItem{rel: rel, kind: "unreadable", err: err.Error()})
+			return nil
 		}
 		for _, e := range entries {
 			r := path.Join(rel, e.Name())
 			p := filepath.Join(upper, filepath.FromSlash(r))
 			var st unix.Stat_t
 			if err := unix.Lstat(p, &st); err != nil {
-				return err
+				out = append(out, upperItem{rel: r, kind: "unreadable", err: err.Error()})
+				continue
 			}
 			it := upperItem{rel: r, mode: int(st.Mode & 0o7777), size: st.Size}
 			switch st.Mode & unix.S_IFMT {
@@ -111,6 +119,11 @@ type change struct {
 	kind    string // of the new entry: "file", "dir", "link", "special" ("" for a deletion)
 	mode    int
 	oldMode int // -1: none at the start
+	// nodiff says why the diff does not show this file ("": it does).
+	nodiff string
+	// sum is the sha256 of the job's version of a file, checked when it
+	// lands.
+	sum string
 }
 
 // reader reads an overlay job's two sides: the workspace (the lower
@@ -119,8 +132,11 @@ type reader struct {
 	ws, upper string
 	lower     *sandbox.Tree
 	up        *sandbox.Tree
-	deny      policy.Enforced
-	venvs     map[string]bool
+	// cur is where the job's versions are: up for an overlay job, lower
+	// for one that wrote straight into its workspace (holdWalk).
+	cur   *sandbox.Tree
+	deny  policy.Enforced
+	venvs map[string]bool
 }
 
 // FromOverlay records what the job whose changes dir is dir changed, from
@@ -149,6 +165,8 @@ func FromOverlay(_ context.Context, ws, dir string, git Git, land bool) (Report,
 	}
 	chs, notes := rd.changes(items)
 	rd.hold(chs, git)
+	rd.sums(chs)
+	diff := rd.diffs(items, chs) // before landing, which replaces the earlier contents; holds what it cannot show
 	rec := &OverlayRecord{Version: 1, Workspace: ws, Started: st.Started, Ended: time.Now(), Land: st.Land}
 	if st.CarriedFrom != "" {
 		notes = append(notes, "this job began with the changes job "+st.CarriedFrom+" had not landed")
@@ -164,11 +182,17 @@ func FromOverlay(_ context.Context, ws, dir string, git Git, land bool) (Report,
 			c.Status = StatusHeld
 		}
 	}
-	diff := rd.diffs(chs) // before landing, which replaces the earlier contents
 	if land && st.Land == LandAuto {
 		rd.land(chs, st.Started, func(c change) bool { return c.Status == StatusPending }, false)
 	}
+	rec.Sums = map[string]string{}
 	for _, c := range chs {
+		if c.sum != "" {
+			rec.Sums[c.Path] = c.sum
+		}
+		if c.kind == "unreadable" {
+			rec.Incomplete = true
+		}
 		if c.kind != "file" && c.kind != "" {
 			c.Kind = c.kind
 		}
@@ -193,6 +217,26 @@ func FromOverlay(_ context.Context, ws, dir string, git Git, land bool) (Report,
 	return rec.report(dir, diff), nil
 }
 
+// sums sets the sum of every file change's job version; one that cannot
+// be read is held (HeldUnreadable).
+func (rd *reader) sums(chs []change) {
+	for i := range chs {
+		c := &chs[i]
+		if c.kind != "file" || c.Change.Change == Deleted {
+			continue
+		}
+		sum, err := hashFile(rd.up, c.Path)
+		if err != nil {
+			if c.Held == "" {
+				c.Held = HeldUnreadable
+			}
+			c.Note = joinNote(c.Note, "could not be read: "+err.Error())
+			continue
+		}
+		c.sum = sum
+	}
+}
+
 func countStatus(chs []change, s string) int {
 	n := 0
 	for _, c := range chs {
@@ -214,7 +258,7 @@ func openReader(ws, dir string, st OverlayStart) (*reader, error) {
 		lower.Close()
 		return nil, fmt.Errorf("open the job's upper dir: %w", err)
 	}
-	return &reader{ws: ws, upper: upper, lower: lower, up: up,
+	return &reader{ws: ws, upper: upper, lower: lower, up: up, cur: up,
 		deny: policy.Enforced{Policy: policy.Policy{DenyPaths: st.DenyPaths}}, venvs: map[string]bool{}}, nil
 }
 
@@ -244,6 +288,13 @@ func (rd *reader) changes(items []upperItem) ([]change, []string) {
 			oldKind = kindOf(lst.Mode)
 		}
 		switch it.kind {
+		case "unreadable":
+			ch := Created
+			if had {
+				ch = Modified
+			}
+			out = append(out, change{Change: Change{Path: it.rel, Change: ch, Note: "could not be read in the job's upper dir (" + it.err + "): nothing in it is listed or landed"}, kind: "unreadable", oldMode: oldMode})
+			continue
 		case "whiteout":
 			if !had {
 				continue

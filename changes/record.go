@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/workers"
@@ -71,6 +72,11 @@ type Entry struct {
 	Blob string `json:"blob,omitempty"`
 	// Binary: the file was not text at the start.
 	Binary bool `json:"binary,omitempty"`
+	// Sum is the sha256 of its contents at the start (a full record, kept
+	// for a job that writes straight into its workspace: a same-size edit
+	// with its mtime put back is still seen). "" for a deny path, a
+	// non-regular file, or past MaxHashTotal.
+	Sum string `json:"sum,omitempty"`
 }
 
 // Record is the workspace as it was at the job's start.
@@ -94,6 +100,12 @@ type Record struct {
 	// without a copy because of MaxCopyTotal or MaxCopyFiles.
 	CopiedBytes int64 `json:"copied_bytes"`
 	Uncopied    int   `json:"uncopied,omitempty"`
+	// Full: the record of a job without an overlay, from
+	// sandbox.WorkspaceRecordScan (every folder entered) with a Sum of
+	// each file; the end walks the same way. Unhashed counts the files
+	// past MaxHashTotal, compared by size and mtime alone.
+	Full     bool `json:"full,omitempty"`
+	Unhashed int  `json:"unhashed,omitempty"`
 }
 
 // GitState is what git said about the workspace at the start.
@@ -113,7 +125,14 @@ type Options struct {
 	Git Git
 	// DenyPaths are the deny_paths globs of the job's policy (policy.Enforced).
 	DenyPaths []string
+	// Full: scan came from sandbox.WorkspaceRecordScan, and each file's
+	// contents are hashed (Entry.Sum) within MaxHashTotal.
+	Full bool
 }
+
+// MaxHashTotal bounds what a full start record reads to hash the
+// workspace's files.
+const MaxHashTotal = 1 << 30
 
 // Start takes the start record of ws from scan (sandbox.WorkspaceScan with
 // its manifest) and keeps it, with its copies, in dir (the job's changes
@@ -125,7 +144,7 @@ func Start(ws string, scan sandbox.SecretScan, dir string, o Options) (*Record, 
 	rec := &Record{
 		Version: RecordVersion, Workspace: ws, Taken: time.Now().UTC(),
 		Files: make(map[string]Entry, len(scan.Files)), Truncated: scan.Truncated, Unlisted: scan.Unlisted,
-		DenyPaths: o.DenyPaths,
+		DenyPaths: o.DenyPaths, Full: o.Full,
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("changes dir: %w", err)
@@ -167,6 +186,9 @@ func Start(ws string, scan sandbox.SecretScan, dir string, o Options) (*Record, 
 		return nil, fmt.Errorf("copies of the workspace's text files: %w", err)
 	}
 	rec.CopiedBytes = written
+	if o.Full {
+		rec.Unhashed = hashAll(tree, entries, rec.denied)
+	}
 	for _, e := range entries {
 		rec.Files[e.Path] = e
 	}
@@ -181,6 +203,55 @@ func Start(ws string, scan sandbox.SecretScan, dir string, o Options) (*Record, 
 		return nil, fmt.Errorf("start record: %w", err)
 	}
 	return rec, nil
+}
+
+// hashAll sets the Sum of every regular file of es that is no deny path
+// (a copy's hash is its Sum), within MaxHashTotal bytes in path order, and
+// returns how many it left unhashed. A file that cannot be read is left
+// unhashed too.
+func hashAll(tree *sandbox.Tree, es []Entry, denied func(string) bool) int {
+	var todo []int
+	var budget int64
+	left := 0
+	for i := range es {
+		e := &es[i]
+		switch {
+		case !e.Mode.IsRegular() || denied(e.Path):
+		case e.Copy != "":
+			e.Sum = e.Copy
+		case budget+e.Size > MaxHashTotal:
+			left++
+		default:
+			budget += e.Size
+			todo = append(todo, i)
+		}
+	}
+	var failed atomic.Int64
+	workers.Each(len(todo), copyWorkers, func(k int) {
+		e := &es[todo[k]]
+		sum, err := hashFile(tree, e.Path)
+		if err != nil {
+			failed.Add(1)
+			return
+		}
+		e.Sum = sum
+	})
+	return left + int(failed.Load())
+}
+
+// hashFile is the sha256 of the regular file rel of the workspace, read
+// without following a link.
+func hashFile(tree *sandbox.Tree, rel string) (string, error) {
+	f, err := tree.Open(rel)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // copyWorkers is how many files the record reads at once.

@@ -25,7 +25,7 @@ func (g *Guard) recordStart(jobID, ws string, deny []string, scan sandbox.Secret
 		return nil
 	}
 	start := time.Now()
-	rec, err := changes.Start(ws, scan, dir, changes.Options{Git: g.git, DenyPaths: deny})
+	rec, err := changes.Start(ws, scan, dir, changes.Options{Git: g.git, DenyPaths: deny, Full: true})
 	if err != nil {
 		return err
 	}

@@ -70,17 +70,20 @@ func TestDenyPathsAreListedNeverDiffed(t *testing.T) {
 	}
 	// Nothing the record kept holds the deny path's contents either.
 	dir := f.dir.ChangesDir(id)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, en := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, en.Name()))
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if bytes.Contains(b, []byte(canary)) {
-			t.Errorf("%s, kept with the job, holds a deny path's contents", en.Name())
+			t.Errorf("%s, kept with the job, holds a deny path's contents", p)
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -142,7 +142,12 @@ func (g *Guard) startWalks(spec *harness.Spec, p jobPlan) *jobWalks {
 		if p.overlay() {
 			return // the overlay records the job's changes exactly, with no walk
 		}
+		// Without an overlay the record has its own walk, which enters
+		// every folder (the secret walk skips dependency and cache dirs).
 		t = time.Now()
+		if err == nil {
+			scan, err = sandbox.WorkspaceRecordScan(spec.Workspace, 0)
+		}
 		ws.recordErr = g.recordStart(spec.JobID, spec.Workspace, p.RecordDeny, scan, err)
 		ws.startRecord = time.Since(t)
 	})

@@ -108,3 +108,27 @@ func TestAuditRunsInEveryEndState(t *testing.T) {
 		_ = e.r.Close(context.Background())
 	})
 }
+
+// incompleteGuard reports a walk record that could not see everything.
+type incompleteGuard struct{ rootGuard }
+
+func (incompleteGuard) Changes(context.Context, string, string) (changes.Report, error) {
+	return changes.Report{Incomplete: true, Note: "the workspace is too large to compare whole"}, nil
+}
+
+// A job that completed but whose record of changes is incomplete ends
+// done_unverified, with its result and nonce: done, and saying so.
+func TestIncompleteRecordEndsDoneUnverified(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, func(o *Options) { o.Guard = incompleteGuard{o.Guard.(rootGuard)} })
+		s := e.start("done")
+		got := e.succeed(e.nextRun(), s.ID)
+		if got.Status != StatusDoneUnverified || !got.Status.Done() || !got.Status.Final() || got.Nonce == "" {
+			t.Fatalf("status %s, nonce %q", got.Status, got.Nonce)
+		}
+		if d := e.onDisk(s.ID); d.Status != StatusDoneUnverified || d.ChangesNote == "" {
+			t.Fatalf("on disk: %s, note %q", d.Status, d.ChangesNote)
+		}
+		_ = e.r.Close(context.Background())
+	})
+}

@@ -105,7 +105,7 @@ func (e *UnknownStatusError) Unwrap() error { return ErrDamagedJob }
 // known reports whether s is one of this build's statuses.
 func (s Status) known() bool {
 	switch s {
-	case StatusQueued, StatusRunning, StatusWaitingApproval, StatusDone, StatusError, StatusCancelled, StatusInterrupted:
+	case StatusQueued, StatusRunning, StatusWaitingApproval, StatusDone, StatusDoneUnverified, StatusError, StatusCancelled, StatusInterrupted:
 		return true
 	}
 	return false

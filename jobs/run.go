@@ -286,11 +286,14 @@ func (r *Registry) endLocked(j *job, out outcome) {
 		}
 	}
 	s.Status = StatusOf(out.stop.Reason)
+	if s.Status == StatusDone && s.ChangesIncomplete {
+		s.Status = StatusDoneUnverified
+	}
 	s.StopReason, s.ModelError = out.stop.Reason, out.stop.Class
 	s.EndedAt, s.ExpiresAt = &now, &exp
 	s.Approval = nil
 	s.UnresolvedFailures = UnresolvedFailures(s.Commands)
-	if s.Status != StatusDone {
+	if !s.Status.Done() {
 		s.Nonce, s.Result = "", ""
 		s.Error = harness.Clip(out.stop.Text, maxErrorText)
 		s.Partial = j.partial()

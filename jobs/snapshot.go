@@ -27,19 +27,27 @@ const (
 	StatusRunning         Status = "running"
 	StatusWaitingApproval Status = "waiting_approval"
 	StatusDone            Status = "done"
-	StatusError           Status = "error"
-	StatusCancelled       Status = "cancelled"
-	StatusInterrupted     Status = "interrupted"
+	// StatusDoneUnverified is done, but the record of what the job changed
+	// could not see everything (a job without an overlay, in a workspace
+	// past the walk's limit or its time): the changes listed may not be all.
+	StatusDoneUnverified Status = "done_unverified"
+	StatusError          Status = "error"
+	StatusCancelled      Status = "cancelled"
+	StatusInterrupted    Status = "interrupted"
 )
 
 // Final reports whether s is an end state.
 func (s Status) Final() bool {
 	switch s {
-	case StatusDone, StatusError, StatusCancelled, StatusInterrupted:
+	case StatusDone, StatusDoneUnverified, StatusError, StatusCancelled, StatusInterrupted:
 		return true
 	}
 	return false
 }
+
+// Done reports whether the job ended with its harness's own successful
+// result (done, or done_unverified).
+func (s Status) Done() bool { return s == StatusDone || s == StatusDoneUnverified }
 
 // Usage is what a job's model calls cost in tokens. InputTokens are the
 // cache-miss input tokens, CacheReadTokens the cache hits; ThinkingTokens are
@@ -254,9 +262,12 @@ type Snapshot struct {
 	// ChangesHeld, ChangesConflicts and ChangesPending count an exact
 	// record's changes held back, in conflict with the owner's edits, and
 	// waiting for review.
-	ChangesHeld      int `json:"changes_held,omitempty"`
-	ChangesConflicts int `json:"changes_conflicts,omitempty"`
-	ChangesPending   int `json:"changes_pending,omitempty"`
+	ChangesHeld int `json:"changes_held,omitempty"`
+	// ChangesIncomplete: the record could not see everything (a walk past
+	// its limit or its time); a completed job then ends done_unverified.
+	ChangesIncomplete bool `json:"changes_incomplete,omitempty"`
+	ChangesConflicts  int  `json:"changes_conflicts,omitempty"`
+	ChangesPending    int  `json:"changes_pending,omitempty"`
 	// Diff is the unified diff of the text files changed, at most
 	// MaxDiffBytes (DiffTruncated then; DiffBytes is the whole diff's
 	// size, kept in the state dir's changes/<id>/diff.patch).

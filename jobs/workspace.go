@@ -67,6 +67,7 @@ func (p *progress) setChanges(rep changes.Report, err error) {
 		s.ChangesRecord, s.ChangesRecordFile = RecordExact, rep.Record
 	}
 	s.ChangesHeld, s.ChangesConflicts, s.ChangesPending = rep.Held, rep.Conflicts, rep.Pending
+	s.ChangesIncomplete = rep.Incomplete
 	s.DiffBytes = len(rep.Diff)
 	s.Diff, s.DiffTruncated = changes.Cap(rep.Diff, MaxDiffBytes)
 }

@@ -176,6 +176,26 @@ func WorkspaceSecrets(workspace string, limit int) (SecretScan, error) {
 // at a job's start serves both the secret denials and the record of what
 // the workspace held.
 func WorkspaceScan(workspace string, limit int, manifest bool) (SecretScan, error) {
+	return workspaceScan(workspace, limit, manifest, func(_, name string) bool { return skippedDirs[name] })
+}
+
+// WorkspaceRecordScan is WorkspaceScan with its manifest for the record of
+// a job that writes straight into its workspace (no overlay could be had):
+// it enters every directory — dependency folders, venvs and caches, which
+// tools load code from, included — but the object stores of git dirs
+// (objects/ and lfs/ in a dir named .git), whose files are named by their
+// contents. limit bounds it like the others (DefaultRunsLaterLimit when
+// limit <= 0).
+func WorkspaceRecordScan(workspace string, limit int) (SecretScan, error) {
+	if limit <= 0 {
+		limit = DefaultRunsLaterLimit
+	}
+	return workspaceScan(workspace, limit, true, func(dir, name string) bool {
+		return (name == "objects" || name == "lfs") && filepath.Base(dir) == ".git"
+	})
+}
+
+func workspaceScan(workspace string, limit int, manifest bool, skip func(dir, name string) bool) (SecretScan, error) {
 	var scan SecretScan
 	if workspace == "" || !filepath.IsAbs(workspace) {
 		return scan, fmt.Errorf("workspace %q is not an absolute path", workspace)
@@ -221,7 +241,7 @@ func WorkspaceScan(workspace string, limit int, manifest bool) (SecretScan, erro
 			}
 			switch t := e.Type(); {
 			case t.IsDir():
-				if !skippedDirs[name] {
+				if !skip(dir, name) {
 					next = append(next, prefix+name)
 				}
 			case t&fs.ModeSymlink != 0:

@@ -18,8 +18,16 @@ import (
 // link followed in any component, so a link the owner keeps in the
 // workspace (or one swapped in) is never written through.
 
-// Lstat is the lstat of rel (its last component not followed either).
+// Lstat is the lstat of rel (its last component not followed either); of
+// the tree's top for "." or "".
 func (t *Tree) Lstat(rel string) (*unix.Stat_t, error) {
+	if parts, err := cleanRel(rel); err == nil && len(parts) == 0 {
+		var st unix.Stat_t
+		if err := unix.Fstat(int(t.root.Fd()), &st); err != nil {
+			return nil, &fs.PathError{Op: "lstat", Path: rel, Err: err}
+		}
+		return &st, nil
+	}
 	d, name, err := t.parent(rel, false)
 	if err != nil {
 		return nil, err
@@ -98,6 +106,32 @@ func (t *Tree) Remove(rel string) error {
 	}
 	if err != nil && err != unix.ENOENT {
 		return &fs.PathError{Op: "remove", Path: rel, Err: err}
+	}
+	return nil
+}
+
+// Chmod sets the permission bits of rel, never through a link.
+func (t *Tree) Chmod(rel string, perm os.FileMode) error {
+	d, name, err := t.parent(rel, false)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(d)
+	fd, err := unix.Openat(d, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &fs.PathError{Op: "chmod", Path: rel, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &fs.PathError{Op: "chmod", Path: rel, Err: err}
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return &fs.PathError{Op: "chmod", Path: rel, Err: unix.ELOOP}
+	}
+	// An O_PATH descriptor is chmodded through its /proc/self/fd name.
+	if err := unix.Fchmodat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), uint32(perm.Perm()), 0); err != nil {
+		return &fs.PathError{Op: "chmod", Path: rel, Err: err}
 	}
 	return nil
 }

@@ -96,7 +96,7 @@ func TestArgsRefused(t *testing.T) {
 		{"poll without job_id", "deepseek_agent_poll", `{}`, "job_id is required: " + descJobID},
 		{"start without task", "deepseek_agent_start", `{` + ws + `}`, "task is required: " + descAgentTask},
 		{"a status the list does not know", "deepseek_agent_list", `{"status":"finished"}`,
-			`status must be one of queued, running, waiting_approval, done, error, cancelled, interrupted, not "finished"`},
+			`status must be one of queued, running, waiting_approval, done, done_unverified, error, cancelled, interrupted, not "finished"`},
 		{"list limit 0", "deepseek_agent_list", `{"limit":0}`, "limit must be a whole number from 1 to 100, not 0: at most this many jobs, 1 to 100 (default 20)"},
 		{"message mode outside its enum", "deepseek_agent_message", `{"job_id":"` + jobID + `","message":"m","mode":"now"}`, `mode must be one of follow_up, steer, not "now"`},
 

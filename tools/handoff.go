@@ -88,8 +88,11 @@ func nextStep(s jobs.Snapshot) string {
 			req = " request " + s.Approval.ID
 		}
 		return "Ask the owner to run `bridgectl pending` on the bridge's machine and approve or deny" + req + "; nothing to report yet; then " + poll + " again."
-	case jobs.StatusDone:
+	case jobs.StatusDone, jobs.StatusDoneUnverified:
 		step := fmt.Sprintf("Report the result and quote the nonce %s verbatim with it.", s.Nonce)
+		if s.Status == jobs.StatusDoneUnverified {
+			step += " Say that the record of its changes is incomplete (done_unverified: " + s.ChangesNote + "): the changes listed may not be all, so the workspace must be reviewed before anything in it is run."
+		}
 		if u := s.UnresolvedFailures; len(u) > 0 {
 			step += fmt.Sprintf(" Say that %s failed and never succeeded afterwards (%s): decide whether the result can be accepted.", plural(len(u), "command"), strings.Join(u, "; "))
 		}

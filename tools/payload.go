@@ -17,7 +17,7 @@ import (
 // AgentJobPayload is the structuredContent of every agent tool.
 type AgentJobPayload struct {
 	JobID         string             `json:"job_id" jsonschema:"the job's id; pass it to deepseek_agent_poll and deepseek_agent_cancel"`
-	Status        string             `json:"status" jsonschema:"queued, running, waiting_approval, done, error, cancelled or interrupted"`
+	Status        string             `json:"status" jsonschema:"queued, running, waiting_approval, done, done_unverified (done, but the record of its changes is incomplete: the workspace needs a review), error, cancelled or interrupted"`
 	Nonce         string             `json:"nonce,omitempty" jsonschema:"set only when status is done: quote it verbatim with the result"`
 	Result        string             `json:"result,omitempty" jsonschema:"the agent's final answer; set only when status is done"`
 	Error         string             `json:"error,omitempty" jsonschema:"why the job ended error, cancelled or interrupted"`
@@ -80,7 +80,7 @@ func Payload(s jobs.Snapshot, now time.Time) AgentJobPayload {
 		Parent: s.Parent, CanContinue: s.CanContinue(),
 		Handoff: handoff(s),
 	}
-	if s.Status != jobs.StatusDone { // belt and braces: never a nonce or result off done
+	if !s.Status.Done() { // belt and braces: never a nonce or result off done
 		p.Nonce, p.Result = "", ""
 	}
 	if p.FilesWritten == nil {
@@ -103,8 +103,12 @@ func AgentText(p AgentJobPayload) string {
 	var b strings.Builder
 	elapsed := time.Duration(p.ElapsedMS) * time.Millisecond
 	switch jobs.Status(p.Status) {
-	case jobs.StatusDone:
-		fmt.Fprintf(&b, "Job %s is done (%s, %s, $%.4f).\n\nResult:\n%s\n\n", p.JobID, plural(p.Steps, "tool call"), elapsed.Round(time.Second), p.CostUSD, p.Result)
+	case jobs.StatusDone, jobs.StatusDoneUnverified:
+		done := "done"
+		if jobs.Status(p.Status) == jobs.StatusDoneUnverified {
+			done = "done, but the record of its changes is incomplete (done_unverified)"
+		}
+		fmt.Fprintf(&b, "Job %s is %s (%s, %s, $%.4f).\n\nResult:\n%s\n\n", p.JobID, done, plural(p.Steps, "tool call"), elapsed.Round(time.Second), p.CostUSD, p.Result)
 		fmt.Fprintf(&b, "Nonce: %s\nWhen you report this result, quote the nonce %s verbatim: it proves the result came from the bridge.", p.Nonce, p.Nonce)
 		writeWork(&b, p)
 		writeHandoff(&b, p)

@@ -30,7 +30,7 @@ const (
 // agentStatuses are the statuses a job can have, for the status filter.
 var agentStatuses = []string{
 	string(jobs.StatusQueued), string(jobs.StatusRunning), string(jobs.StatusWaitingApproval),
-	string(jobs.StatusDone), string(jobs.StatusError), string(jobs.StatusCancelled), string(jobs.StatusInterrupted),
+	string(jobs.StatusDone), string(jobs.StatusDoneUnverified), string(jobs.StatusError), string(jobs.StatusCancelled), string(jobs.StatusInterrupted),
 }
 
 // AgentListOutput is deepseek_agent_list's structuredContent.
@@ -43,7 +43,7 @@ type AgentListOutput struct {
 // (deepseek_agent_poll gives that, with the nonce).
 type AgentListEntry struct {
 	JobID     string  `json:"job_id" jsonschema:"pass it to deepseek_agent_poll or deepseek_agent_cancel"`
-	Status    string  `json:"status" jsonschema:"queued, running, waiting_approval, done, error, cancelled or interrupted"`
+	Status    string  `json:"status" jsonschema:"queued, running, waiting_approval, done, done_unverified (done, but the record of its changes is incomplete: the workspace needs a review), error, cancelled or interrupted"`
 	Task      string  `json:"task" jsonschema:"the task as given, cut to 200 characters"`
 	Workspace string  `json:"workspace" jsonschema:"the job's workspace"`
 	Model     string  `json:"model,omitempty" jsonschema:"the model the job runs"`

@@ -38,7 +38,7 @@ type agentPayload struct {
 	Approval     json.RawMessage `json:"approval"`
 }
 
-var finalStatuses = []string{"done", "error", "cancelled", "interrupted"}
+var finalStatuses = []string{"done", "done_unverified", "error", "cancelled", "interrupted"}
 
 // agentStep runs a whole agent job offline: the real Claude Code harness,
 // driven by the double's Anthropic side, reads a random witness and writes it
@@ -108,7 +108,7 @@ func runAgent(ctx context.Context, e *Env, workspace, witness string) error {
 	fmt.Fprintf(e.Out, "text for the calling model:\n  %s\n", strings.ReplaceAll(strings.TrimSpace(resultText(res)), "\n", "\n  "))
 	handoff, _ := json.MarshalIndent(res.StructuredContent, "  ", "  ")
 	fmt.Fprintf(e.Out, "structured handoff (structuredContent):\n  %s\n", handoff)
-	if p.Status != "done" {
+	if p.Status != "done" && p.Status != "done_unverified" {
 		return fmt.Errorf("the job ended %s: %s", p.Status, p.Error)
 	}
 	if len(p.Nonce) < 24 || !strings.Contains(resultText(res), p.Nonce) {

@@ -170,7 +170,7 @@ func runAcceptTask(ctx context.Context, e *Env, sess *client.Client, base string
 		}
 		return p, false, fmt.Sprintf("job %s: %v", cmp.Or(p.JobID, "not started"), err)
 	}
-	if p.Status != string(jobs.StatusDone) {
+	if !jobs.Status(p.Status).Done() {
 		return p, false, fmt.Sprintf("job %s ended %s: %s", p.JobID, p.Status, oneLine(p.Error, 300))
 	}
 	pass, evidence := t.judge(ws, p)

@@ -362,6 +362,7 @@ func TestDoctorOnAFreshMachine(t *testing.T) {
 		"FAIL bridge binary: the `bridge` binary was not found",
 		"FAIL harness: Claude Code not found",
 		"FAIL sandbox: bubblewrap (bwrap) is missing",
+		"WARN record: no overlay without the jail",
 		"WARN cloudflared: cloudflared is not installed",
 		"WARN allowed roots: none",
 		"OK   policy floor: none (BRIDGE_POLICY_FLOOR_FILE is not set)",

@@ -125,8 +125,8 @@ func runDoctor(ctx context.Context, e *Env, args []string) error {
 		r.ok("harness: %s (%s)", v, bin)
 	}
 
-	c.doctorSandbox(ctx, r)
-	c.doctorRecord(r, bridgeBin)
+	jail := c.doctorSandbox(ctx, r)
+	c.doctorRecord(r, bridgeBin, jail)
 
 	if bin, err := c.findCloudflared(); err != nil {
 		r.warn("cloudflared: %v (needed only for `bridgectl tunnel`)", err)
@@ -236,37 +236,40 @@ func (c *ctl) doctorPerms(r *report) {
 	}
 }
 
-func (c *ctl) doctorSandbox(ctx context.Context, r *report) {
+// doctorSandbox checks the OS sandbox; it reports whether jobs get the
+// bridge's jail (Linux, bubblewrap working).
+func (c *ctl) doctorSandbox(ctx context.Context, r *report) bool {
 	if !c.cfg.Sandbox {
 		r.warn("sandbox: BRIDGE_SANDBOX=off — harness commands run without bubblewrap (trusted runs only)")
-		return
+		return false
 	}
 	if runtime.GOOS != "linux" {
 		r.ok("sandbox: %s uses Claude Code's own sandbox (bubblewrap is Linux only)", runtime.GOOS)
-		return
+		return false
 	}
 	bwrap, err := lookPath(c.e, "bwrap")
 	if err != nil {
 		r.fail("sandbox: bubblewrap (bwrap) is missing — `sudo apt-get install bubblewrap socat` (or your distribution's package); agent jobs are refused without it")
-		return
+		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true").CombinedOutput(); err != nil {
 		r.fail("sandbox: %s cannot create a sandbox here (%v: %s) — allow unprivileged user namespaces (`sysctl kernel.unprivileged_userns_clone=1`, or the AppArmor profile for bwrap)", bwrap, err, strings.TrimSpace(string(out)))
-		return
+		return false
 	}
 	if _, err := lookPath(c.e, "socat"); err != nil {
 		r.fail("sandbox: bubblewrap works but socat is missing (Claude Code's sandbox needs it) — `sudo apt-get install socat`")
-		return
+		return false
 	}
 	r.ok("sandbox: bubblewrap works (%s), socat present", bwrap)
+	return true
 }
 
 // doctorRecord says how jobs' changes will be recorded: exactly, from an
 // overlay of the workspace (mounted here as a job's start does), or by a
 // walk of the workspace, which can miss changes.
-func (c *ctl) doctorRecord(r *report, bridge string) {
+func (c *ctl) doctorRecord(r *report, bridge string, jail bool) {
 	const walk = "jobs write straight into their workspaces and the record of their changes is a walk, which can miss some (same-size edits, changes past its limits)"
 	switch {
 	case runtime.GOOS != "linux":
@@ -274,6 +277,9 @@ func (c *ctl) doctorRecord(r *report, bridge string) {
 		return
 	case !c.cfg.Sandbox:
 		r.warn("record: no overlay without the jail (BRIDGE_SANDBOX=off): %s", walk)
+		return
+	case !jail:
+		r.warn("record: no overlay without the jail (see the sandbox line): %s", walk)
 		return
 	case !c.cfg.Overlay:
 		r.warn("record: BRIDGE_OVERLAY=off: %s", walk)

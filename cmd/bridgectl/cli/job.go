@@ -137,7 +137,7 @@ func printEnded(w io.Writer, s jobs.Snapshot, now time.Time) {
 		when = " at " + s.EndedAt.Local().Format(time.RFC3339)
 	}
 	why := ""
-	if s.Error != "" && s.Status != jobs.StatusDone {
+	if s.Error != "" && !s.Status.Done() {
 		why = ": " + oneLine(s.Error, 200)
 	}
 	counts := toolCalls(s.Steps)
