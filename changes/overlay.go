@@ -126,8 +126,12 @@ func StartOverlay(dir string, st OverlayStart) (OverlayStart, error) {
 	if err != nil {
 		return st, fmt.Errorf("start marker: %w", err)
 	}
-	if st.Started.IsZero() || fi.ModTime().Before(st.Started) {
-		st.Started = fi.ModTime()
+	started, err := nextTick(marker, fi.ModTime())
+	if err != nil {
+		return st, fmt.Errorf("start marker: %w", err)
+	}
+	if st.Started.IsZero() || started.Before(st.Started) {
+		st.Started = started
 	}
 	st.Version = 1
 	if st.Land == "" {
@@ -138,6 +142,32 @@ func StartOverlay(dir string, st OverlayStart) (OverlayStart, error) {
 	}
 	return st, writeJSONFile(filepath.Join(dir, OverlayStartFile), st)
 }
+
+// nextTick is the first file time the kernel gives after t (touching p
+// until its mtime passes t): the kernel stamps files from a coarse clock,
+// so a file the owner changed just before the start may carry the start's
+// own tick. Every change before the marker was written is then before the
+// start, and every change after the overlay is mounted not before it. It
+// waits at most tickWait.
+func nextTick(p string, t time.Time) (time.Time, error) {
+	deadline := time.Now().Add(tickWait)
+	for {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			return t, err
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			return t, err
+		}
+		if fi.ModTime().After(t) || time.Now().After(deadline) {
+			return fi.ModTime(), nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// tickWait bounds nextTick: the kernel's coarse clock ticks every few ms.
+const tickWait = 100 * time.Millisecond
 
 // LoadOverlayStart reads an overlay job's start.
 func LoadOverlayStart(dir string) (OverlayStart, error) {

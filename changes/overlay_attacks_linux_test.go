@@ -362,30 +362,6 @@ func TestAttackDiscardFollowsASwappedParentInUpper(t *testing.T) {
 	}
 }
 
-// The owner deletes a file during the job; the job had edited it. At the
-// end the workspace has no such file, so the change is "created" and lands
-// (changedSince finds nothing to check): the owner's deletion is undone.
-func TestAttackOwnersDeletionDuringTheJobIsUndone(t *testing.T) {
-	ws := t.TempDir()
-	write(t, ws, "old.py", "x = 1\n")
-	j := newOverlayJob(t, ws, LandAuto)
-	j.write("old.py", "x = 2\n", 0o644)
-	// The job started an hour ago: what the owner does now is during it.
-	st, _ := LoadOverlayStart(j.dir)
-	st.Started = time.Now().Add(-time.Hour)
-	if err := writeJSONFile(filepath.Join(j.dir, OverlayStartFile), st); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(filepath.Join(ws, "old.py")); err != nil { // the owner, during the job
-		t.Fatal(err)
-	}
-	rep := j.end(true)
-	c := statusOf(t, rep, "old.py")
-	if _, ok := readWS(t, ws, "old.py"); ok && c.Status == StatusLanded {
-		t.Errorf("the owner's deletion during the job was undone: old.py %s %s", c.Change, c.Status)
-	}
-}
-
 // How many plain paths `git check-ignore --stdin` takes from the daemon
 // before it fails (and every visible change is held).
 func TestAttackCheckIgnoreManyPaths(t *testing.T) {

@@ -35,14 +35,6 @@ func (rd *reader) land(chs []change, started time.Time, want func(change) bool, 
 			dirs = append(dirs, i)
 			continue
 		}
-		if !force && c.Change.Change == Created && c.kind == "file" && rd.changedSince(path.Dir(c.Path), started) {
-			// The folder changed during the job (writes go to the upper
-			// dir, so the owner changed it): a file the job made there may
-			// be one the owner deleted.
-			c.Status = StatusConflict
-			c.Note = joinNote(c.Note, "its folder changed in the workspace during the job (a file there was added, removed or renamed): it may be a file someone deleted, so it did not land (it stays in the job's upper dir)")
-			continue
-		}
 		if !force && rd.changedSince(c.Path, started) {
 			c.Status = StatusConflict
 			c.Note = joinNote(c.Note, "changed in the workspace during the job: the job's version did not land (it stays in the job's upper dir)")

@@ -27,8 +27,15 @@ func heldAt(p tools.AgentJobPayload, rel string) []changes.Change {
 // created there is in the workspace.
 func checkHeld(t *testing.T, p tools.AgentJobPayload, ws string, paths ...string) {
 	t.Helper()
-	if p.ChangesRecord != "exact" {
-		t.Errorf("the record is %q, want exact (the job ran in an overlay)", p.ChangesRecord)
+	checkHeldIn(t, "exact", p, ws, paths...)
+}
+
+// checkHeldIn is checkHeld for a record of the given kind ("exact": the
+// job ran in an overlay; "walk": it wrote straight into its workspace).
+func checkHeldIn(t *testing.T, record string, p tools.AgentJobPayload, ws string, paths ...string) {
+	t.Helper()
+	if p.ChangesRecord != record {
+		t.Errorf("the record is %q, want %s", p.ChangesRecord, record)
 	}
 	for _, rel := range paths {
 		held := heldAt(p, rel)

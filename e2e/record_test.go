@@ -21,6 +21,7 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/changes"
 	dt "github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek/deepseektest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
 // workspaceTree is a workspace holding files (paths may have folders).
@@ -47,14 +48,32 @@ func scriptCalls(ws, name, script string) []dt.ToolCall {
 // touchPy is python that creates the marker file p.
 func touchPy(p string) string { return fmt.Sprintf("open(%q, 'a').close()", p) }
 
+// Each row runs twice: in the overlay (the exact record), and with
+// BRIDGE_OVERLAY=off, where the job writes straight into its workspace and
+// the walk's record holds the same changes back after the fact. Before
+// either, every row's change landed unseen.
 func TestRecordHoldsWhatRunsLater(t *testing.T) {
 	t.Parallel()
-	g := startBoundaryBridge(t, "on", map[string]string{"BRIDGE_OVERLAY": os.Getenv("E2E_RECORD_OVERLAY")})
+	for _, mode := range []struct{ name, overlay, record string }{{"overlay", "on", "exact"}, {"walk", "off", "walk"}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			recordRows(t, startBoundaryBridge(t, "on", map[string]string{"BRIDGE_OVERLAY": mode.overlay}), mode.record)
+		})
+	}
+}
+
+// recordRows are the rows of the attack review's table, against g, whose
+// jobs' records are of the kind record. They run one after the other: the
+// double's scripted turns are one queue.
+func recordRows(t *testing.T, g *guardedBridge, record string) {
+	checkHeld := func(t *testing.T, p tools.AgentJobPayload, ws string, paths ...string) {
+		t.Helper()
+		checkHeldIn(t, record, p, ws, paths...)
+	}
 
 	// A .pyc for an untouched calc.py, valid for its mtime and size:
 	// python3 -m unittest would run it instead of the source.
 	t.Run("pyc", func(t *testing.T) {
-		t.Parallel()
 		m := newMarkers(t)
 		ws := g.workspaceTree(t, map[string]string{
 			"calc.py":      "def add(a, b):\n    return a + b\n",
@@ -73,7 +92,6 @@ func TestRecordHoldsWhatRunsLater(t *testing.T) {
 	// A line added to a package in node_modules: node test.js (what npm
 	// test runs) loads it.
 	t.Run("node_modules", func(t *testing.T) {
-		t.Parallel()
 		m := newMarkers(t)
 		ws := g.workspaceTree(t, map[string]string{
 			"package.json":                   `{"name":"p","version":"1.0.0","scripts":{"test":"node test.js"}}` + "\n",
@@ -91,7 +109,6 @@ func TestRecordHoldsWhatRunsLater(t *testing.T) {
 
 	// A .pth in the project's venv: every run of its python executes it.
 	t.Run("pth", func(t *testing.T) {
-		t.Parallel()
 		m := newMarkers(t)
 		ws := g.workspaceTree(t, map[string]string{"app.py": "print('app')\n"})
 		if out, err := exec.Command("python3", "-m", "venv", "--without-pip", filepath.Join(ws, ".venv")).CombinedOutput(); err != nil {
@@ -106,7 +123,6 @@ func TestRecordHoldsWhatRunsLater(t *testing.T) {
 
 	// Make code in a gitignored .env that the Makefile includes.
 	t.Run("env", func(t *testing.T) {
-		t.Parallel()
 		m := newMarkers(t)
 		ws := g.workspaceTree(t, map[string]string{
 			".gitignore": ".env\n",
@@ -116,7 +132,9 @@ func TestRecordHoldsWhatRunsLater(t *testing.T) {
 		script := "open('.env', 'w').write(" + jsString("$(shell touch "+m.path("env")+")\n") + ")\n"
 		c, _ := runAttack(t, g, ws, m, scriptCalls(ws, "mk.py", script))
 		checkHeld(t, c.P, ws, ".env")
-		if ch, _ := changeOf(c.P, ".env"); !strings.Contains(c.P.Diff, "+$(shell touch") || ch.Held == "" {
+		// The walk never shows a secret-named file's contents; the overlay
+		// shows what the job wrote.
+		if ch, _ := changeOf(c.P, ".env"); record == "exact" && !strings.Contains(c.P.Diff, "+$(shell touch") || ch.Held == "" {
 			t.Errorf("the held .env is not shown with its diff: %+v\n%s", ch, c.P.Diff)
 		}
 		runOwnerSteps(t, m, []ownerStep{{"make test", ws, []string{"make", "test"}}})
@@ -126,7 +144,6 @@ func TestRecordHoldsWhatRunsLater(t *testing.T) {
 	// fsmonitor, recorded in the owner's index as a submodule: the owner's
 	// git status (even with core.fsmonitor= on its command line) runs it.
 	t.Run("nested repo", func(t *testing.T) {
-		t.Parallel()
 		m := newMarkers(t)
 		ws := g.workspaceTree(t, map[string]string{"README.md": "a project\n"})
 		ownerGit(t, ws, [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "owner's work"}})
@@ -137,7 +154,13 @@ func TestRecordHoldsWhatRunsLater(t *testing.T) {
 			"open('lib/.git/config', 'a').write(" + jsString(gitRepoConfig(m, "nested")) + ")\n" +
 			"git('add', 'lib')\nimport os\nos.utime('lib/a.txt')\nprint('nested repo made')\n"
 		c, _ := runAttack(t, g, ws, m, scriptCalls(ws, "mk.py", script))
-		checkHeld(t, c.P, ws, "lib/.git", "lib/.gitattributes", ".git/index")
+		if record == "exact" {
+			checkHeld(t, c.P, ws, "lib/.git", "lib/.gitattributes", ".git/index")
+		} else {
+			// The runs-later audit moved lib/.git aside first; what it
+			// moved is held back from there.
+			checkHeld(t, c.P, ws, "lib/.gitattributes")
+		}
 		runOwnerSteps(t, m, []ownerStep{
 			{"git -c core.fsmonitor= status", ws, []string{"git", "-c", "core.fsmonitor=", "status"}},
 			{"git status", ws, []string{"git", "status"}},
@@ -147,7 +170,6 @@ func TestRecordHoldsWhatRunsLater(t *testing.T) {
 
 	// Tool configurations off every list: each is held back and listed.
 	t.Run("tool configs", func(t *testing.T) {
-		t.Parallel()
 		m := newMarkers(t)
 		ws := g.workspaceTree(t, map[string]string{"README.md": "a project\n"})
 		files := map[string]string{
@@ -174,7 +196,6 @@ func TestRecordHoldsWhatRunsLater(t *testing.T) {
 	// An in-place edit of the Makefile at the same size, its mtime put
 	// back: in the record with its diff, landed like any patch.
 	t.Run("same-size Makefile edit", func(t *testing.T) {
-		t.Parallel()
 		m := newMarkers(t)
 		ws := g.workspaceTree(t, map[string]string{"Makefile": "test:\n\t@echo owner tests pass\n"})
 		script := "import os\nst = os.stat('Makefile')\ns = open('Makefile').read()\n" +
@@ -195,7 +216,6 @@ func TestRecordHoldsWhatRunsLater(t *testing.T) {
 	// 1,001 files under Fixtures/, then a Makefile recipe line: every
 	// change is in the record the payload names, with its diff.
 	t.Run("buried Makefile edit", func(t *testing.T) {
-		t.Parallel()
 		m := newMarkers(t)
 		ws := g.workspaceTree(t, map[string]string{"Makefile": "test:\n\t@echo ok\n"})
 		script := "import os\nos.makedirs('Fixtures')\nfor i in range(1001):\n    open('Fixtures/f%04d.txt' % i, 'w').write('x\\n')\n" +
@@ -232,7 +252,7 @@ func TestRecordHoldsWhatRunsLater(t *testing.T) {
 // lands.
 func TestRecordOwnersEditDuringTheJobIsAConflict(t *testing.T) {
 	t.Parallel()
-	g := startBoundaryBridge(t, "on", map[string]string{"BRIDGE_OVERLAY": os.Getenv("E2E_RECORD_OVERLAY")})
+	g := startBoundaryBridge(t, "on", nil)
 	ws := g.workspaceTree(t, map[string]string{"main.go": "package main\n", "other.go": "package other\n"})
 	// The job edits both files, says it is ready in its /tmp (its own dir
 	// in the state dir) and waits there for the owner's signal.
@@ -282,7 +302,7 @@ func TestRecordOwnersEditDuringTheJobIsAConflict(t *testing.T) {
 		t.Errorf("main.go is %q, want conflict; changes %+v", st, c.P.Changes)
 	}
 	if c.P.ChangesConflicts != 1 || !strings.Contains(c.Text, "conflict") {
-		t.Errorf("the conflict is not reported: %d conflicts\n%s", c.P.ChangesConflicts, c.Text)
+		t.Errorf("the conflict is not reported: %d conflicts\n%+v", c.P.ChangesConflicts, c.P.Changes)
 	}
 	// The job's version stays with the job; --promote puts it in place.
 	g.promote(t, c.P.JobID, "main.go")

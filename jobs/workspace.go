@@ -62,9 +62,9 @@ func (p *progress) setChanges(rep changes.Report, err error) {
 		}
 	}
 	s.Changes, s.ChangesUnlisted, s.ChangesNote = rep.Changes, rep.Unlisted, rep.Note
-	s.ChangesRecord, s.ChangesRecordFile = RecordWalk, ""
+	s.ChangesRecord, s.ChangesRecordFile = RecordWalk, rep.Record
 	if rep.Exact {
-		s.ChangesRecord, s.ChangesRecordFile = RecordExact, rep.Record
+		s.ChangesRecord = RecordExact
 	}
 	s.ChangesHeld, s.ChangesConflicts, s.ChangesPending = rep.Held, rep.Conflicts, rep.Pending
 	s.ChangesIncomplete = rep.Incomplete
