@@ -114,16 +114,20 @@ func TestStartAndStop(t *testing.T) {
 // A daemon that never answers is stopped, its pid file removed, and the
 // error carries the last lines of its log (Tail) for the caller to show.
 func TestStartFailures(t *testing.T) {
+	// The exit case waits long: the daemon's own exit ends the wait, and
+	// a race-built fake on a loaded machine can take more than a second
+	// to start and exit.
 	tests := []struct {
 		mode, why, tail string
+		timeout         time.Duration
 	}{
-		{"exit", "the daemon exited during start (exit status 3)", "refusing to start \x1b[31mred"},
-		{"mute", "did not answer /health within 1s", "fake daemon: mode mute"},
+		{"exit", "the daemon exited during start (exit status 3)", "refusing to start \x1b[31mred", time.Minute},
+		{"mute", "did not answer /health within 1s", "fake daemon: mode mute", time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
 			w := newWorld(t, tt.mode)
-			w.c.StartTimeout = time.Second
+			w.c.StartTimeout = tt.timeout
 			_, err := w.c.Start(t.Context(), StartOptions{})
 			var se *StartError
 			if !errors.As(err, &se) || !strings.Contains(se.Why, tt.why) || !strings.Contains(err.Error(), "the daemon's log is above") {
