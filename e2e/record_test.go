@@ -11,6 +11,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -165,6 +166,49 @@ func recordRows(t *testing.T, g *guardedBridge, record string) {
 			{"git -c core.fsmonitor= status", ws, []string{"git", "-c", "core.fsmonitor=", "status"}},
 			{"git status", ws, []string{"git", "status"}},
 			{"git status in lib", filepath.Join(ws, "lib"), []string{"git", "status"}},
+		})
+	})
+
+	// The review's form of the nested repo: 200,100 ignored files in one
+	// folder, listed before the repo's (zz/zlib, a level deeper) by the
+	// breadth-first runs-later scan of the walk, which stopped at 200,000
+	// entries before it reached the repo. The overlay's record has no limit.
+	t.Run("nested repo behind 200,100 files", func(t *testing.T) {
+		if record != "exact" {
+			t.Skip("the walk record stops at 200,000 entries: the job would end done_unverified")
+		}
+		m := newMarkers(t)
+		ws := g.workspaceTree(t, map[string]string{"README.md": "a project\n", ".gitignore": "cache/\n"})
+		ownerGit(t, ws, [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "owner's work"}})
+		script := "import os, subprocess as sp\n" +
+			"os.makedirs('cache')\nfor i in range(200100):\n    open('cache/%06d' % i, 'w').close()\n" +
+			"def git(*a): sp.run(['git', '-c', 'user.name=j', '-c', 'user.email=j@e'] + list(a), check=True)\n" +
+			"os.makedirs('zz')\ngit('init', '-q', 'zz/zlib')\nopen('zz/zlib/a.txt', 'w').write('a\\n')\nopen('zz/zlib/.gitattributes', 'w').write('* filter=x\\n')\n" +
+			"git('-C', 'zz/zlib', 'add', '-A')\ngit('-C', 'zz/zlib', 'commit', '-q', '-m', 'lib')\n" +
+			"open('zz/zlib/.git/config', 'a').write(" + jsString(gitRepoConfig(m, "flood")) + ")\n" +
+			"git('add', 'zz/zlib')\nprint('flooded, then a nested repo')\n"
+		c, _ := runAttack(t, g, ws, m, []dt.ToolCall{writeCall(filepath.Join(ws, "mk.py"), script), slowBash("python3 mk.py")})
+		var rec changes.OverlayRecord
+		b, err := os.ReadFile(c.P.ChangesRecordFile)
+		if err != nil || json.Unmarshal(b, &rec) != nil {
+			t.Fatalf("the record file %q: %v", c.P.ChangesRecordFile, err)
+		}
+		held := map[string]bool{}
+		for _, ch := range rec.Changes {
+			if ch.Status == changes.StatusHeld {
+				held[ch.Path] = true
+			}
+		}
+		if len(rec.Changes) < 200100 || !held["zz/zlib/.git/config"] || !held["zz/zlib/.gitattributes"] || !held[".git/index"] {
+			t.Errorf("the record has %d changes; zlib/.git/config held %v, zlib/.gitattributes %v, .git/index %v",
+				len(rec.Changes), held["zz/zlib/.git/config"], held["zz/zlib/.gitattributes"], held[".git/index"])
+		}
+		if _, err := os.Lstat(filepath.Join(ws, "zz", "zlib", ".git")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("zz/zlib/.git is in the workspace: %v", err)
+		}
+		runOwnerSteps(t, m, []ownerStep{
+			{"git -c core.fsmonitor= status", ws, []string{"git", "-c", "core.fsmonitor=", "status"}},
+			{"git status", ws, []string{"git", "status"}},
 		})
 	})
 
