@@ -13,8 +13,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
 // land puts each change that want selects into the workspace: a file
@@ -150,8 +148,6 @@ func (rd *reader) pruneUpper(chs []change) {
 		_ = os.Remove(d) // only when empty
 	}
 }
-
-func writeFileAtomic(p string, b []byte) error { return statedir.WriteFileAtomic(p, b) }
 
 // The owner's decisions on an ended overlay job (bridgectl jobs ID
 // --apply, --promote, --discard). Each rereads the record and the upper dir,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
 // The xattrs overlayfs keeps in an upper dir mounted with userxattr.
@@ -208,7 +209,7 @@ func FromOverlay(_ context.Context, ws, dir string, git Git, land bool) (Report,
 		notes = append(notes, fmt.Sprintf("%d changes wait for the owner (land: review): `bridgectl jobs ID --apply` or `--discard`", n))
 	}
 	rec.Note = strings.Join(notes, "; ")
-	if err := writeFileAtomic(filepath.Join(dir, DiffFile), []byte(diff)); err != nil {
+	if err := statedir.WriteFileAtomic(filepath.Join(dir, DiffFile), []byte(diff)); err != nil {
 		return Report{}, fmt.Errorf("save the diff: %w", err)
 	}
 	if err := rec.save(dir); err != nil {

@@ -78,6 +78,12 @@ func holdWalk(ws, dir string, rec *Record, all []Change, git Git, old func(Entry
 		all[i] = c.Change
 		r.Changes = append(r.Changes, c.Change)
 	}
+	// The report's own note says where every change is when it lists fewer.
+	full := r.report(dir, rep.Diff)
+	rep.Changes, rep.Held, rep.Record, rep.Unlisted = full.Changes, full.Held, full.Record, full.Unlisted
+	if full.Note != "" {
+		notes = append(notes, full.Note)
+	}
 	if rep.Incomplete {
 		r.Note, r.Incomplete = "the record is incomplete: see the job's changes_note", true
 	}
@@ -86,12 +92,6 @@ func holdWalk(ws, dir string, rec *Record, all []Change, git Git, old func(Entry
 	}
 	if err := r.save(dir); err != nil {
 		return append(notes, "the record of held changes could not be saved: "+err.Error())
-	}
-	full := r.report(dir, rep.Diff)
-	rep.Changes, rep.Held, rep.Record = full.Changes, full.Held, full.Record
-	rep.Unlisted = full.Unlisted
-	if full.Unlisted > 0 {
-		notes = append(notes, fmt.Sprintf("%d more changes are not listed here: every change is in %s (`bridgectl jobs ID --changes`), every diff in %s (`bridgectl jobs ID --diff`)", full.Unlisted, full.Record, filepath.Join(dir, DiffFile)))
 	}
 	return notes
 }
