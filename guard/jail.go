@@ -95,6 +95,11 @@ func (g *Guard) baseline(jobID, ws, file string) (sandbox.RunsLaterScan, error) 
 // runs-later file the job created or changed, in every end state. Each one
 // is logged and written to the audit log with how to put it back.
 func (g *Guard) Audit(_ context.Context, jobID, ws string) sandbox.AuditResult {
+	if changes.IsOverlay(g.dir.ChangesDir(jobID)) {
+		// An overlay job wrote nothing into its workspace; and its harness
+		// dir, where a baseline would lie, is the job's to write.
+		return sandbox.AuditResult{}
+	}
 	log := g.log.With().Str("job", jobID).Logger()
 	var before sandbox.RunsLaterScan
 	if err := statedir.ReadJSON(filepath.Join(g.dir.HarnessDir(jobID), baselineFile), &before); err != nil {
@@ -131,6 +136,31 @@ func (g *Guard) Audit(_ context.Context, jobID, ws string) sandbox.AuditResult {
 		}
 	}
 	return res
+}
+
+// plainDirsIn checks that each component of the write dir w (inside ws)
+// that the upper dir holds is a plain directory there, not a link, a
+// whiteout or another file.
+func plainDirsIn(upper, ws, w string) error {
+	rel, err := filepath.Rel(ws, w)
+	if err != nil {
+		return err
+	}
+	p := upper
+	for _, c := range strings.Split(rel, string(filepath.Separator)) {
+		p = filepath.Join(p, c)
+		st, err := os.Lstat(p)
+		if os.IsNotExist(err) {
+			return nil // the rest is the workspace's, checked at admission
+		}
+		if err != nil {
+			return err
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("%s is not a directory in its overlay", w)
+		}
+	}
+	return nil
 }
 
 // writableDirs makes each dir of a policy's write_paths (relative to ws)
@@ -190,6 +220,15 @@ func (g *Guard) overlayJail(spec *harness.Spec, jp *jailPlan, writable []string)
 	if err != nil {
 		return nil, err
 	}
+	// A write_paths dir is bound from the merged view by its path: what a
+	// carried upper dir holds along it (a link to the home, a whiteout)
+	// would be what bubblewrap binds read-write.
+	ov := changes.OverlayOf(dir, spec.Workspace)
+	for _, w := range writable {
+		if err := plainDirsIn(ov.Upper, spec.Workspace, w); err != nil {
+			return nil, fmt.Errorf("jail: the changes carried from job %s: %w: land or discard them first (`bridgectl jobs %s --changes`)", spec.Parent, err, spec.Parent)
+		}
+	}
 	spec.CloseWrapFiles()
 	f, err := sandbox.OpenDirNoSymlinks(spec.Workspace)
 	if err != nil {
@@ -197,7 +236,6 @@ func (g *Guard) overlayJail(spec *harness.Spec, jp *jailPlan, writable []string)
 	}
 	spec.WrapFiles = []*os.File{f} // fd 3
 	o := jp.Options
-	ov := changes.OverlayOf(dir, spec.Workspace)
 	o.Merged = ov.Merged
 	o.WritableDirs = writable
 	if uid := os.Getuid(); uid != 0 {
