@@ -114,18 +114,20 @@ func TestStartAndStop(t *testing.T) {
 // A daemon that never answers is stopped, its pid file removed, and the
 // error carries the last lines of its log (Tail) for the caller to show.
 func TestStartFailures(t *testing.T) {
-	// The exit case waits long: the daemon's own exit ends the wait, and
-	// a race-built fake on a loaded machine can take more than a second
-	// to start and exit.
+	// Both cases wait long: the exit case's wait ends with the daemon's
+	// own exit, and the mute fake must have printed its line before the
+	// wait gives up (a race-built fake on a loaded 2-core machine took
+	// over a second to start). The two run side by side.
 	tests := []struct {
 		mode, why, tail string
 		timeout         time.Duration
 	}{
 		{"exit", "the daemon exited during start (exit status 3)", "refusing to start \x1b[31mred", time.Minute},
-		{"mute", "did not answer /health within 1s", "fake daemon: mode mute", time.Second},
+		{"mute", "did not answer /health within 10s", "fake daemon: mode mute", 10 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
+			t.Parallel()
 			w := newWorld(t, tt.mode)
 			w.c.StartTimeout = tt.timeout
 			_, err := w.c.Start(t.Context(), StartOptions{})
