@@ -12,21 +12,6 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 )
 
-// newJailFixture is a guard whose jobs run in real bubblewrap, with this
-// test binary standing for the bridge binary the jail binds.
-func newJailFixture(t *testing.T) *guardFixture {
-	t.Helper()
-	bw := testenv.Bwrap(t)
-	f := newGuardFixture(t, nil, nil)
-	f.g.bwrap = bw
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.g.exe = self // the jail binds the bridge binary: it must exist
-	return f
-}
-
 // A workspace is admitted (every symlink resolved, inside a root)
 // when the job is started, but the jail binds it by path when bubblewrap
 // runs, after Prepare's walks; bubblewrap follows a symlink there. A
@@ -37,7 +22,14 @@ func newJailFixture(t *testing.T) *guardFixture {
 // nothing the job sees. The test does that swap by hand after Prepare and
 // runs a command through the job's jail, as the harness does.
 func TestJailBindsTheAdmittedWorkspaceNotWhatItsPathBecomes(t *testing.T) {
-	f := newJailFixture(t)
+	bw := testenv.Bwrap(t)
+	f := newGuardFixture(t, nil, nil)
+	f.g.bwrap = bw
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.g.exe = self // the jail binds the bridge binary: it must exist
 	ws := filepath.Join(f.root, "proj", "sub")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package jobs
 import (
 	"cmp"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -92,7 +93,7 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 	if err != nil {
 		return failed(StopHarnessFailed, "could not prepare the harness: "+err.Error())
 	}
-	j.ledger = &ledgerReader{path: r.opts.Dir.LedgerFile(j.id)}
+	j.ledger = &ledgerReader{path: filepath.Join(spec.ConfigDir, policy.LedgerFile)}
 	waited := time.Now()
 	<-j.recorded // no harness runs before its job is on disk: a restart must find it
 	j.spawnTimes.recordWait = time.Since(waited)
