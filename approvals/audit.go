@@ -21,6 +21,7 @@ const (
 	EventHuman       = "human"        // a human approved or denied it
 	EventTimeout     = "timeout"      // nobody answered in time: denied
 	EventCancel      = "cancel"       // the job was cancelled while it waited: denied
+	EventShutdown    = "shutdown"     // the bridge stopped while it waited: unanswered (the harness got a deny)
 	EventCorrupt     = "corrupt"      // the decision file was corrupt or malformed: denied
 	EventApprovalOff = "approval_off" // human approval is off: an "ask" was allowed without asking
 	EventApplied     = "applied"      // the approval child let an approved request run

@@ -39,6 +39,9 @@ func (q *Queue) Decide(id string, approve bool, reason, who string) error {
 		if d.Kind == KindTimeout {
 			return fmt.Errorf("%w: approval %s expired at %s with no answer; the job was denied", ErrExpired, id, pr.Expires.Format(time.RFC3339))
 		}
+		if d.Kind == KindShutdown {
+			return fmt.Errorf("%w: approval %s was left unanswered when the bridge stopped at %s; the job did not run the call", ErrAlreadyDecided, id, d.Decided.Format(time.RFC3339))
+		}
 		verb := "denied"
 		if d.Approved {
 			verb = "approved"
@@ -150,7 +153,7 @@ func (q *Queue) readDecision(id string) (Decision, bool, error) {
 		return Decision{}, true, errors.New(`no "approved" field`)
 	case df.Decided.IsZero():
 		return Decision{}, true, errors.New(`no "decided" time`)
-	case df.Kind != KindHuman && df.Kind != KindTimeout && df.Kind != KindCancel:
+	case df.Kind != KindHuman && df.Kind != KindTimeout && df.Kind != KindCancel && df.Kind != KindShutdown:
 		return Decision{}, true, fmt.Errorf("unknown kind %q", df.Kind)
 	case *df.Approved && df.Kind != KindHuman:
 		return Decision{}, true, fmt.Errorf("only a human can approve, not %q", df.Kind)

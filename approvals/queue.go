@@ -34,7 +34,14 @@ const (
 	KindTimeout = "timeout"
 	KindCancel  = "cancel"
 	KindCorrupt = "corrupt"
+	// KindShutdown: the bridge stopped while the request waited; nobody
+	// decided it (a deny for the harness, "unanswered" on the job's ledger).
+	KindShutdown = "shutdown"
 )
+
+// ErrShutdown is the cause of a Submit context the daemon ends because it
+// stops: the request is recorded as unanswered, not as denied by anyone.
+var ErrShutdown = errors.New("the bridge is stopping")
 
 // TimeoutReasonPrefix starts the reason of a timeout's deny, which reaches
 // the job's model (and its trace) as the tool call's error.
@@ -181,6 +188,9 @@ func (q *Queue) Submit(ctx context.Context, jobID string, req rules.Request, v r
 	for {
 		select {
 		case <-ctx.Done():
+			if errors.Is(context.Cause(ctx), ErrShutdown) {
+				return q.finish(pr, KindShutdown, "the bridge stopped while this request waited for a human; nobody answered it", EventShutdown), nil
+			}
 			return q.finish(pr, KindCancel, "the job was cancelled or its harness went away while waiting for approval", EventCancel), nil
 		case <-deadline.C:
 			return q.finish(pr, KindTimeout, fmt.Sprintf("%s %s", TimeoutReasonPrefix, timeout), EventTimeout), nil
@@ -221,13 +231,17 @@ func (q *Queue) finish(pr PendingRequest, kind, reason, event string) Decision {
 		switch {
 		case rerr != nil:
 			return q.corrupt(pr, rerr)
-		case found && (kind != KindCancel || !existing.Approved):
+		case found && ((kind != KindCancel && kind != KindShutdown) || !existing.Approved):
 			return existing
 		}
 		d = Decision{ID: pr.ID, Kind: kind, Reason: reason, By: kind, Decided: time.Now().UTC()}
 	}
-	q.Audit(AuditRecord{Event: event, ID: pr.ID, JobID: pr.JobID, Tool: pr.Tool, Summary: pr.Summary, Decision: rules.Deny, Reason: reason, By: kind})
-	q.log.Warn().Str("approval", pr.ID).Str("job", pr.JobID).Str("kind", kind).Msg("denied: " + reason)
+	decision, what := rules.Deny, "denied: "
+	if kind == KindShutdown {
+		decision, what = "", "unanswered: "
+	}
+	q.Audit(AuditRecord{Event: event, ID: pr.ID, JobID: pr.JobID, Tool: pr.Tool, Summary: pr.Summary, Decision: decision, Reason: reason, By: kind})
+	q.log.Warn().Str("approval", pr.ID).Str("job", pr.JobID).Str("kind", kind).Msg(what + reason)
 	return d
 }
 

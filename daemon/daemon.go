@@ -152,7 +152,7 @@ func (d *Daemon) Addr() string { return d.addr }
 // server failed (Close then returns why).
 func (d *Daemon) Done() <-chan struct{} { return d.done }
 
-// Close stops the daemon: the HTTP server (in-flight calls get
+// Close stops the daemon: the approval service, the HTTP server (in-flight calls get
 // server.DefaultShutdownTimeout), then the job registry — whose jobs are
 // interrupted alongside that drain, so calls waiting on a job return before
 // its deadline —, the approval watcher and the model proxy, which outlives
@@ -162,6 +162,14 @@ func (d *Daemon) Done() <-chan struct{} { return d.done }
 func (d *Daemon) Close(ctx context.Context) error {
 	d.closeOnce.Do(func() {
 		d.stop()
+		// Before the jobs stop: a tool call still waiting for a human is
+		// recorded as unanswered because the bridge stopped, not as a
+		// cancel of its job.
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := d.agent.guard.Close(actx); err != nil {
+			d.log.Warn().Err(err).Msg("stopping the approval service")
+		}
+		cancel()
 		jobsClosed := make(chan struct{})
 		go func() { // owner: Close; joined below
 			defer close(jobsClosed)

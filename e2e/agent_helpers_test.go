@@ -203,16 +203,7 @@ func pollUntil(t *testing.T, cs *mcp.ClientSession, id string, limit time.Durati
 		if (ok != nil && ok(c.P)) || jobs.Status(c.P.Status).Final() {
 			return true
 		}
-		if c.P.Status == string(jobs.StatusWaitingApproval) {
-			// A poll returns at once while a human is asked (the caller
-			// should tell the user); pace the next one like a caller would,
-			// under the bridge's RATE_LIMIT_PER_MINUTE.
-			select {
-			case <-t.Context().Done():
-				t.Fatalf("job %s: %v", id, t.Context().Err())
-			case <-time.After(time.Second):
-			}
-		}
+		// A poll of a job waiting for a human waits for the answer itself.
 		return false
 	}) {
 		t.Fatalf("job %s still %s after %v: %s", id, c.P.Status, limit, c.Text)

@@ -478,7 +478,7 @@ func TestSelfApprovalIsImpossible(t *testing.T) {
 	}
 
 	// Job 1 still waits on the same request, undecided on disk.
-	c1 := callAgent(t, t.Context(), cs, "deepseek_agent_poll", map[string]any{"job_id": job1}, nil)
+	c1 := callAgent(t, t.Context(), cs, "deepseek_agent_poll", map[string]any{"job_id": job1, "wait_seconds": 0}, nil)
 	if c1.P.Status != string(jobs.StatusWaitingApproval) || c1.P.Approval == nil || c1.P.Approval.ID != p1 {
 		t.Fatalf("job 1 is %s (%+v), want waiting on %s", c1.P.Status, c1.P.Approval, p1)
 	}
@@ -704,4 +704,39 @@ func TestApprovalAppliedIsRecordedByTheChild(t *testing.T) {
 	if hasEvent(lines, "human", "") {
 		t.Errorf("a human record appeared though no human decided through bridgectl: %v", lines)
 	}
+}
+
+// A poll of a job waiting for a human waits for the person: with nobody
+// answering it returns after its whole wait_seconds, still waiting; with a
+// human answering during a 40 s poll it returns once they answer, with the
+// job running again or done. Before, it returned at once and the host spun.
+func TestPollWaitsForTheHuman(t *testing.T) {
+	t.Parallel()
+	g := startGuardedBridge(t, nil)
+	g.d.ScriptAnthropic(dt.ToolCalls(bash("echo one && echo two")), dt.Text("done"))
+	cs, c := startWaitingJob(t, g, "Print one and two.", g.workspace(t, nil))
+	id, req := c.P.JobID, c.P.Approval
+	if !strings.Contains(c.P.NextStep, "wait_seconds 40") || !strings.Contains(c.P.NextStep, "A person must decide") {
+		t.Errorf("next_step %q", c.P.NextStep)
+	}
+	began := time.Now()
+	c = callAgent(t, t.Context(), cs, "deepseek_agent_poll", map[string]any{"job_id": id, "wait_seconds": 3}, nil)
+	if waited := time.Since(began); waited < 3*time.Second || c.P.Status != string(jobs.StatusWaitingApproval) || c.P.Approval == nil || c.P.Approval.ID != req.ID {
+		t.Fatalf("a 3 s poll with nobody answering returned after %v: %s %+v", waited, c.P.Status, c.P.Approval)
+	}
+	answered := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(2 * time.Second) // the poll below is under way
+		if err := g.queue().Decide(req.ID, true, "e2e", "e2e"); err != nil {
+			t.Error(err)
+		}
+		answered <- time.Now()
+	}()
+	began = time.Now()
+	c = callAgent(t, t.Context(), cs, "deepseek_agent_poll", map[string]any{"job_id": id, "wait_seconds": 40}, nil)
+	at := <-answered
+	if c.P.Status == string(jobs.StatusWaitingApproval) || time.Since(began) >= 40*time.Second || time.Now().Before(at) {
+		t.Fatalf("a 40 s poll while the human answered: %s after %v", c.P.Status, time.Since(began))
+	}
+	t.Logf("the poll returned %v after the human answered, %s", time.Since(at), c.P.Status)
 }

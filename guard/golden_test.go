@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/prompt"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config/configtest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
@@ -235,6 +236,26 @@ func runGoldenCase(t *testing.T, tc goldenCase) map[string][]byte {
 			t.Fatal(err)
 		}
 		out[name] = b
+	}
+	// The child's config names the service by a port and the job by a
+	// token, both new each run; the service's own config of the job is
+	// what decides.
+	svc := g.ApprovalService()
+	child, err := prompt.LoadChildConfig(filepath.Join(hd, approvalConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out[approvalConfigFile] = bytes.ReplaceAll(bytes.ReplaceAll(out[approvalConfigFile], []byte(child.Token), []byte("$TOKEN")), []byte(svc.URL()), []byte("$URL"))
+	jobCfg, ok := svc.Config(goldenJob)
+	if !ok {
+		t.Fatal("the job is not registered with the approval service")
+	}
+	svcFile := filepath.Join(t.TempDir(), "approval-service.json")
+	if err := prompt.WriteConfig(svcFile, jobCfg); err != nil {
+		t.Fatal(err)
+	}
+	if out["approval-service.json"], err = os.ReadFile(svcFile); err != nil {
+		t.Fatal(err)
 	}
 	out["changes-record.json"] = goldenRecord(t, dir.ChangesDir(goldenJob))
 	var sb strings.Builder

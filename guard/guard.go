@@ -6,6 +6,7 @@
 package guard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/prompt"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/changes"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
@@ -71,7 +73,11 @@ type Options struct {
 	// ProbeOverlay checks that a job's overlay mounts (nil:
 	// sandbox.ProbeOverlay with Exe).
 	ProbeOverlay func(exe, dir string) error
-	Logger       zerolog.Logger
+	// OnPending and OnDecided, when set, see each tool call the approval
+	// service queues for a human and how it ended (prompt.Service).
+	OnPending func(approvals.PendingRequest)
+	OnDecided func(approvals.PendingRequest, approvals.Decision)
+	Logger    zerolog.Logger
 }
 
 // Guard is the approval and sandbox layer of one daemon (see the package doc).
@@ -93,6 +99,7 @@ type Guard struct {
 	runtime    []string    // BRIDGE_RUNTIME_ROOTS, resolved: read-only in every job's jail
 	git        changes.Git // the git the record of a job's changes runs (its Bin "" when none was found)
 	queue      *approvals.Queue
+	service    *prompt.Service // the approval service every job's child asks
 	log        zerolog.Logger
 }
 
@@ -138,6 +145,11 @@ func New(o Options) (*Guard, error) {
 		g.log.Warn().Err(err).Msg("deny the approval requests of the previous run")
 	} else if n > 0 {
 		g.log.Info().Int("requests", n).Msg("denied the approval requests of the previous run")
+	}
+	g.service = prompt.NewService(g.dir, o.Logger)
+	g.service.Notify, g.service.Decided = o.OnPending, o.OnDecided
+	if err := g.service.Listen(); err != nil {
+		return nil, err
 	}
 	if !g.approval {
 		g.log.Warn().Msg("HUMAN APPROVAL IS OFF (BRIDGE_CC_APPROVAL=off): agent jobs run every tool call the rules would send to a human; only the OS sandbox and the protected-path denials still apply")
@@ -210,6 +222,20 @@ const (
 	RecordOverlay = "overlay"
 	RecordWalk    = "walk"
 )
+
+// Close stops the approval service: a tool call still waiting for a human
+// is recorded as unanswered (the bridge stopped), and its harness gets a
+// deny. Call it before the jobs are stopped, so that is what they record.
+func (g *Guard) Close(ctx context.Context) error {
+	if g == nil || g.service == nil {
+		return nil
+	}
+	return g.service.Close(ctx)
+}
+
+// ApprovalService is the daemon's approval service (for tests and the
+// in-host approvals).
+func (g *Guard) ApprovalService() *prompt.Service { return g.service }
 
 // Queue is the approval queue of the guard's state dir (for the watcher,
 // approvals.Watch).

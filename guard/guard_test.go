@@ -65,6 +65,7 @@ func newGuardFixture(t testing.TB, env map[string]string, probeErr error) *guard
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { g.Close(context.Background()) })
 	f.g = g
 	return f
 }
@@ -156,12 +157,22 @@ func TestGuardPrepareWritesTheJobsHarnessFiles(t *testing.T) {
 				t.Fatalf("harness dir %v %v", st, err)
 			}
 
-			// The approval child's config, as the child will load it.
-			pc, err := prompt.LoadConfig(filepath.Join(hd, "approval.json"))
+			// The approval child's config names the service and the job's
+			// token, nothing else; the service answers with the job's config.
+			child, err := prompt.LoadChildConfig(filepath.Join(hd, "approval.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			readJSONFile(t, filepath.Join(hd, "approval.json"))
+			if child.JobID != spec.JobID || child.URL != f.g.ApprovalService().URL() || len(child.Token) != 64 {
+				t.Errorf("child config %+v", child)
+			}
+			if raw := readJSONFile(t, filepath.Join(hd, "approval.json")); len(raw) != 4 {
+				t.Errorf("the child's config holds more than its version, job, URL and token: %v", raw)
+			}
+			pc, ok := f.g.ApprovalService().Config(spec.JobID)
+			if !ok {
+				t.Fatal("the job is not registered with the approval service")
+			}
 			if pc.JobID != spec.JobID || pc.Workspace != ws || pc.StateDir != f.dir.Root || pc.Timeout != time.Minute ||
 				pc.ApprovalMode != tc.mode || !slices.Equal(pc.Allow, []string{"ls", "cat", "echo"}) ||
 				!slices.Equal(pc.Protected[:2], []string{f.dir.Root, f.env}) || !slices.Contains(pc.Protected, filepath.Join(f.home, ".ssh")) {

@@ -27,23 +27,12 @@ const EventQuarantine = "quarantine"
 
 // jail returns the argv prefix that starts the job's harness in its own view
 // of the filesystem (sandbox.JailArgs) that jp, the plan's, describes: it
-// makes the jail's dirs and audit log, and binds the workspace and the
-// write_paths dirs by descriptor.
+// makes the jail's /tmp, and binds the workspace and the write_paths dirs
+// by descriptor.
 func (g *Guard) jail(spec *harness.Spec, jp *jailPlan) ([]string, error) {
 	if err := os.MkdirAll(jp.Options.Tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("jail /tmp: %w", err)
 	}
-	for _, d := range jp.Dirs {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("jail: %w", err)
-		}
-	}
-	// The audit log is bound as a file: it must exist.
-	f, err := os.OpenFile(jp.AuditLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("audit log: %w", err)
-	}
-	f.Close()
 	writable := writableDirs(spec.Workspace, jp.Writable)
 	if jp.Overlay {
 		return g.overlayJail(spec, jp, writable)
@@ -67,6 +56,15 @@ func (g *Guard) jail(spec *harness.Spec, jp *jailPlan) ([]string, error) {
 	o.BindFDs = fds
 	o.WritableDirs = writable
 	return sandbox.JailArgs(o)
+}
+
+// release ends what a job held while it ran, once its processes are gone:
+// its token at the approval service, and its private /tmp.
+func (g *Guard) release(jobID string) {
+	g.service.Unregister(jobID)
+	if err := os.RemoveAll(filepath.Join(g.dir.HarnessDir(jobID), jailTmpDir)); err != nil {
+		g.log.Warn().Err(err).Str("job", jobID).Msg("could not remove the job's private /tmp")
+	}
 }
 
 // baseline scans the workspace for what runs later (sandbox.ScanRunsLater)
@@ -93,8 +91,10 @@ func (g *Guard) baseline(jobID, ws, file string) (sandbox.RunsLaterScan, error) 
 // Audit compares the workspace with its scan at the job's start and moves
 // aside (sandbox.Quarantine) every git dir, gitfile, git config, hook and
 // runs-later file the job created or changed, in every end state. Each one
-// is logged and written to the audit log with how to put it back.
+// is logged and written to the audit log with how to put it back. It first
+// releases what the job held (its approval token, its private /tmp).
 func (g *Guard) Audit(_ context.Context, jobID, ws string) sandbox.AuditResult {
+	g.release(jobID)
 	if changes.IsOverlay(g.dir.ChangesDir(jobID)) {
 		// An overlay job wrote nothing into its workspace; and its harness
 		// dir, where a baseline would lie, is the job's to write.

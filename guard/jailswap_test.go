@@ -12,6 +12,21 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 )
 
+// newJailFixture is a guard whose jobs run in real bubblewrap, with this
+// test binary standing for the bridge binary the jail binds.
+func newJailFixture(t *testing.T) *guardFixture {
+	t.Helper()
+	bw := testenv.Bwrap(t)
+	f := newGuardFixture(t, nil, nil)
+	f.g.bwrap = bw
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.g.exe = self // the jail binds the bridge binary: it must exist
+	return f
+}
+
 // A workspace is admitted (every symlink resolved, inside a root)
 // when the job is started, but the jail binds it by path when bubblewrap
 // runs, after Prepare's walks; bubblewrap follows a symlink there. A
@@ -22,14 +37,7 @@ import (
 // nothing the job sees. The test does that swap by hand after Prepare and
 // runs a command through the job's jail, as the harness does.
 func TestJailBindsTheAdmittedWorkspaceNotWhatItsPathBecomes(t *testing.T) {
-	bw := testenv.Bwrap(t)
-	f := newGuardFixture(t, nil, nil)
-	f.g.bwrap = bw
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.g.exe = self // the jail binds the bridge binary: it must exist
+	f := newJailFixture(t)
 	ws := filepath.Join(f.root, "proj", "sub")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)

@@ -91,15 +91,10 @@ type jobPlan struct {
 }
 
 // jailPlan is the job's jail as far as it is decided: Prepare makes its
-// dirs and audit log, opens the workspace and the Writable dirs that hold
-// no link, and fills in Options.BindFDs and Options.WritableDirs.
+// /tmp, opens the workspace and the Writable dirs that hold no link, and
+// fills in Options.BindFDs and Options.WritableDirs.
 type jailPlan struct {
 	Options sandbox.JailOptions
-	// Dirs are made, after Options.Tmp, before the jail is built (the
-	// approval queue, the switches); AuditLog is created, as it is bound as
-	// a file.
-	Dirs     []string
-	AuditLog string
 	// Writable are the write_paths dirs, relative to the workspace, bound
 	// read-write over the read-only workspace (policy.Enforced.WritableDirs).
 	Writable []string
@@ -144,7 +139,7 @@ func plan(in planInputs) jobPlan {
 		Timeout:      in.Timeout,
 		ApprovalMode: mode,
 		Policy:       in.Policy,
-		Ledger:       filepath.Join(hd, policy.LedgerFile),
+		Ledger:       in.Dir.LedgerFile(in.JobID),
 		Jailed:       in.Bwrap != "",
 	}
 	p.MCP = map[string]any{"mcpServers": map[string]any{
@@ -175,13 +170,14 @@ func (p jobPlan) overlay() bool { return p.Jail != nil && p.Jail.Overlay }
 
 // planJail is the job's view of the filesystem (see Guard.jail): the
 // workspace, the harness's config dir, a private /tmp, the owner's runtime
-// roots, the bridge binary and Claude Code read-only, and of the state dir
-// only the approval queue and the audit log, which the approval child
-// writes, and the switches (the approval-off flag), which it reads. The
+// roots, the bridge binary (the approval child) and Claude Code read-only.
+// Nothing of the state dir is there but the job's own harness dir: the
+// approval child reaches the daemon's approval service over loopback, so the
+// queue, the audit log, the ledgers and the switches stay outside. The
 // harness files the guard wrote are bound read-only over themselves.
 func planJail(in planInputs, files []string) *jailPlan {
 	tmp := filepath.Join(in.ConfigDir, jailTmpDir)
-	ro := []string{in.Exe, in.Dir.Switches()}
+	ro := []string{in.Exe}
 	if in.HarnessBin != "" {
 		ro = append(ro, filepath.Dir(in.HarnessBin))
 	}
@@ -189,15 +185,12 @@ func planJail(in planInputs, files []string) *jailPlan {
 	ro = append(ro, files...)
 	pol := in.Policy
 	j := &jailPlan{
-		Dirs:     []string{in.Dir.Approvals(), in.Dir.Switches()},
-		AuditLog: in.Dir.AuditLog(),
 		Options: sandbox.JailOptions{
 			Bwrap:             in.Bwrap,
 			Workspace:         in.Workspace,
 			WorkspaceReadOnly: pol != nil && pol.RestrictsWrites(),
 			ConfigDir:         in.ConfigDir,
 			Tmp:               tmp,
-			ReadWrite:         []string{in.Dir.Approvals(), in.Dir.AuditLog()},
 			ReadOnly:          ro,
 			Hide:              storesInRuntime(in.Stores, in.Runtime),
 		},

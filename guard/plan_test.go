@@ -110,8 +110,8 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 		// the bridge, the switches and the four harness files.
 		harnessFiles = []string{"/state/harness/job1/approval.json", "/state/harness/job1/mcp-config.json",
 			"/state/harness/job1/settings.json", "/state/harness/job1/runs-later.json"}
-		jailRO = slices.Concat([]string{"/opt/bridge", "/state/switches"}, harnessFiles)
-		jailRW = []string{"/state/approvals", "/state/audit.log"}
+		jailRO = slices.Concat([]string{"/opt/bridge"}, harnessFiles)
+		jailRW []string                                     // nothing of the state dir: the approval child asks the daemon over loopback
 		stores = sandbox.DefaultDenyRead("/home/u", "", "") // the credential stores under the home
 	)
 	for _, tc := range []struct {
@@ -145,7 +145,7 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 			name: "the Claude Code binary, jailed",
 			in:   func(in *planInputs) { in.HarnessBin = "/opt/claude/bin/claude"; in.Bwrap = "/usr/bin/bwrap" },
 			want: planLists{Protected: []string{"/state", "/opt/bridge", "/opt/claude/bin/claude"}, DenyRead: base, DenyWrite: []string{"/state", "/opt/bridge", "/opt/claude/bin/claude"}, HideDirs: procSys,
-				Jail: &jailLists{ReadOnly: slices.Concat([]string{"/opt/bridge", "/state/switches", "/opt/claude/bin"}, harnessFiles), ReadWrite: jailRW}},
+				Jail: &jailLists{ReadOnly: slices.Concat([]string{"/opt/bridge", "/opt/claude/bin"}, harnessFiles), ReadWrite: jailRW}},
 		},
 		{
 			name:  "the workspace's secret files, one under a dir named like a glob",
@@ -313,7 +313,7 @@ func TestPlanPutsEachSourceOnItsLists(t *testing.T) {
 				in.Stores = []string{"/home/u/.ssh", "/home/u/.cargo/credentials.toml"}
 			},
 			want: planLists{Protected: slices.Concat(base, stores, []string{"/opt/bridge"}), DenyRead: slices.Concat(base, stores), DenyWrite: baseWrite, HideDirs: procSys,
-				Jail: &jailLists{ReadOnly: slices.Concat([]string{"/opt/bridge", "/state/switches", "/opt/venv", "/home/u/.cargo"}, harnessFiles),
+				Jail: &jailLists{ReadOnly: slices.Concat([]string{"/opt/bridge", "/opt/venv", "/home/u/.cargo"}, harnessFiles),
 					ReadWrite: jailRW, Hide: []string{"/home/u/.cargo/credentials.toml"}}},
 		},
 		{
@@ -365,7 +365,7 @@ func TestPlanConfigsAndJail(t *testing.T) {
 	}
 	a := p.Approval
 	if a.JobID != "job1" || a.Workspace != "/ws" || a.StateDir != "/state" || !slices.Equal(a.Allow, []string{"ls"}) ||
-		a.Timeout != time.Minute || a.ApprovalMode != approvals.ModeOff || a.Policy != in.Policy || a.Ledger != hd+"/ledger.jsonl" || !a.Jailed {
+		a.Timeout != time.Minute || a.ApprovalMode != approvals.ModeOff || a.Policy != in.Policy || a.Ledger != "/state/ledgers/job1/ledger.jsonl" || !a.Jailed {
 		t.Errorf("approval config %+v", a)
 	}
 	in.Allow[0] = "rm"
@@ -384,8 +384,7 @@ func TestPlanConfigsAndJail(t *testing.T) {
 		t.Fatal("no jail with bubblewrap")
 	}
 	if o := j.Options; o.Bwrap != "/usr/bin/bwrap" || o.Workspace != "/ws" || o.ConfigDir != hd || o.Tmp != hd+"/tmp" ||
-		o.WorkspaceReadOnly || o.BindFDs != nil || o.WritableDirs != nil ||
-		!slices.Equal(j.Dirs, []string{"/state/approvals", "/state/switches"}) || j.AuditLog != "/state/audit.log" {
+		o.WorkspaceReadOnly || o.BindFDs != nil || o.WritableDirs != nil || o.ReadWrite != nil {
 		t.Errorf("jail %+v", j)
 	}
 	in.Bwrap = ""

@@ -22,9 +22,11 @@ const (
 	settingsFile       = "settings.json"
 )
 
-// Prepare writes the job's harness files and points spec at them. The files
-// live in the job's harness dir inside the state dir, which the job can
-// neither read nor write; the approval child learns its job from them alone.
+// Prepare writes the job's harness files and points spec at them, and
+// registers the job with the approval service, which answers its tool calls
+// from the plan's approval config, held in memory. The files live in the
+// job's harness dir inside the state dir; the approval child learns from
+// them only where the service is and the job's token.
 // What they say is the job's plan (plan, planSettings); Prepare reads what
 // the plan needs and writes what it decides.
 func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) (err error) {
@@ -100,7 +102,14 @@ func (g *Guard) planInputs(spec *harness.Spec) planInputs {
 
 // writeConfigs writes the approval and MCP configs and builds the jail.
 func (g *Guard) writeConfigs(spec *harness.Spec, p jobPlan) error {
-	if err := prompt.WriteConfig(p.ApprovalFile, p.Approval); err != nil {
+	if err := os.MkdirAll(g.dir.LedgerDir(spec.JobID), 0o700); err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	child, err := g.service.Register(p.Approval)
+	if err != nil {
+		return fmt.Errorf("approval service: %w", err)
+	}
+	if err := prompt.WriteChildConfig(p.ApprovalFile, child); err != nil {
 		return fmt.Errorf("approval config: %w", err)
 	}
 	if err := writeJSON(p.MCPFile, p.MCP); err != nil {
@@ -109,7 +118,6 @@ func (g *Guard) writeConfigs(spec *harness.Spec, p jobPlan) error {
 	if p.Jail == nil {
 		return nil
 	}
-	var err error
 	spec.Wrap, err = g.jail(spec, p.Jail)
 	return err
 }

@@ -316,6 +316,7 @@ func (r *Registry) sweepOnce(now time.Time) {
 func (r *Registry) removeOrphanHarnessDirs() {
 	r.removeOrphans(r.opts.Dir.HarnessRoot(), r.opts.Dir.HarnessDir)
 	r.removeOrphans(r.opts.Dir.ChangesRoot(), r.opts.Dir.ChangesDir)
+	r.removeOrphans(r.opts.Dir.LedgerRoot(), r.opts.Dir.LedgerDir)
 }
 
 func (r *Registry) removeOrphans(root string, dirOf func(id string) string) {
@@ -349,5 +350,8 @@ func (r *Registry) removeFiles(id string) {
 	}
 	if err := os.RemoveAll(r.opts.Dir.HarnessDir(id)); err != nil {
 		r.log.Warn().Err(err).Str("job", id).Msg("remove expired harness dir")
+	}
+	if err := os.RemoveAll(r.opts.Dir.LedgerDir(id)); err != nil {
+		r.log.Warn().Err(err).Str("job", id).Msg("remove expired ledger")
 	}
 }

@@ -64,10 +64,10 @@ func TestLedgerAndCostCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := e.nextRun()
-	if err := os.MkdirAll(run.spec.ConfigDir, 0o700); err != nil { // the real harness makes it
+	ledger := e.r.opts.Dir.LedgerFile(s.ID)
+	if err := os.MkdirAll(filepath.Dir(ledger), 0o700); err != nil { // the guard makes it
 		t.Fatal(err)
 	}
-	ledger := filepath.Join(run.spec.ConfigDir, policy.LedgerFile)
 	lines := `{"tool_use_id":"u1","tool":"Read","summary":"Read a","verdict":"allowed_by_rule","reason":"inside"}` + "\n" +
 		`{"tool_use_id":"u2","tool":"Write","summary":"Write b","verdict":"denied_by_policy","reason":"the job's policy: b is outside write_paths"}` + "\n"
 	if err := os.WriteFile(ledger, []byte(lines), 0o600); err != nil {

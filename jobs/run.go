@@ -3,7 +3,6 @@ package jobs
 import (
 	"cmp"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -93,7 +92,7 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 	if err != nil {
 		return failed(StopHarnessFailed, "could not prepare the harness: "+err.Error())
 	}
-	j.ledger = &ledgerReader{path: filepath.Join(spec.ConfigDir, policy.LedgerFile)}
+	j.ledger = &ledgerReader{path: r.opts.Dir.LedgerFile(j.id)}
 	waited := time.Now()
 	<-j.recorded // no harness runs before its job is on disk: a restart must find it
 	j.spawnTimes.recordWait = time.Since(waited)

@@ -8,14 +8,14 @@ const (
 	DeniedByHuman  = "denied_by_human"
 	TimedOut       = "timed_out"
 	NotOffered     = "not_offered"
+	// Unanswered: the bridge stopped while the call waited for a human;
+	// nobody denied it, and it did not run.
+	Unanswered = "unanswered"
 )
 
-// LedgerFile is the name, in a job's harness dir, of the file the approval
-// child appends one Verdict to per tool call it answers (JSON lines); the
-// registry reads it to fill the job's ledger.
-const LedgerFile = "ledger.jsonl"
-
-// Verdict is the approval child's record of one tool call.
+// Verdict is the approval service's record of one tool call, a line of the
+// job's ledger (statedir.Dir.LedgerFile), which the registry reads to fill
+// the job's ledger.
 type Verdict struct {
 	ToolUseID string `json:"tool_use_id"`
 	Tool      string `json:"tool"`

@@ -65,6 +65,18 @@ func (d Dir) JobFile(id string) string { return filepath.Join(d.Jobs(), id+".jso
 // Approvals holds pending requests (<id>.request.json) and decisions (<id>.decision.json).
 func (d Dir) Approvals() string { return filepath.Join(d.Root, "approvals") }
 
+// LedgerRoot holds one directory per job with its ledger, which the
+// daemon's approval service writes and no job's jail holds.
+func (d Dir) LedgerRoot() string { return filepath.Join(d.Root, "ledgers") }
+
+// LedgerDir is the directory of one job's ledger.
+func (d Dir) LedgerDir(jobID string) string { return filepath.Join(d.LedgerRoot(), jobID) }
+
+// LedgerFile is one job's ledger: a policy.Verdict per line.
+func (d Dir) LedgerFile(jobID string) string {
+	return filepath.Join(d.LedgerDir(jobID), "ledger.jsonl")
+}
+
 // HarnessRoot holds one private directory per job (config dir, settings, approval config).
 func (d Dir) HarnessRoot() string { return filepath.Join(d.Root, "harness") }
 

@@ -36,3 +36,32 @@ func untilApproval(ctx context.Context, report func(jobs.Snapshot)) (wctx contex
 		}
 	}, cancel
 }
+
+// untilChange makes a poll's wait end early when the job's state or its
+// pending request changes from what it was when the poll began: a job that
+// starts waiting for a human, a human's answer (waiting → running), or a
+// new request. A job already waiting for a human keeps the poll waiting
+// for the person, up to the whole wait, instead of answering at once and
+// making the host spin its turns. Every change goes to report.
+func untilChange(ctx context.Context, report func(jobs.Snapshot)) (wctx context.Context, onChange func(jobs.Snapshot), cancel context.CancelFunc) {
+	wctx, cancel = context.WithCancel(ctx)
+	var first *jobs.Snapshot
+	return wctx, func(s jobs.Snapshot) {
+		report(s)
+		if first == nil { // Wait's first call: the state the poll began in
+			first = &s
+			return
+		}
+		if s.Status != first.Status && (s.Status == jobs.StatusWaitingApproval || first.Status == jobs.StatusWaitingApproval) ||
+			s.Status == jobs.StatusWaitingApproval && approvalID(s) != approvalID(*first) {
+			cancel()
+		}
+	}, cancel
+}
+
+func approvalID(s jobs.Snapshot) string {
+	if s.Approval == nil {
+		return ""
+	}
+	return s.Approval.ID
+}

@@ -87,7 +87,9 @@ func nextStep(s jobs.Snapshot) string {
 		if s.Approval != nil {
 			req = " request " + s.Approval.ID
 		}
-		return "Ask the owner to run `bridgectl pending` on the bridge's machine and approve or deny" + req + "; nothing to report yet; then " + poll + " again."
+		return "A person must decide: ask the owner to run `bridgectl pending` on the bridge's machine and approve or deny" + req +
+			"; nothing to report yet. Then " + poll + " and wait_seconds " + fmt.Sprint(int(MaxPollWait.Seconds())) +
+			": the poll waits for the person's answer and returns as soon as they give it."
 	case jobs.StatusDone, jobs.StatusDoneUnverified:
 		step := fmt.Sprintf("Report the result and quote the nonce %s verbatim with it.", s.Nonce)
 		if s.Status == jobs.StatusDoneUnverified {

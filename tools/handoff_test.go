@@ -58,7 +58,8 @@ func TestNextStepAndSummaryPerStatus(t *testing.T) {
 	}{
 		{jobs.StatusQueued, "", `Nothing to report yet: do not describe any result; call deepseek_agent_poll with job_id "` + jobID + `" again.`},
 		{jobs.StatusRunning, "", "Nothing to report yet"},
-		{jobs.StatusWaitingApproval, "", "Ask the owner to run `bridgectl pending`"},
+		{jobs.StatusWaitingApproval, "", "A person must decide: ask the owner to run `bridgectl pending`"},
+		{jobs.StatusWaitingApproval, "", "and wait_seconds 40: the poll waits for the person's answer"},
 		{jobs.StatusDone, jobs.StopCompleted, "quote the nonce fedcba9876543210fedcba9876543210 verbatim"},
 		{jobs.StatusError, jobs.StopStepCeiling, "larger max_steps"},
 		{jobs.StatusCancelled, jobs.StopCancelledByOwner, "The owner cancelled it"},

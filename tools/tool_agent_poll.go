@@ -16,7 +16,8 @@ import (
 func AgentPollTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHandlerFunc) {
 	o = o.withDefaults()
 	tool := mcp.NewTool("deepseek_agent_poll",
-		mcp.WithDescription("Check on an agent job started with deepseek_agent_start. Waits up to wait_seconds and returns as soon as the job settles. "+
+		mcp.WithDescription("Check on an agent job started with deepseek_agent_start. Waits up to wait_seconds and returns as soon as the job settles, starts waiting for a person's approval, or gets that person's answer "+
+			"(a job already waiting for approval keeps the poll waiting for the person). "+
 			"Until status is done there is no result to report; on done, quote the nonce with the result."),
 		mcp.WithTitleAnnotation("Poll a DeepSeek agent job"),
 		mcp.WithReadOnlyHintAnnotation(true),
@@ -43,7 +44,7 @@ func AgentPollTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHan
 		}
 		p := newProgress(ctx, req, o)
 		defer p.stop()
-		wctx, onChange, cancel := untilApproval(ctx, p.report)
+		wctx, onChange, cancel := untilChange(ctx, p.report)
 		defer cancel()
 		snap, err := j.Wait(wctx, strings.TrimSpace(a.JobID), wait, onChange)
 		if err != nil {

@@ -35,9 +35,8 @@ const traceEnv = "BRIDGE_APPROVALS_TEST_TRACE"
 
 func TestMain(m *testing.M) {
 	if path := os.Getenv(childEnv); path != "" {
-		cfg, err := LoadConfig(path)
+		cfg, err := LoadChildConfig(path)
 		if err == nil {
-			cfg.Stderr = os.Stderr
 			var in io.Reader = os.Stdin
 			var out io.Writer = os.Stdout
 			if trace := os.Getenv(traceEnv); trace != "" {
@@ -47,7 +46,7 @@ func TestMain(m *testing.M) {
 					in, out = io.TeeReader(in, f), io.MultiWriter(out, f)
 				}
 			}
-			err = Run(context.Background(), cfg, in, out)
+			err = RunChild(context.Background(), cfg, in, out, os.Stderr)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -254,8 +253,13 @@ func TestRealClaudeCode(t *testing.T) {
 			jobID := "job-real"
 			mustDo(t, os.MkdirAll(dir.HarnessDir(jobID), 0o700))
 			cfgPath := ConfigPath(dir, jobID)
-			mustDo(t, WriteConfig(cfgPath, Config{JobID: jobID, Workspace: ws, StateDir: state,
-				Allow: []string{"ls", "cat", "echo"}, Protected: []string{state, envFile}, Timeout: time.Minute, ApprovalMode: c.mode}))
+			svc := NewService(dir, zerolog.Nop())
+			mustDo(t, svc.Listen())
+			t.Cleanup(func() { svc.Close(context.Background()) })
+			child, err := svc.Register(Config{JobID: jobID, Workspace: ws, StateDir: state,
+				Allow: []string{"ls", "cat", "echo"}, Protected: []string{state, envFile}, Timeout: time.Minute, ApprovalMode: c.mode})
+			mustDo(t, err)
+			mustDo(t, WriteChildConfig(cfgPath, child))
 			mcpCfg := filepath.Join(dir.HarnessDir(jobID), "mcp.json")
 			mustDo(t, statedir.WriteJSON(mcpCfg, map[string]any{"mcpServers": map[string]any{ServerName: map[string]any{
 				"type": "stdio", "command": self, "args": []string{"-test.run=^$"}, "env": map[string]string{childEnv: cfgPath, traceEnv: os.Getenv(traceEnv)}}}}))

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"time"
 
@@ -13,10 +12,10 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
-// Config is what the approval child needs to serve one job. The daemon
-// writes it into the job's private harness dir in the state dir (which the
-// job cannot read or write), and the child reads it from there: never from
-// the environment or anything the job controls.
+// Config is how the daemon answers one job's tool calls: the rules' inputs,
+// the job's policy, its ledger. The daemon holds it in memory (Service); a
+// job never sees it, and nothing the job controls changes it. WriteConfig
+// and LoadConfig keep one as a file, for tests and tools.
 type Config struct {
 	JobID        string
 	Workspace    string
@@ -33,9 +32,6 @@ type Config struct {
 	// Jailed is true when the job runs in the OS jail, which holds its
 	// write_paths for commands (rules.Policy.Jailed).
 	Jailed bool
-
-	// Stderr receives the child's log lines (nil: discarded). Not stored.
-	Stderr io.Writer
 }
 
 type configFile struct {
@@ -50,11 +46,6 @@ type configFile struct {
 	Policy       *policy.Enforced `json:"policy,omitempty"`
 	Ledger       string           `json:"ledger,omitempty"`
 	Jailed       bool             `json:"jailed,omitempty"`
-}
-
-// ConfigPath is where the daemon writes a job's Config.
-func ConfigPath(dir statedir.Dir, jobID string) string {
-	return filepath.Join(dir.HarnessDir(jobID), "approval.json")
 }
 
 // WriteConfig validates cfg and writes it atomically with mode 0600, without

@@ -22,7 +22,7 @@ import (
 func TestPrompterWritesTheLedger(t *testing.T) {
 	w := newWorld(t)
 	cfg := promptConfig(t, w)
-	cfg.Ledger = filepath.Join(t.TempDir(), policy.LedgerFile)
+	cfg.Ledger = filepath.Join(t.TempDir(), "ledger.jsonl")
 	e := policy.Merge(policy.Policy{}, policy.Policy{WritePaths: []string{"out/**"}}, "")
 	cfg.Policy = &e
 	// A human approves "ls && id" and denies "ls && whoami"; "ls && date" waits out the timeout.

@@ -1,23 +1,20 @@
-// Package prompt is the approval child: the stdio MCP server Claude Code
-// starts as its permission prompt tool (--permission-prompt-tool
-// mcp__bridge__approve) for one job. Each tool call is classified by
-// approvals/rules; what a human must decide is queued in approvals and
-// waited for; the answer goes back to Claude Code. Its config comes from the
-// job's private harness dir, never from anything the job controls.
+// Package prompt answers an agent job's permission prompts. The approval
+// child (RunChild) is the stdio MCP server Claude Code starts as its
+// permission prompt tool (--permission-prompt-tool mcp__bridge__approve);
+// it decides nothing and forwards each tool call to the daemon's approval
+// service (Service), over loopback with the job's token. There each call is
+// classified by approvals/rules from the job's config the daemon holds in
+// memory; what a human must decide is queued in approvals and waited for;
+// the answer goes back through the child to Claude Code.
 package prompt
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"log"
 	"os"
 	"strings"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
@@ -56,6 +53,8 @@ type Prompter struct {
 	dir   statedir.Dir
 	queue *approvals.Queue
 	log   zerolog.Logger
+	// decided, when set, sees how each queued request ended.
+	decided func(approvals.PendingRequest, approvals.Decision)
 }
 
 // testHookPending, when set by a test, sees each request once it is queued.
@@ -66,9 +65,7 @@ func NewPrompter(cfg Config, log zerolog.Logger) (*Prompter, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	// The daemon made the dir; the child only uses it. Inside a job's jail
-	// it sees the approval queue and the audit log alone, and creates
-	// nothing.
+	// The daemon made the dir; the prompter only uses it.
 	dir, err := statedir.At(cfg.StateDir)
 	if err != nil {
 		return nil, err
@@ -133,7 +130,12 @@ func (p *Prompter) AnswerCall(ctx context.Context, req rules.Request, toolUseID 
 	if err != nil {
 		p.log.Error().Err(err).Str("job", p.cfg.JobID).Msg("approval request failed: denied")
 	}
+	if p.decided != nil && d.ID != "" {
+		p.decided(approvals.PendingRequest{ID: d.ID, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary}, d)
+	}
 	switch {
+	case d.Kind == approvals.KindShutdown:
+		ledger(policy.Unanswered, d.Reason)
 	case d.Approved:
 		ledger(policy.AllowedByHuman, humanReason(d, "approved"))
 		return allowAnswer(req.Input)
@@ -194,75 +196,4 @@ func (p *Prompter) approvalOffSource() string {
 		return "flag " + p.dir.ApprovalOffFlag()
 	}
 	return ""
-}
-
-// promptTool is the "approve" tool: its schema and its handler.
-func promptTool(p *Prompter) (mcp.Tool, server.ToolHandlerFunc) {
-	tool := mcp.NewTool(ToolName,
-		mcp.WithDescription("Permission prompt for the bridge's agent jobs: decides whether a harness tool call may run."),
-		mcp.WithString("tool_name", mcp.Required(), mcp.Description("The tool the harness wants to call.")),
-		mcp.WithObject("input", mcp.Description("The tool call's input.")),
-		mcp.WithString("tool_use_id", mcp.Description("The harness's id of the tool call.")),
-		mcp.WithTitleAnnotation("Approve a tool call"),
-		mcp.WithReadOnlyHintAnnotation(false),
-		mcp.WithDestructiveHintAnnotation(false),
-		mcp.WithIdempotentHintAnnotation(false),
-		mcp.WithOpenWorldHintAnnotation(false),
-	)
-	handler := func(ctx context.Context, call mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args := call.GetArguments()
-		name, _ := args["tool_name"].(string)
-		input, _ := args["input"].(map[string]any)
-		if raw, ok := args["input"]; ok && raw != nil && input == nil {
-			// Not an object: let the rules see it as malformed.
-			input = map[string]any{"_malformed_input": raw}
-			name = ""
-		}
-		id, _ := args["tool_use_id"].(string)
-		ans := p.AnswerCall(ctx, rules.Request{Tool: name, Input: input}, id)
-		b, err := json.Marshal(ans)
-		if err != nil {
-			b = []byte(`{"behavior":"deny","message":"Denied: the approval answer could not be encoded. Do not try to work around this denial; report it in your final answer."}`)
-		}
-		return mcp.NewToolResultText(string(b)), nil
-	}
-	return tool, handler
-}
-
-// Limits of the approval child: concurrent tool calls, and calls queued
-// beyond those (mcp-go answers the rest synchronously).
-const (
-	promptWorkers = 32
-	promptQueue   = 256
-)
-
-// Version is reported in the approval child's serverInfo.
-var Version = "dev"
-
-// Run serves the approval child: a stdio MCP server named "bridge"
-// with one tool, "approve", reading JSON-RPC lines from in and writing them to
-// out until in ends or ctx is done. Requests still waiting for a human when
-// it ends are denied.
-func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
-	stderr := cfg.Stderr
-	if stderr == nil {
-		stderr = io.Discard
-	}
-	logger := zerolog.New(stderr).With().Timestamp().Str("component", "approval-prompt").Str("job", cfg.JobID).Logger()
-	p, err := NewPrompter(cfg, logger)
-	if err != nil {
-		return err
-	}
-	s := server.NewMCPServer(ServerName, Version, server.WithToolCapabilities(false))
-	s.AddTool(promptTool(p))
-	stdio := server.NewStdioServer(s)
-	stdio.SetErrorLogger(log.New(stderr, "approval-prompt: ", log.LstdFlags))
-	// Each tool call may wait minutes for a human; enough workers that calls
-	// the rules answer at once never queue behind those.
-	server.WithWorkerPoolSize(promptWorkers)(stdio)
-	server.WithQueueSize(promptQueue)(stdio)
-	if err := stdio.Listen(ctx, in, out); err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("approval prompt: %w", err)
-	}
-	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/poll"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -63,7 +64,7 @@ func startPrompt(t *testing.T, cfg Config) *rpcClient {
 	outR, outW := io.Pipe()
 	c := &rpcClient{t: t, w: inW, lines: make(chan map[string]any, 16), done: make(chan error, 1), early: map[string]map[string]any{}}
 	go func() {
-		c.done <- Run(t.Context(), cfg, inR, outW)
+		c.done <- runViaService(t, t.Context(), cfg, inR, outW)
 		outW.Close()
 	}()
 	go func() {
@@ -163,6 +164,22 @@ func (c *rpcClient) answerFrom(m map[string]any) Answer {
 		c.t.Fatalf("answer %q: %v", block["text"], err)
 	}
 	return a
+}
+
+// runViaService is what a job's approval child and the daemon do together:
+// a Service on loopback answers cfg's job, and the child (RunChild) serves
+// Claude Code's side on in and out, forwarding each call to it.
+func runViaService(t testing.TB, ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
+	svc := NewService(statedir.Dir{Root: cfg.StateDir}, zerolog.Nop())
+	if err := svc.Listen(); err != nil {
+		return err
+	}
+	t.Cleanup(func() { svc.Close(context.Background()) })
+	child, err := svc.Register(cfg)
+	if err != nil {
+		return err
+	}
+	return RunChild(ctx, child, in, out, io.Discard)
 }
 
 func promptConfig(t *testing.T, w world) Config {
@@ -309,7 +326,7 @@ func TestRunPromptHarnessGoesAway(t *testing.T) {
 	t.Cleanup(func() { testHookPending = nil })
 	inR, inW := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- Run(context.Background(), promptConfig(t, w), inR, io.Discard) }()
+	go func() { done <- runViaService(t, context.Background(), promptConfig(t, w), inR, io.Discard) }()
 	c := &rpcClient{t: t, w: inW}
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -318,6 +335,15 @@ func TestRunPromptHarnessGoesAway(t *testing.T) {
 	inW.Close()
 	if err := <-done; err != nil {
 		t.Fatalf("RunPrompt = %v", err)
+	}
+	// The child's request ended with it; the service sees its connection
+	// close and cancels the request.
+	cancelled := func() bool {
+		recs, _ := approvals.ReadAudit(statedir.Dir{Root: w.state}, true)
+		return len(recs) > 0 && recs[len(recs)-1].Event == approvals.EventCancel
+	}
+	if !poll.Until(10*time.Second, cancelled) {
+		t.Fatal("the request of a harness that went away was never cancelled")
 	}
 	q := approvals.NewQueue(statedir.Dir{Root: w.state}, zerolog.Nop())
 	if err := q.Decide(pr.ID, true, "", "alice"); err == nil {

@@ -67,8 +67,11 @@ Flags:
 
 const approvalHelp = `Usage: bridge approval-prompt --config FILE
 
-The permission-prompt MCP server Claude Code starts for each agent job. It is
-not run by hand.
+The permission-prompt MCP server Claude Code starts for each agent job. It
+decides nothing: it forwards each tool call to the daemon's approval service
+(the loopback URL and the job's token are in FILE, which the daemon writes)
+and hands back the daemon's answer; when the daemon cannot be reached the
+call is denied. It is not run by hand.
 `
 
 const stdioUsage = `Usage: bridge stdio [--env FILE]

@@ -1,0 +1,243 @@
+package prompt
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+// ServicePath is the path of the daemon's approval endpoint.
+const ServicePath = "/approve"
+
+// Bounds of one job's channel: tool calls answered at once (Claude Code
+// sends a turn's calls side by side; a job's command that found the token
+// can ask too), and the size of one question.
+const (
+	maxInFlightPerJob = 32
+	maxQuestionBytes  = 32 << 20
+)
+
+// ErrJobEnded is the cause a registered job's questions end with when the
+// job is unregistered.
+var ErrJobEnded = errors.New("the job ended")
+
+// Service is the approval logic of the daemon: every job's approval child
+// forwards each tool call to it over loopback HTTP with the job's own token,
+// and it classifies the call, records it, asks a human when the rules say so
+// and answers. The channel carries questions only: the token names one job,
+// whose rules and policy the daemon holds in memory, so whoever holds the
+// token (the child, or a command of the job that read it) can ask for that
+// job alone and never answer, approve another job's request or flip a
+// switch. Nothing of the approval queue, the audit log, the ledgers or the
+// switches is in a job's jail.
+type Service struct {
+	dir statedir.Dir
+	log zerolog.Logger
+	// Notify, when set before the first Register, sees each request once it
+	// is queued for a human, and Decided sees how it ended.
+	Notify  func(approvals.PendingRequest)
+	Decided func(approvals.PendingRequest, approvals.Decision)
+
+	mu      sync.Mutex
+	jobs    map[[32]byte]*serviceJob
+	byID    map[string][32]byte
+	closed  bool
+	url     string
+	srv     *http.Server
+	serving chan struct{}
+}
+
+type serviceJob struct {
+	id     string
+	p      *Prompter
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	slots  chan struct{}
+}
+
+// NewService returns the approval service of the state dir; Listen starts
+// it.
+func NewService(dir statedir.Dir, log zerolog.Logger) *Service {
+	return &Service{dir: dir, log: log.With().Str("component", "approvals").Logger(),
+		jobs: map[[32]byte]*serviceJob{}, byID: map[string][32]byte{}}
+}
+
+// Listen serves the service on a free loopback port until Close.
+func (s *Service) Listen() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("approval service: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST "+ServicePath, s)
+	s.mu.Lock()
+	s.url = "http://" + ln.Addr().String() + ServicePath
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.serving = make(chan struct{})
+	srv, done := s.srv, s.serving
+	s.mu.Unlock()
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error().Err(err).Msg("the approval service stopped: every job's tool calls that need an answer are denied")
+		}
+	}()
+	return nil
+}
+
+// URL is where the children post ("" before Listen).
+func (s *Service) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.url
+}
+
+// Register makes cfg's job known to the service and returns what its
+// approval child needs: the service's URL and the job's token. A job
+// registered again (a retried start) gets a new token; the old one ends.
+func (s *Service) Register(cfg Config) (ChildConfig, error) {
+	p, err := NewPrompter(cfg, s.log)
+	if err != nil {
+		return ChildConfig{}, err
+	}
+	if s.Notify != nil {
+		p.queue.Notify(s.Notify)
+	}
+	p.decided = s.Decided
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return ChildConfig{}, fmt.Errorf("approval token: %w", err)
+	}
+	token := hex.EncodeToString(raw)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	j := &serviceJob{id: cfg.JobID, p: p, ctx: ctx, cancel: cancel, slots: make(chan struct{}, maxInFlightPerJob)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		cancel(approvals.ErrShutdown)
+		return ChildConfig{}, errors.New("approval service: the bridge is stopping")
+	}
+	if s.url == "" {
+		cancel(ErrJobEnded)
+		return ChildConfig{}, errors.New("approval service: not listening")
+	}
+	if old, ok := s.byID[cfg.JobID]; ok {
+		s.jobs[old].cancel(ErrJobEnded)
+		delete(s.jobs, old)
+	}
+	key := sha256.Sum256([]byte(token))
+	s.jobs[key] = j
+	s.byID[cfg.JobID] = key
+	return ChildConfig{JobID: cfg.JobID, URL: s.url, Token: token}, nil
+}
+
+// Config returns the config a registered job's questions are answered with.
+func (s *Service) Config(jobID string) (Config, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key, ok := s.byID[jobID]
+	if !ok {
+		return Config{}, false
+	}
+	return s.jobs[key].p.cfg, true
+}
+
+// Unregister forgets the job: its token answers nothing more, and a
+// question of it still waiting for a human is cancelled.
+func (s *Service) Unregister(jobID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if key, ok := s.byID[jobID]; ok {
+		s.jobs[key].cancel(ErrJobEnded)
+		delete(s.jobs, key)
+		delete(s.byID, jobID)
+	}
+}
+
+// Close stops the service. A question still waiting for a human is
+// recorded as unanswered because the bridge stopped (never as a denial by
+// anyone), and its job's harness gets a deny. It waits for the answers in
+// flight until ctx ends.
+func (s *Service) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	for key, j := range s.jobs {
+		j.cancel(approvals.ErrShutdown)
+		delete(s.jobs, key)
+	}
+	clear(s.byID)
+	srv := s.srv
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	return srv.Shutdown(ctx)
+}
+
+// question is what a child posts: the permission prompt tool's arguments.
+type question struct {
+	ToolName  string         `json:"tool_name"`
+	Input     map[string]any `json:"input"`
+	ToolUseID string         `json:"tool_use_id"`
+	// Malformed is set by the child when the input was not an object.
+	Malformed any `json:"malformed,omitempty"`
+}
+
+// ServeHTTP answers one question: 401 for a token no job holds, 400 for a
+// body that is not a question, else 200 with the Answer (a deny when the job
+// asks too much at once).
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	const bearer = "Bearer "
+	auth := r.Header.Get("Authorization")
+	if len(auth) <= len(bearer) || auth[:len(bearer)] != bearer {
+		http.Error(w, "no token", http.StatusUnauthorized)
+		return
+	}
+	key := sha256.Sum256([]byte(auth[len(bearer):]))
+	s.mu.Lock()
+	j, ok := s.jobs[key]
+	s.mu.Unlock()
+	if !ok {
+		http.Error(w, "no job holds this token (it ended, or the bridge restarted)", http.StatusUnauthorized)
+		return
+	}
+	var q question
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxQuestionBytes))
+	if err := dec.Decode(&q); err != nil {
+		http.Error(w, "not a question: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	req := rules.Request{Tool: q.ToolName, Input: q.Input}
+	if q.Malformed != nil {
+		req = rules.Request{Input: map[string]any{"_malformed_input": q.Malformed}}
+	}
+	var ans Answer
+	select {
+	case j.slots <- struct{}{}:
+		ctx, cancel := context.WithCancelCause(r.Context())
+		stop := context.AfterFunc(j.ctx, func() { cancel(context.Cause(j.ctx)) })
+		ans = j.p.AnswerCall(ctx, req, q.ToolUseID)
+		stop()
+		cancel(nil)
+		<-j.slots
+	default:
+		s.log.Warn().Str("job", j.id).Str("tool", q.ToolName).Int("limit", maxInFlightPerJob).Msg("denied: the job has too many tool calls waiting at once")
+		ans = denyAnswer(fmt.Sprintf("Denied: this job already has %d tool calls waiting for an answer. Do not try to work around this denial; report it in your final answer.", maxInFlightPerJob))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(ans)
+}

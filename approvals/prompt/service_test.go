@@ -1,0 +1,164 @@
+package prompt
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+)
+
+func newService(t *testing.T, w world) *Service {
+	t.Helper()
+	svc := NewService(statedir.Dir{Root: w.state}, zerolog.Nop())
+	mustDo(t, svc.Listen())
+	t.Cleanup(func() { svc.Close(context.Background()) })
+	return svc
+}
+
+// post asks the service with token and returns the status and the answer
+// (status 0 when the request failed).
+func post(t *testing.T, url, token string, q question) (int, Answer) {
+	t.Helper()
+	b, _ := json.Marshal(q)
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Error(err)
+		return 0, Answer{}
+	}
+	defer resp.Body.Close()
+	var a Answer
+	_ = json.NewDecoder(resp.Body).Decode(&a)
+	return resp.StatusCode, a
+}
+
+// The channel answers only a registered job's token, and only with that
+// job's rules: another job's token, none, or an ended job's gets 401, and no
+// request of the channel can answer, approve or switch anything.
+func TestServiceAnswersATokenForItsJobAlone(t *testing.T) {
+	w := newWorld(t)
+	svc := newService(t, w)
+	a := promptConfig(t, w)
+	b := promptConfig(t, w)
+	b.JobID, b.Allow, b.Timeout = "job-2", []string{"ls"}, 200*time.Millisecond
+	ca, err := svc.Register(a)
+	mustDo(t, err)
+	cb, err := svc.Register(b)
+	mustDo(t, err)
+	if ca.Token == cb.Token || ca.URL != svc.URL() {
+		t.Fatalf("child configs %+v %+v", ca, cb)
+	}
+	ls := question{ToolName: "Bash", Input: map[string]any{"command": "cat README"}}
+	if code, ans := post(t, svc.URL(), ca.Token, ls); code != http.StatusOK || ans.Behavior != "allow" {
+		t.Errorf("job-1's cat: %d %+v, want allowed by its rules", code, ans)
+	}
+	if code, ans := post(t, svc.URL(), cb.Token, ls); code != http.StatusOK || ans.Behavior == "allow" {
+		// job-2's allow list has no cat: a human is asked, nobody answers.
+		t.Errorf("job-2's cat: %d %+v", code, ans)
+	}
+	for name, tok := range map[string]string{"none": "", "unknown": strings.Repeat("0", 64), "another's prefix": ca.Token[:32]} {
+		if code, _ := post(t, svc.URL(), tok, ls); code != http.StatusUnauthorized {
+			t.Errorf("token %s: %d, want 401", name, code)
+		}
+	}
+	svc.Unregister(a.JobID)
+	if code, _ := post(t, svc.URL(), ca.Token, ls); code != http.StatusUnauthorized {
+		t.Errorf("an ended job's token: %d, want 401", code)
+	}
+	// The service's mux has the one route: nothing else answers.
+	for _, path := range []string{"/decide", "/approve/" + ca.Token, "/switches"} {
+		resp, err := http.Post(strings.TrimSuffix(svc.URL(), ServicePath)+path, "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("POST %s: %d, want 404", path, resp.StatusCode)
+		}
+	}
+}
+
+// A question waiting for a human when the bridge stops is recorded as
+// unanswered (event shutdown, no decision), its ledger says unanswered, and
+// the harness gets a deny; a job's question cancelled by its end is a cancel.
+func TestServiceCloseLeavesAPendingRequestUnanswered(t *testing.T) {
+	w := newWorld(t)
+	svc := newService(t, w)
+	cfg := promptConfig(t, w)
+	cfg.Ledger = filepath.Join(t.TempDir(), "ledger.jsonl")
+	pending := make(chan approvals.PendingRequest, 1)
+	svc.Notify = func(pr approvals.PendingRequest) { pending <- pr }
+	child, err := svc.Register(cfg)
+	mustDo(t, err)
+	got := make(chan Answer, 1)
+	go func() {
+		_, a := post(t, svc.URL(), child.Token, question{ToolName: "WebFetch", Input: map[string]any{"url": "https://example.com", "prompt": "x"}, ToolUseID: "tu1"})
+		got <- a
+	}()
+	pr := <-pending
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	mustDo(t, svc.Close(ctx))
+	if a := <-got; a.Behavior != "deny" || !strings.Contains(a.Message, "the bridge stopped") {
+		t.Errorf("answer at shutdown %+v", a)
+	}
+	recs, err := approvals.ReadAudit(statedir.Dir{Root: w.state}, true)
+	mustDo(t, err)
+	last := recs[len(recs)-1]
+	if last.Event != approvals.EventShutdown || last.ID != pr.ID || last.Decision != "" || last.By != approvals.KindShutdown {
+		t.Errorf("last audit record %+v, want the request left unanswered at shutdown", last)
+	}
+	b, err := os.ReadFile(cfg.Ledger)
+	mustDo(t, err)
+	var v policy.Verdict
+	mustDo(t, json.Unmarshal(bytes.TrimSpace(b), &v))
+	if v.ToolUseID != "tu1" || v.Verdict != policy.Unanswered {
+		t.Errorf("ledger %+v, want unanswered", v)
+	}
+	if _, err := svc.Register(cfg); err == nil {
+		t.Error("a closed service registered a job")
+	}
+}
+
+// A job that asks more than maxInFlightPerJob questions at once gets the
+// rest denied at once; the service goes on answering its other jobs.
+func TestServiceBoundsAJobsQuestionsInFlight(t *testing.T) {
+	w := newWorld(t)
+	svc := newService(t, w)
+	cfg := promptConfig(t, w)
+	queued := make(chan approvals.PendingRequest, maxInFlightPerJob)
+	svc.Notify = func(pr approvals.PendingRequest) { queued <- pr }
+	child, err := svc.Register(cfg)
+	mustDo(t, err)
+	other := promptConfig(t, w)
+	other.JobID = "job-2"
+	oc, err := svc.Register(other)
+	mustDo(t, err)
+	ask := question{ToolName: "WebFetch", Input: map[string]any{"url": "https://example.com", "prompt": "x"}}
+	for range maxInFlightPerJob {
+		go post(t, svc.URL(), child.Token, ask)
+	}
+	for range maxInFlightPerJob {
+		<-queued
+	}
+	if _, a := post(t, svc.URL(), child.Token, ask); a.Behavior != "deny" || !strings.Contains(a.Message, "tool calls waiting") {
+		t.Errorf("one question too many: %+v", a)
+	}
+	if _, a := post(t, svc.URL(), oc.Token, question{ToolName: "Read", Input: map[string]any{"file_path": filepath.Join(w.ws, "a")}}); a.Behavior != "allow" {
+		t.Errorf("another job's Read: %+v", a)
+	}
+}
