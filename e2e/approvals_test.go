@@ -228,6 +228,17 @@ func TestApprovalChainedCommandWaitsThenRuns(t *testing.T) {
 	if ps := g.pendingOf(t, id); len(ps) != 0 {
 		t.Errorf("still pending: %+v", ps)
 	}
+	// The daemon's log, as the owner reads it: the request with its id and
+	// command, and who decided where.
+	logs, err := g.bridgectl(t, "logs", "-n", "400")
+	if err != nil {
+		t.Fatalf("bridgectl logs: %v\n%s", err, logs)
+	}
+	for _, want := range []string{"waiting for a human: bridgectl approve " + req.ID, "approval " + req.ID + " approved by ", "echo alpha && echo beta"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("bridgectl logs lacks %q:\n%s", want, logs)
+		}
+	}
 }
 
 // A human's deny, with its reason, reaches the model in the tool result with

@@ -130,6 +130,14 @@ func (p *Prompter) AnswerCall(ctx context.Context, req rules.Request, toolUseID 
 	if err != nil {
 		p.log.Error().Err(err).Str("job", p.cfg.JobID).Msg("approval request failed: denied")
 	}
+	if d.Kind == approvals.KindHuman {
+		verb := "denied"
+		if d.Approved {
+			verb = "approved"
+		}
+		p.log.Warn().Str("approval", d.ID).Str("job", p.cfg.JobID).Str("tool", req.Tool).Str("summary", v.Summary).Str("by", d.By).Str("channel", "terminal").
+			Msg("approval " + d.ID + " " + verb + " by " + d.By + " (bridgectl): " + v.Summary)
+	}
 	if p.decided != nil && d.ID != "" {
 		p.decided(approvals.PendingRequest{ID: d.ID, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary}, d)
 	}
