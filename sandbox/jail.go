@@ -66,8 +66,9 @@ type JailOptions struct {
 	// They are bound after ReadWrite, so a read-only path inside a
 	// read-write one stays read-only.
 	ReadOnly []string
-	// ReadWrite are further paths bound read-write (the approval child's
-	// queue and audit log).
+	// ReadWrite are further paths bound read-write. No job's plan sets any
+	// today: the approval child asks the daemon over loopback, and nothing
+	// of the state dir but the job's harness dir (ConfigDir) is in a jail.
 	ReadWrite []string
 	// Hide are paths inside the ReadOnly ones that the job must not see (a
 	// credential store inside a runtime root): an empty file or dir covers
