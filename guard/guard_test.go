@@ -157,8 +157,10 @@ func TestGuardPrepareWritesTheJobsHarnessFiles(t *testing.T) {
 				t.Fatalf("harness dir %v %v", st, err)
 			}
 
-			// The approval child's config names the service and the job's
-			// token, nothing else; the service answers with the job's config.
+			// The approval child's config names the service, the job's token
+			// and the rules' inputs (to classify in the job's view), and no
+			// path of the state dir beyond what it protects; the service
+			// answers with the job's config.
 			child, err := prompt.LoadChildConfig(filepath.Join(hd, "approval.json"))
 			if err != nil {
 				t.Fatal(err)
@@ -166,8 +168,11 @@ func TestGuardPrepareWritesTheJobsHarnessFiles(t *testing.T) {
 			if child.JobID != spec.JobID || child.URL != f.g.ApprovalService().URL() || len(child.Token) != 64 {
 				t.Errorf("child config %+v", child)
 			}
-			if raw := readJSONFile(t, filepath.Join(hd, "approval.json")); len(raw) != 4 {
-				t.Errorf("the child's config holds more than its version, job, URL and token: %v", raw)
+			if raw := readJSONFile(t, filepath.Join(hd, "approval.json")); raw["ledger"] != nil || raw["state_dir"] != nil {
+				t.Errorf("the child's config names the ledger or the state dir: %v", raw)
+			}
+			if child.Rules.Workspace != ws || !slices.Equal(child.Rules.Allow, []string{"ls", "cat", "echo"}) || !slices.Contains(child.Rules.Protected, f.dir.Root) {
+				t.Errorf("the child's rules %+v", child.Rules)
 			}
 			pc, ok := f.g.ApprovalService().Config(spec.JobID)
 			if !ok {

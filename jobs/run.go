@@ -204,7 +204,12 @@ func (r *Registry) apply(j *job, ev harness.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, v := range verdicts {
-		j.verdicts[v.ToolUseID] = v
+		// The first verdict on a call is the one it ran under: a later line
+		// for the same id (a job's command that read the token and asked
+		// again) does not rewrite it.
+		if _, seen := j.verdicts[v.ToolUseID]; !seen {
+			j.verdicts[v.ToolUseID] = v
+		}
 	}
 	var stop string
 	j.progress, stop = fold(j.progress, ev)

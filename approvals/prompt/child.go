@@ -16,24 +16,35 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
 // ChildConfig is all a job's approval child knows: the daemon's approval
-// service and the job's token. The child decides nothing; it forwards each
-// tool call and hands Claude Code the daemon's answer, and any failure to
-// reach the daemon is a deny.
+// service, the job's token, and the rules' inputs. The child answers
+// nothing itself: it classifies each tool call in the job's own view of the
+// filesystem (where the job's links and its overlay are), forwards the call
+// with that verdict, and hands Claude Code the daemon's answer; any failure
+// to reach the daemon is a deny. The verdict it sends can only make the
+// daemon's stricter (Prompter.AnswerCall).
 type ChildConfig struct {
 	JobID string
 	URL   string // the service's loopback URL (Service.URL)
 	Token string
+	Rules rules.Policy
 }
 
 type childFile struct {
-	Version int    `json:"version"`
-	JobID   string `json:"job_id"`
-	URL     string `json:"url"`
-	Token   string `json:"token"`
+	Version   int              `json:"version"`
+	JobID     string           `json:"job_id"`
+	URL       string           `json:"url"`
+	Token     string           `json:"token"`
+	Workspace string           `json:"workspace"`
+	Allow     []string         `json:"allow"`
+	Protected []string         `json:"protected"`
+	Policy    *policy.Enforced `json:"policy,omitempty"`
+	Jailed    bool             `json:"jailed,omitempty"`
 }
 
 // ConfigPath is where the daemon writes a job's ChildConfig.
@@ -47,7 +58,8 @@ func WriteChildConfig(path string, c ChildConfig) error {
 	if err := c.validate(); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(childFile{Version: statedir.FormatVersion, JobID: c.JobID, URL: c.URL, Token: c.Token}, "", "  ")
+	b, err := json.MarshalIndent(childFile{Version: statedir.FormatVersion, JobID: c.JobID, URL: c.URL, Token: c.Token,
+		Workspace: c.Rules.Workspace, Allow: c.Rules.Allow, Protected: c.Rules.Protected, Policy: c.Rules.Job, Jailed: c.Rules.Jailed}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
 	}
@@ -64,7 +76,8 @@ func LoadChildConfig(path string) (ChildConfig, error) {
 	if f.Version != statedir.FormatVersion {
 		return ChildConfig{}, fmt.Errorf("approval config %s: version %d, want %d", path, f.Version, statedir.FormatVersion)
 	}
-	c := ChildConfig{JobID: f.JobID, URL: f.URL, Token: f.Token}
+	c := ChildConfig{JobID: f.JobID, URL: f.URL, Token: f.Token,
+		Rules: rules.Policy{Workspace: f.Workspace, Allow: f.Allow, Protected: f.Protected, Job: f.Policy, Jailed: f.Jailed}}
 	if err := c.validate(); err != nil {
 		return ChildConfig{}, fmt.Errorf("approval config %s: %w", path, err)
 	}
@@ -78,18 +91,28 @@ func (c ChildConfig) validate() error {
 		return errors.New("approval config: no job id")
 	case c.Token == "":
 		return errors.New("approval config: no token")
+	case !filepath.IsAbs(c.Rules.Workspace):
+		return fmt.Errorf("approval config: workspace %q is not absolute", c.Rules.Workspace)
 	case err != nil || u.Scheme != "http" || u.Hostname() != "127.0.0.1" || u.Port() == "":
 		return fmt.Errorf("approval config: the approval service %q is not an http://127.0.0.1:PORT URL", c.URL)
 	}
 	return nil
 }
 
-// childTransport talks to loopback alone: no proxy from the environment.
-var childTransport = &http.Transport{Proxy: nil, DisableCompression: true}
+// childClient talks to the service alone: no proxy from the environment,
+// and no redirect followed (an answer comes from the URL in the config or
+// from nowhere).
+var childClient = &http.Client{
+	Transport:     &http.Transport{Proxy: nil, DisableCompression: true},
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
 
-// ask posts one question to the daemon and returns its answer; anything but
-// a readable answer is a deny that says why.
+// ask classifies one call in the job's view, posts it with that verdict to
+// the daemon and returns the daemon's answer; anything but a readable answer
+// is a deny that says why.
 func (c ChildConfig) ask(ctx context.Context, q question) Answer {
+	v := rules.Classify(q.request(), c.Rules)
+	q.View = &v
 	body, err := json.Marshal(q)
 	if err != nil {
 		return denyAnswer("Denied: the tool call could not be encoded for the bridge. Do not try to work around this denial; report it in your final answer.")
@@ -100,7 +123,7 @@ func (c ChildConfig) ask(ctx context.Context, q question) Answer {
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Transport: childTransport}).Do(req)
+	resp, err := childClient.Do(req)
 	if err != nil {
 		return unreachable(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -84,6 +85,11 @@ func LoadConfig(path string) (Config, error) {
 		return Config{}, fmt.Errorf("approval config %s: %w", path, err)
 	}
 	return cfg, nil
+}
+
+// rules is what the rules measure the job's calls against.
+func (c Config) rules() rules.Policy {
+	return rules.Policy{Workspace: c.Workspace, Allow: c.Allow, Protected: c.Protected, Job: c.Policy, Jailed: c.Jailed}
 }
 
 func (c Config) mode() string {

@@ -53,7 +53,7 @@ func TestPrompterWritesTheLedger(t *testing.T) {
 		{"t5", rules.Request{Tool: "Bash", Input: map[string]any{"command": "ls && date"}}, policy.TimedOut},
 	}
 	for _, c := range calls {
-		a := p.AnswerCall(t.Context(), c.req, c.id)
+		a := p.AnswerCall(t.Context(), c.req, c.id, nil)
 		if (a.Behavior == "allow") != strings.HasPrefix(c.want, "allowed") {
 			t.Errorf("%s: %+v, want %s", c.id, a, c.want)
 		}

@@ -89,13 +89,26 @@ func NewPrompter(cfg Config, log zerolog.Logger) (*Prompter, error) {
 // written: a call whose record cannot be written (a full or read-only state
 // dir) is denied, and the log says so.
 func (p *Prompter) Answer(ctx context.Context, req rules.Request) Answer {
-	return p.AnswerCall(ctx, req, "")
+	return p.AnswerCall(ctx, req, "", nil)
 }
 
 // AnswerCall is Answer for the tool call toolUseID (Claude Code's id of it):
-// its verdict goes to the job's ledger under that id.
-func (p *Prompter) AnswerCall(ctx context.Context, req rules.Request, toolUseID string) Answer {
-	v := rules.Classify(req, rules.Policy{Workspace: p.cfg.Workspace, Allow: p.cfg.Allow, Protected: p.cfg.Protected, Job: p.cfg.Policy, Jailed: p.cfg.Jailed})
+// its verdict goes to the job's ledger under that id. view, when set, is the
+// rules' verdict on the call in the job's own view of the filesystem (the
+// approval child's, inside the jail): the stricter of it and the daemon's
+// own is the verdict (rules.Stricter), since a path can resolve elsewhere
+// in the job's overlay or jail than it does here.
+func (p *Prompter) AnswerCall(ctx context.Context, req rules.Request, toolUseID string, view *rules.Verdict) Answer {
+	v := rules.Classify(req, p.cfg.rules())
+	if view != nil {
+		if s := rules.Stricter(v, *view); s != v {
+			s.Reason = "in the job's view: " + s.Reason
+			if s.Summary == "" {
+				s.Summary = v.Summary
+			}
+			v = s
+		}
+	}
 	ledger := func(verdict, reason string) { p.ledger(toolUseID, req.Tool, v.Summary, verdict, reason) }
 	if err := p.record(approvals.AuditRecord{Event: approvals.EventRequest, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Verdict: v.Decision, Reason: v.Reason}); err != nil {
 		ledger(policy.DeniedByPolicy, "its audit record could not be written")

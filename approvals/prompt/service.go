@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
@@ -25,10 +26,16 @@ const ServicePath = "/approve"
 
 // Bounds of one job's channel: tool calls answered at once (Claude Code
 // sends a turn's calls side by side; a job's command that found the token
-// can ask too), and the size of one question.
+// can ask too), the size of one question (a Write's whole content), the
+// rate of questions (each one is an audit record: a command asking in a
+// loop must not fill the state dir), and how long one question may take to
+// arrive.
 const (
 	maxInFlightPerJob = 32
-	maxQuestionBytes  = 32 << 20
+	maxQuestionBytes  = 16 << 20
+	questionRate      = 20 // per second, with a burst of questionBurst
+	questionBurst     = 200
+	questionReadLimit = 30 * time.Second
 )
 
 // ErrJobEnded is the cause a registered job's questions end with when the
@@ -67,6 +74,7 @@ type serviceJob struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	slots  chan struct{}
+	rate   *rate.Limiter
 }
 
 // NewService returns the approval service of the state dir; Listen starts
@@ -86,7 +94,7 @@ func (s *Service) Listen() error {
 	mux.Handle("POST "+ServicePath, s)
 	s.mu.Lock()
 	s.url = "http://" + ln.Addr().String() + ServicePath
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
 	s.serving = make(chan struct{})
 	srv, done := s.srv, s.serving
 	s.mu.Unlock()
@@ -124,7 +132,8 @@ func (s *Service) Register(cfg Config) (ChildConfig, error) {
 	}
 	token := hex.EncodeToString(raw)
 	ctx, cancel := context.WithCancelCause(context.Background())
-	j := &serviceJob{id: cfg.JobID, p: p, ctx: ctx, cancel: cancel, slots: make(chan struct{}, maxInFlightPerJob)}
+	j := &serviceJob{id: cfg.JobID, p: p, ctx: ctx, cancel: cancel, slots: make(chan struct{}, maxInFlightPerJob),
+		rate: rate.NewLimiter(questionRate, questionBurst)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -142,7 +151,7 @@ func (s *Service) Register(cfg Config) (ChildConfig, error) {
 	key := sha256.Sum256([]byte(token))
 	s.jobs[key] = j
 	s.byID[cfg.JobID] = key
-	return ChildConfig{JobID: cfg.JobID, URL: s.url, Token: token}, nil
+	return ChildConfig{JobID: cfg.JobID, URL: s.url, Token: token, Rules: cfg.rules()}, nil
 }
 
 // Config returns the config a registered job's questions are answered with.
@@ -195,6 +204,17 @@ type question struct {
 	ToolUseID string         `json:"tool_use_id"`
 	// Malformed is set by the child when the input was not an object.
 	Malformed any `json:"malformed,omitempty"`
+	// View is the rules' verdict in the job's view (the child's); a
+	// question without one is judged in the daemon's view alone.
+	View *rules.Verdict `json:"view,omitempty"`
+}
+
+// request is the call the rules classify.
+func (q question) request() rules.Request {
+	if q.Malformed != nil {
+		return rules.Request{Input: map[string]any{"_malformed_input": q.Malformed}}
+	}
+	return rules.Request{Tool: q.ToolName, Input: q.Input}
 }
 
 // ServeHTTP answers one question: 401 for a token no job holds, 400 for a
@@ -215,29 +235,47 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no job holds this token (it ended, or the bridge restarted)", http.StatusUnauthorized)
 		return
 	}
+	if !j.rate.Allow() {
+		s.log.Warn().Str("job", j.id).Msg("denied unrecorded: the job asks more than the channel's rate")
+		writeAnswer(w, denyAnswer(fmt.Sprintf("Denied: this job asks for more than %d tool calls a second. Do not try to work around this denial; report it in your final answer.", questionRate)))
+		return
+	}
+	// The slot is taken before the question is read: at most
+	// maxInFlightPerJob questions of a job are in memory at once.
+	select {
+	case j.slots <- struct{}{}:
+		defer func() { <-j.slots }()
+	default:
+		s.log.Warn().Str("job", j.id).Int("limit", maxInFlightPerJob).Msg("denied: the job has too many tool calls waiting at once")
+		writeAnswer(w, denyAnswer(fmt.Sprintf("Denied: this job already has %d tool calls waiting for an answer. Do not try to work around this denial; report it in your final answer.", maxInFlightPerJob)))
+		return
+	}
+	// The question must arrive within questionReadLimit; the answer may
+	// then wait for a human (a server-wide ReadTimeout would cancel that
+	// wait when it passes).
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(questionReadLimit))
 	var q question
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxQuestionBytes))
 	if err := dec.Decode(&q); err != nil {
 		http.Error(w, "not a question: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	req := rules.Request{Tool: q.ToolName, Input: q.Input}
-	if q.Malformed != nil {
-		req = rules.Request{Input: map[string]any{"_malformed_input": q.Malformed}}
+	_ = rc.SetReadDeadline(time.Time{})
+	if err := context.Cause(j.ctx); err != nil {
+		// Unregistered (or the bridge stopping) while the question arrived.
+		writeAnswer(w, denyAnswer("Denied: the job has ended ("+err.Error()+"). Do not try to work around this denial; report it in your final answer."))
+		return
 	}
-	var ans Answer
-	select {
-	case j.slots <- struct{}{}:
-		ctx, cancel := context.WithCancelCause(r.Context())
-		stop := context.AfterFunc(j.ctx, func() { cancel(context.Cause(j.ctx)) })
-		ans = j.p.AnswerCall(ctx, req, q.ToolUseID)
-		stop()
-		cancel(nil)
-		<-j.slots
-	default:
-		s.log.Warn().Str("job", j.id).Str("tool", q.ToolName).Int("limit", maxInFlightPerJob).Msg("denied: the job has too many tool calls waiting at once")
-		ans = denyAnswer(fmt.Sprintf("Denied: this job already has %d tool calls waiting for an answer. Do not try to work around this denial; report it in your final answer.", maxInFlightPerJob))
-	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	stop := context.AfterFunc(j.ctx, func() { cancel(context.Cause(j.ctx)) })
+	ans := j.p.AnswerCall(ctx, q.request(), q.ToolUseID, q.View)
+	stop()
+	cancel(nil)
+	writeAnswer(w, ans)
+}
+
+func writeAnswer(w http.ResponseWriter, ans Answer) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(ans)
 }

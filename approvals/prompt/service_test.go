@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
@@ -160,5 +161,56 @@ func TestServiceBoundsAJobsQuestionsInFlight(t *testing.T) {
 	}
 	if _, a := post(t, svc.URL(), oc.Token, question{ToolName: "Read", Input: map[string]any{"file_path": filepath.Join(w.ws, "a")}}); a.Behavior != "allow" {
 		t.Errorf("another job's Read: %+v", a)
+	}
+}
+
+// The child's verdict in the job's view can make the daemon's stricter and
+// never looser: a Read the daemon allows is denied when the job's view says
+// so (and the reason says where it was read), and a view's allow of a
+// protected path changes nothing.
+func TestServiceTakesTheStricterOfTheJobsView(t *testing.T) {
+	w := newWorld(t)
+	svc := newService(t, w)
+	child, err := svc.Register(promptConfig(t, w))
+	mustDo(t, err)
+	read := question{ToolName: "Read", Input: map[string]any{"file_path": filepath.Join(w.ws, "l", "a")},
+		View: &rules.Verdict{Decision: rules.Deny, Reason: "l/a resolves to /etc/a, outside the workspace"}}
+	if _, a := post(t, svc.URL(), child.Token, read); a.Behavior != "deny" || !strings.Contains(a.Message, "in the job's view: l/a resolves to /etc/a") {
+		t.Errorf("a Read the job's view denies: %+v", a)
+	}
+	read.View = nil
+	if _, a := post(t, svc.URL(), child.Token, read); a.Behavior != "allow" {
+		t.Errorf("the same Read without a view: %+v", a)
+	}
+	state := question{ToolName: "Write", Input: map[string]any{"file_path": filepath.Join(w.state, "approval-off"), "content": "x"},
+		View: &rules.Verdict{Decision: rules.Allow, Reason: "inside the workspace"}}
+	if _, a := post(t, svc.URL(), child.Token, state); a.Behavior != "deny" {
+		t.Errorf("a view's allow of the state dir loosened the daemon's deny: %+v", a)
+	}
+}
+
+// A job that asks in a loop is denied past the channel's rate, and what it
+// is denied is not written to the audit log: the log grows by at most the
+// burst, however long the loop runs.
+func TestServiceBoundsAJobsQuestionRate(t *testing.T) {
+	w := newWorld(t)
+	svc := newService(t, w)
+	child, err := svc.Register(promptConfig(t, w))
+	mustDo(t, err)
+	ls := question{ToolName: "Bash", Input: map[string]any{"command": "cat README"}}
+	denied := 0
+	const asks = 2 * questionBurst
+	for range asks {
+		if _, a := post(t, svc.URL(), child.Token, ls); a.Behavior == "deny" {
+			if !strings.Contains(a.Message, "tool calls a second") {
+				t.Fatalf("deny %+v", a)
+			}
+			denied++
+		}
+	}
+	recs, err := approvals.ReadAudit(statedir.Dir{Root: w.state}, true)
+	mustDo(t, err)
+	if denied == 0 || len(recs) >= 2*asks {
+		t.Errorf("%d of %d questions denied, %d audit records", denied, asks, len(recs))
 	}
 }

@@ -72,17 +72,6 @@ func beforeComment(cmd string) (string, bool) {
 	return cmd[:at], true
 }
 
-// rank orders decisions by how much they hold a command back.
-func rank(a Action) int {
-	switch a {
-	case Allow:
-		return 0
-	case Ask:
-		return 1
-	}
-	return 2
-}
-
 // FuzzCommandRulesAgreeWithOldClassifier feeds the same command to the old
 // classifier and the new rules, under both sed dialects: the new ones may be
 // stricter, never looser (an old "ask" the new rules allow, or an old "deny"

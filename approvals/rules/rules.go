@@ -163,3 +163,26 @@ func truthy(v any) bool {
 	b, ok := v.(bool)
 	return ok && b
 }
+
+// rank orders the decisions from the most to the least permissive.
+func rank(a Action) int {
+	switch a {
+	case Allow:
+		return 0
+	case Ask:
+		return 1
+	}
+	return 2 // Deny, and anything unknown
+}
+
+// Stricter returns the stricter of two verdicts on one call (a deny over an
+// ask over an allow; a tie keeps a). The daemon classifies a job's call in
+// its own view of the filesystem and the job's approval child in the job's
+// (its overlay, its jail's /tmp, the links it made): the call runs in the
+// job's view, and neither reading may loosen the other.
+func Stricter(a, b Verdict) Verdict {
+	if rank(b.Decision) > rank(a.Decision) {
+		return b
+	}
+	return a
+}
