@@ -2,12 +2,15 @@ package bench
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 )
 
 // SpawnStages is where one job's start went, from the bridge's own log:
-// the registry's "harness spawned" line and the guard's "harness files
+// the registry's "job started" line (jobs.SpawnedMessage) and the guard's "harness files
 // written" line of the same job.
 type SpawnStages struct {
 	Admission, Record, Token, Prepare, Spawn time.Duration // the registry's stages (record runs beside token and prepare)
@@ -56,7 +59,7 @@ func (l *stageLog) take(line []byte) {
 	defer l.mu.Unlock()
 	s := l.byJob[rec.Job]
 	switch {
-	case rec.Message == "harness spawned":
+	case strings.HasPrefix(rec.Message, jobs.SpawnedMessage):
 		s.Admission, s.Record, s.Token, s.Prepare, s.Spawn = ms(rec.Admission), ms(rec.Record), ms(rec.Token), ms(rec.Prepare), ms(rec.Spawn)
 		s.AcceptedToSpawned, s.RecordWait, s.haveJobs = ms(rec.AcceptedToSpawned), ms(rec.RecordWait), true
 		s.Spawned = time.Unix(0, rec.SpawnedUnixNS)

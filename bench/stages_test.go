@@ -6,12 +6,12 @@ import (
 )
 
 // TestStageLogJoinsTheTwoLines: a job's stages come from the registry's
-// "harness spawned" line and the guard's "harness files written" line; a job
+// "job started" line and the guard's "harness files written" line; a job
 // with only one of them is left out, and other lines are ignored.
 func TestStageLogJoinsTheTwoLines(t *testing.T) {
 	l := newStageLog()
 	for _, line := range []string{
-		`{"level":"info","component":"jobs","job":"a1","spawned_unix_ns":1700000000000000000,"admission":0.12,"record":5.5,"token":0.04,"prepare":2.5,"record_wait":1.25,"spawn":3,"accepted_to_spawned":10.5,"message":"harness spawned"}`,
+		`{"level":"info","component":"jobs","job":"a1","spawned_unix_ns":1700000000000000000,"admission":0.12,"record":5.5,"token":0.04,"prepare":2.5,"record_wait":1.25,"spawn":3,"accepted_to_spawned":10.5,"message":"job started: its harness is running (pid 7), 10.5ms after it was accepted"}`,
 		`{"level":"info","component":"guard","job":"a1","secret_walk":0.2,"start_record":0.7,"runs_later_scan":0.5,"config_files":0.9,"prepare":2.4,"message":"harness files written (the walks beside the config files and the jail)"}`,
 		`{"level":"info","component":"guard","job":"b2","secret_walk":1,"message":"harness files written (the walks beside the config files and the jail)"}`,
 		`{"level":"info","job":"a1","message":"job accepted"}`,

@@ -228,13 +228,16 @@ func TestApprovalChainedCommandWaitsThenRuns(t *testing.T) {
 	if ps := g.pendingOf(t, id); len(ps) != 0 {
 		t.Errorf("still pending: %+v", ps)
 	}
-	// The daemon's log, as the owner reads it: the request with its id and
-	// command, and who decided where.
+	// The daemon's log, as the owner reads it: the job's start, each tool
+	// call, the request with its id and command, who decided where, and the
+	// job's end with its stop_reason.
 	logs, err := g.bridgectl(t, "logs", "-n", "400")
 	if err != nil {
 		t.Fatalf("bridgectl logs: %v\n%s", err, logs)
 	}
-	for _, want := range []string{"waiting for a human: bridgectl approve " + req.ID, "approval " + req.ID + " approved by ", "echo alpha && echo beta"} {
+	for _, want := range []string{"job started: its harness is running (pid ", "tool deepseek_agent_start answered in ",
+		"waiting for a human: bridgectl approve " + req.ID, "approval " + req.ID + " approved by ", "echo alpha && echo beta",
+		"job ended: done (completed) after 1 step in "} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("bridgectl logs lacks %q:\n%s", want, logs)
 		}

@@ -114,7 +114,7 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 	if err != nil {
 		return failed(StopHarnessFailed, "could not start the agent harness: "+err.Error())
 	}
-	r.logSpawn(j)
+	r.logSpawn(j, run.PID())
 	r.mu.Lock()
 	j.run = run
 	j.snap.HarnessPID = run.PID()
@@ -270,7 +270,17 @@ func (r *Registry) finish(j *job, out outcome) {
 		go r.runJob(q)                 // owner: the registry (r.wg, joined by Close)
 	}
 	r.mu.Unlock()
-	r.log.Info().Str("job", j.id).Str("status", string(snap.Status)).Int("steps", snap.Steps).Str("reason", snap.Error).Msg("job ended")
+	took := snap.Elapsed(time.Now()).Round(10 * time.Millisecond)
+	steps := "steps"
+	if snap.Steps == 1 {
+		steps = "step"
+	}
+	msg := fmt.Sprintf("job ended: %s (%s) after %d %s in %s", snap.Status, snap.StopReason, snap.Steps, steps, took)
+	if snap.Error != "" {
+		msg += ": " + snap.Error
+	}
+	r.log.Info().Str("job", j.id).Str("status", string(snap.Status)).Str("stop_reason", string(snap.StopReason)).Int("steps", snap.Steps).
+		Dur("elapsed", took).Str("reason", snap.Error).Msg(msg)
 }
 
 // endLocked moves j to its final state. Only done carries a nonce and a

@@ -64,7 +64,7 @@ func TestHarnessSpawnsAfterTheRecordAndLogsItsStages(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("log line is not JSON: %q", line)
 		}
-		if m["message"] == "harness spawned" {
+		if msg, _ := m["message"].(string); strings.HasPrefix(msg, SpawnedMessage) {
 			lines[m["job"].(string)] = m
 		}
 	}

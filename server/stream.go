@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
@@ -303,8 +305,43 @@ func (s *Server) toolMiddleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHa
 		// Deferred, so a panicking handler (recovered by mcp-go further out)
 		// leaves no goroutine behind.
 		defer s.startCallLoop(ctx, cs, pump)()
-		return next(ctx, req)
+		start := time.Now()
+		res, err := next(ctx, req)
+		s.logCall(req, res, err, time.Since(start))
+		return res, err
 	}
+}
+
+// logCall writes the one line a person reads for each tool call: the tool,
+// its job when it names one, how long it took, and an error's first words.
+func (s *Server) logCall(req mcp.CallToolRequest, res *mcp.CallToolResult, err error, took time.Duration) {
+	took = took.Round(100 * time.Microsecond)
+	ev := s.log.Info().Str("tool", req.Params.Name).Dur("took", took)
+	if id, ok := req.GetArguments()["job_id"].(string); ok && id != "" {
+		ev = ev.Str("job", clipText(id, 64))
+	}
+	switch {
+	case err != nil:
+		ev.Str("error", clipText(err.Error(), 200)).Msgf("tool %s failed in %s", req.Params.Name, took)
+	case res != nil && res.IsError:
+		var text string
+		if len(res.Content) > 0 {
+			if tc, ok := res.Content[0].(mcp.TextContent); ok {
+				text = tc.Text
+			}
+		}
+		ev.Bool("is_error", true).Msgf("tool %s answered with an error in %s: %s", req.Params.Name, took, clipText(text, 200))
+	default:
+		ev.Msgf("tool %s answered in %s", req.Params.Name, took)
+	}
+}
+
+// clipText is s's first line, cut to at most n bytes (harness.Clip).
+func clipText(s string, n int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return harness.Clip(s, n)
 }
 
 // startCallLoop starts the one goroutine a tools/call owns. It writes the
