@@ -44,6 +44,7 @@ type AuditRecord struct {
 	Decision rules.Action   `json:"decision,omitempty"` // what happened: allow or deny
 	Reason   string         `json:"reason,omitempty"`
 	By       string         `json:"by,omitempty"`
+	Channel  string         `json:"channel,omitempty"` // where a human answered (ChannelTerminal, ChannelHost)
 	Expires  *time.Time     `json:"expires,omitempty"`
 }
 

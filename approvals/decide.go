@@ -22,6 +22,25 @@ const maxDecisionSize = 64 << 10
 // have a decision are refused with ErrUnknownID, ErrExpired and
 // ErrAlreadyDecided.
 func (q *Queue) Decide(id string, approve bool, reason, who string) error {
+	return q.DecideVia(id, approve, reason, who, ChannelTerminal)
+}
+
+// Request is the pending request id as it was queued (decided or not).
+func (q *Queue) Request(id string) (PendingRequest, error) {
+	if !ids.Valid(id) {
+		return PendingRequest{}, fmt.Errorf("%w %q", ErrUnknownID, id)
+	}
+	pr, err := q.readRequest(id)
+	if errors.Is(err, fs.ErrNotExist) {
+		return pr, fmt.Errorf("%w %s", ErrUnknownID, id)
+	}
+	return pr, err
+}
+
+// DecideVia is Decide by a person who answered through channel
+// (ChannelTerminal: bridgectl; ChannelHost: the MCP host's user, asked by
+// an elicitation), which the audit record and the decision keep.
+func (q *Queue) DecideVia(id string, approve bool, reason, who, channel string) error {
 	if !ids.Valid(id) {
 		return fmt.Errorf("%w %q: `bridgectl pending` lists the open requests", ErrUnknownID, id)
 	}
@@ -60,16 +79,16 @@ func (q *Queue) Decide(id string, approve bool, reason, who string) error {
 	if approve {
 		decision = rules.Allow
 	}
-	if err := q.Audit(AuditRecord{Event: EventHuman, ID: id, JobID: pr.JobID, Tool: pr.Tool, Summary: pr.Summary, Decision: decision, Reason: reason, By: who}); err != nil {
+	if err := q.Audit(AuditRecord{Event: EventHuman, ID: id, JobID: pr.JobID, Tool: pr.Tool, Summary: pr.Summary, Decision: decision, Reason: reason, By: who, Channel: channel}); err != nil {
 		return fmt.Errorf("approval %s: nothing was decided: its audit record could not be written (%v); free space in the state dir and answer again (the request times out as denied meanwhile)", id, err)
 	}
-	_, claimed, err := q.claim(id, approve, reason, who, KindHuman)
+	_, claimed, err := q.claim(id, approve, reason, who, KindHuman, channel)
 	if err != nil || !claimed {
 		why := "it was decided a moment before"
 		if err != nil {
 			why = "its decision file could not be written: " + writeCause(err)
 		}
-		q.Audit(AuditRecord{Event: EventHuman, ID: id, JobID: pr.JobID, Tool: pr.Tool, Summary: pr.Summary, By: who, Reason: "the decision recorded above did not take effect: " + why})
+		q.Audit(AuditRecord{Event: EventHuman, ID: id, JobID: pr.JobID, Tool: pr.Tool, Summary: pr.Summary, By: who, Channel: channel, Reason: "the decision recorded above did not take effect: " + why})
 	}
 	if err != nil {
 		return fmt.Errorf("approval %s: %w", id, err)
@@ -82,9 +101,9 @@ func (q *Queue) Decide(id string, approve bool, reason, who string) error {
 
 // claim creates the decision file unless one exists. It reports whether this
 // call created it.
-func (q *Queue) claim(id string, approved bool, reason, by, kind string) (Decision, bool, error) {
+func (q *Queue) claim(id string, approved bool, reason, by, kind, channel string) (Decision, bool, error) {
 	now := time.Now().UTC()
-	df := decisionFile{Version: statedir.FormatVersion, ID: id, Approved: &approved, Reason: reason, By: by, Kind: kind, Decided: now}
+	df := decisionFile{Version: statedir.FormatVersion, ID: id, Approved: &approved, Reason: reason, By: by, Kind: kind, Channel: channel, Decided: now}
 	b, err := json.MarshalIndent(df, "", "  ")
 	if err != nil {
 		return Decision{}, false, err
@@ -157,8 +176,10 @@ func (q *Queue) readDecision(id string) (Decision, bool, error) {
 		return Decision{}, true, fmt.Errorf("unknown kind %q", df.Kind)
 	case *df.Approved && df.Kind != KindHuman:
 		return Decision{}, true, fmt.Errorf("only a human can approve, not %q", df.Kind)
+	case df.Channel != "" && df.Kind != KindHuman || df.Channel != "" && df.Channel != ChannelTerminal && df.Channel != ChannelHost:
+		return Decision{}, true, fmt.Errorf("channel %q for a %s decision", df.Channel, df.Kind)
 	}
-	return Decision{ID: id, Approved: *df.Approved, Reason: df.Reason, By: df.By, Kind: df.Kind, Decided: df.Decided}, true, nil
+	return Decision{ID: id, Approved: *df.Approved, Reason: df.Reason, By: df.By, Kind: df.Kind, Channel: df.Channel, Decided: df.Decided}, true, nil
 }
 
 func (q *Queue) readRequest(id string) (PendingRequest, error) {

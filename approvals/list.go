@@ -79,7 +79,7 @@ func (q *Queue) cancelWhere(keep func(PendingRequest) bool, reason string) (int,
 	}
 	n := 0
 	for _, pr := range open {
-		_, claimed, err := q.claim(pr.ID, false, reason, KindCancel, KindCancel)
+		_, claimed, err := q.claim(pr.ID, false, reason, KindCancel, KindCancel, "")
 		if err != nil {
 			return n, fmt.Errorf("cancel approval %s: %w", pr.ID, err)
 		}

@@ -62,13 +62,22 @@ type PendingRequest struct {
 
 // Decision is how a queued request ended.
 type Decision struct {
-	ID       string    `json:"id"`
-	Approved bool      `json:"approved"`
-	Reason   string    `json:"reason,omitempty"`
-	By       string    `json:"by,omitempty"`
-	Kind     string    `json:"kind"` // human, timeout, cancel, corrupt
-	Decided  time.Time `json:"decided"`
+	ID       string `json:"id"`
+	Approved bool   `json:"approved"`
+	Reason   string `json:"reason,omitempty"`
+	By       string `json:"by,omitempty"`
+	Kind     string `json:"kind"` // human, timeout, cancel, corrupt
+	// Channel is where a human answered: ChannelTerminal or ChannelHost
+	// ("" for every other kind, and for a decision of an older build).
+	Channel string    `json:"channel,omitempty"`
+	Decided time.Time `json:"decided"`
 }
+
+// The channels a person answers through.
+const (
+	ChannelTerminal = "terminal" // bridgectl approve / deny / approve --watch
+	ChannelHost     = "host"     // the MCP host's user, asked by the daemon (elicitation)
+)
 
 // Message is the text the model gets for a denial: the reason, and the
 // instruction not to work around it.
@@ -84,6 +93,9 @@ func (d Decision) Message() string {
 	switch d.Kind {
 	case KindHuman:
 		who = "Denied by the owner: " + reason
+		if d.Channel == ChannelHost {
+			who = "Denied by the user of the MCP host that polls this job: " + reason
+		}
 	default:
 		who = "Denied: " + reason
 	}
@@ -99,6 +111,7 @@ type decisionFile struct {
 	Reason   string    `json:"reason"`
 	By       string    `json:"by"`
 	Kind     string    `json:"kind"`
+	Channel  string    `json:"channel,omitempty"`
 	Decided  time.Time `json:"decided"`
 }
 
@@ -220,7 +233,7 @@ func (q *Queue) Submit(ctx context.Context, jobID string, req rules.Request, v r
 // finish claims a denial of kind for pr, unless a decision already exists;
 // then that one stands (but a cancelled job is never told "allow").
 func (q *Queue) finish(pr PendingRequest, kind, reason, event string) Decision {
-	d, claimed, err := q.claim(pr.ID, false, reason, kind, kind)
+	d, claimed, err := q.claim(pr.ID, false, reason, kind, kind, "")
 	if err != nil {
 		q.log.Error().Err(err).Str("approval", pr.ID).Msg("could not record the decision")
 		d = Decision{ID: pr.ID, Kind: kind, Reason: reason, By: kind, Decided: time.Now().UTC()}

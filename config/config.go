@@ -33,14 +33,18 @@ const (
 	DefaultFlashTimeout       = 90 * time.Second
 	DefaultMaxOutputTokens    = 4096
 	DefaultLogLevel           = "info"
-	DefaultMaxConcurrent      = 2
-	DefaultMaxQueue           = 16
-	DefaultMaxSteps           = 120
-	DefaultJobTimeout         = 30 * time.Minute
-	DefaultResultTTL          = 30 * time.Minute
-	DefaultSyncWindow         = 45 * time.Second
-	DefaultApprovalTimeout    = 5 * time.Minute
-	DefaultJobMaxCostUSD      = 1.00
+	// BRIDGE_HOST_APPROVALS values.
+	HostApprovalsSocket    = "socket"
+	HostApprovalsAll       = "all"
+	HostApprovalsOff       = "off"
+	DefaultMaxConcurrent   = 2
+	DefaultMaxQueue        = 16
+	DefaultMaxSteps        = 120
+	DefaultJobTimeout      = 30 * time.Minute
+	DefaultResultTTL       = 30 * time.Minute
+	DefaultSyncWindow      = 45 * time.Second
+	DefaultApprovalTimeout = 5 * time.Minute
+	DefaultJobMaxCostUSD   = 1.00
 )
 
 // DefaultApproveAllow is the built-in list of programs whose plain invocations
@@ -98,6 +102,7 @@ type Config struct {
 	ApprovalTimeout time.Duration // BRIDGE_APPROVAL_TIMEOUT_MS
 	ApproveAllow    []string      // BRIDGE_APPROVE_ALLOW (comma separated)
 	CCApproval      bool          // BRIDGE_CC_APPROVAL (on unless "off")
+	HostApprovals   string        // BRIDGE_HOST_APPROVALS: HostApprovalsSocket (default), HostApprovalsAll or HostApprovalsOff
 	Sandbox         bool          // BRIDGE_SANDBOX (on unless "off")
 	Overlay         bool          // BRIDGE_OVERLAY (on unless "off")
 
@@ -148,6 +153,7 @@ var Vars = []Var{
 	{"BRIDGE_APPROVAL_TIMEOUT_MS", msText(DefaultApprovalTimeout), "no human answer within this → deny"},
 	{"BRIDGE_APPROVE_ALLOW", "built-in list", "comma-separated programs that run unattended"},
 	{"BRIDGE_CC_APPROVAL", "on", "off disables human approval (trusted runs only)"},
+	{"BRIDGE_HOST_APPROVALS", HostApprovalsSocket, "who else may answer an approval, beside bridgectl: socket = the user of a host on `bridge stdio`, asked in the host (elicitation); all = also hosts on the HTTP URL; off = bridgectl alone"},
 	{"BRIDGE_SANDBOX", "on", "off runs harness commands without bubblewrap"},
 	{"BRIDGE_OVERLAY", "on", "off: jobs write straight into their workspaces, and the record of their changes is a walk that can miss some"},
 	{"BRIDGE_JOB_MAX_COST_USD", strconv.FormatFloat(DefaultJobMaxCostUSD, 'f', 2, 64), "per-job spend ceiling at DeepSeek prices (0 = none)"},
@@ -276,6 +282,7 @@ func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 		ApprovalTimeout:    p.ms("BRIDGE_APPROVAL_TIMEOUT_MS", DefaultApprovalTimeout),
 		ApproveAllow:       splitList(get("BRIDGE_APPROVE_ALLOW"), ","),
 		CCApproval:         p.onOff("BRIDGE_CC_APPROVAL"),
+		HostApprovals:      p.oneOf("BRIDGE_HOST_APPROVALS", HostApprovalsSocket, HostApprovalsSocket, HostApprovalsAll, HostApprovalsOff),
 		Sandbox:            p.onOff("BRIDGE_SANDBOX"),
 		Overlay:            p.onOff("BRIDGE_OVERLAY"),
 		JobMaxCostUSD:      p.float("BRIDGE_JOB_MAX_COST_USD", DefaultJobMaxCostUSD),

@@ -68,6 +68,22 @@ func (p *parser) float(name string, def float64) float64 {
 	return f
 }
 
+// oneOf is the variable's value, lower-cased, when it is one of allowed
+// (def when unset).
+func (p *parser) oneOf(name, def string, allowed ...string) string {
+	v := strings.ToLower(p.get(name))
+	if v == "" {
+		return def
+	}
+	for _, a := range allowed {
+		if v == a {
+			return v
+		}
+	}
+	p.fail(name, v, strings.Join(allowed, ", ")+" or unset")
+	return def
+}
+
 func (p *parser) onOff(name string) bool {
 	switch v := strings.ToLower(p.get(name)); v {
 	case "", "on", "1", "true", "yes":

@@ -102,7 +102,8 @@ func New(cfg config.Config, o Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.stopCtx, d.stop = context.WithCancel(context.Background())
-	d.srv, err = server.New(server.Options{Config: cfg, Flash: o.Flash, Jobs: d.agent.reg, Models: d.agent.models, Logger: d.log, Version: o.Version, OwnerToken: owner})
+	d.srv, err = server.New(server.Options{Config: cfg, Flash: o.Flash, Jobs: d.agent.reg, Models: d.agent.models, Logger: d.log, Version: o.Version, OwnerToken: owner,
+		HostApprovals: approvals.NewQueue(d.dir, d.log)})
 	if err != nil {
 		d.log.Error().Err(err).Msg("build server")
 		_ = d.Close(context.Background())

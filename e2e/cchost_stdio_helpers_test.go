@@ -218,13 +218,20 @@ func stdioProcs(envFile string) []string {
 // `bridge stdio --env envFile`, as a host registered with it does.
 func stdioClient(t *testing.T, envFile string) *mcp.ClientSession {
 	t.Helper()
+	return stdioClientWith(t, envFile, nil)
+}
+
+// stdioClientWith is stdioClient with client options (an elicitation
+// handler: a host that asks its user).
+func stdioClientWith(t *testing.T, envFile string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	cmd := exec.Command(binary(t, "bridge"), "stdio", "--env", envFile)
 	cmd.Env = stdioHostEnv(t)
 	var errb syncbuf.Buffer
 	cmd.Stderr = &errb
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-host", Version: "1"}, nil)
+	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-host", Version: "1"}, opts)
 	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("connect over bridge stdio: %v\nstderr:\n%s", err, errb.String())

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,11 @@ import (
 // above 2 MB itself (413, answered as a JSON-RPC error); this only keeps a
 // runaway line from filling memory.
 const maxLine = 8 << 20
+
+// HeaderHostElicits is set to "1" on every message the forwarder sends once
+// the host's initialize declared that it answers elicitations: the daemon
+// serves each message on its own and keeps no initialize.
+const HeaderHostElicits = "X-Bridge-Host-Elicits"
 
 // Options are what Forward needs besides the two streams.
 type Options struct {
@@ -46,7 +52,8 @@ type Options struct {
 // protocol says. Agent jobs started by a call belong to the daemon and
 // outlive this session.
 func Forward(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
-	f := &forwarder{o: o, hc: HTTPClient(o.Socket), out: out, inflight: map[string]context.CancelFunc{}}
+	f := &forwarder{o: o, hc: HTTPClient(o.Socket), out: out, inflight: map[string]context.CancelFunc{},
+		asked: map[string]string{}, prefix: rand.Text()}
 	defer f.hc.CloseIdleConnections()
 	callCtx, dropAll := context.WithCancel(ctx)
 	defer dropAll()
@@ -106,6 +113,15 @@ type forwarder struct {
 	inflight map[string]context.CancelFunc // calls by their compacted id
 	closing  bool                          // Forward is returning: no new calls
 	wg       sync.WaitGroup
+	// elicits: the host's initialize declared the elicitation capability.
+	elicits bool
+	// Each call goes out under a session id of its own (prefix-n), so that
+	// the daemon can route the host's answer to a request it sent during
+	// that call (elicitation/create) back to it; asked maps such a
+	// request's id to its call's session id until the host answers.
+	prefix string
+	seq    uint64
+	asked  map[string]string
 }
 
 // message is what the forwarder reads of a host's message.
@@ -113,6 +129,8 @@ type message struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params"`
+	// session is the Mcp-Session-Id the message goes out under.
+	session string
 }
 
 func (f *forwarder) dispatch(ctx context.Context, line []byte) {
@@ -134,10 +152,31 @@ func (f *forwarder) dispatch(ctx context.Context, line []byte) {
 			f.cancel(p.RequestID)
 		}
 	case m.Method == "":
-		// The host answering a request of the server's: the daemon serves
-		// stateless and sends none.
-		f.o.Log.Debug().Msg("a response from the host dropped: the daemon sends no requests")
+		// The host answering a request the daemon sent during one of its
+		// calls: it goes back under that call's session id.
+		f.mu.Lock()
+		session, ok := f.asked[idKey(m.ID)]
+		delete(f.asked, idKey(m.ID))
+		f.mu.Unlock()
+		if !ok {
+			f.o.Log.Debug().Msg("a response from the host to no request of the daemon's: dropped")
+			return
+		}
+		m.session = session
+		f.goCall(ctx, line, m)
 	default:
+		if m.Method == string(mcp.MethodInitialize) {
+			var p struct {
+				Capabilities struct {
+					Elicitation json.RawMessage `json:"elicitation"`
+				} `json:"capabilities"`
+			}
+			if json.Unmarshal(m.Params, &p) == nil {
+				f.mu.Lock()
+				f.elicits = len(p.Capabilities.Elicitation) > 0 && string(p.Capabilities.Elicitation) != "null"
+				f.mu.Unlock()
+			}
+		}
 		f.goCall(ctx, line, m)
 	}
 }
@@ -151,15 +190,19 @@ func (f *forwarder) goCall(ctx context.Context, body []byte, m message) {
 		cancel()
 		return
 	}
-	if key != "" {
+	if key != "" && m.Method != "" {
 		f.inflight[key] = cancel
+	}
+	if m.session == "" {
+		f.seq++
+		m.session = fmt.Sprintf("stdio-%s-%d", f.prefix, f.seq)
 	}
 	f.wg.Add(1)
 	f.mu.Unlock()
 	go func() { // owner: forwarder; joined by Forward
 		defer f.wg.Done()
 		defer func() {
-			if key != "" {
+			if key != "" && m.Method != "" {
 				f.mu.Lock()
 				delete(f.inflight, key)
 				f.mu.Unlock()
@@ -237,6 +280,13 @@ func (f *forwarder) post(ctx context.Context, body []byte, m message) (*http.Res
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", m.session)
+	f.mu.Lock()
+	elicits := f.elicits
+	f.mu.Unlock()
+	if elicits {
+		req.Header.Set(HeaderHostElicits, "1")
+	}
 	var p struct {
 		Meta *mcp.Meta `json:"_meta"`
 	}
@@ -263,6 +313,7 @@ func (f *forwarder) relaySSE(ctx context.Context, r io.Reader, m message) {
 		switch {
 		case len(line) == 0:
 			if data.Len() > 0 {
+				f.noteRequest(data.Bytes(), m)
 				f.writeMessage(data.Bytes(), m)
 				data.Reset()
 			}
@@ -284,6 +335,24 @@ func (f *forwarder) relaySSE(ctx context.Context, r io.Reader, m message) {
 		}
 	}
 }
+
+// noteRequest remembers a request the daemon sends the host during call m
+// (it has a method and an id), so the host's answer goes back under m's
+// session id.
+func (f *forwarder) noteRequest(b []byte, m message) {
+	var r message
+	if json.Unmarshal(b, &r) != nil || r.Method == "" || idKey(r.ID) == "" {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.asked) < maxAsked {
+		f.asked[idKey(r.ID)] = m.session
+	}
+}
+
+// maxAsked bounds the daemon's requests waiting for the host's answer.
+const maxAsked = 1024
 
 // writeMessage writes one JSON message as one line; a call the host
 // cancelled gets nothing more.

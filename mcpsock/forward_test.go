@@ -213,3 +213,9 @@ func TestForwardEndsWithCtxWhileStdinOpen(t *testing.T) {
 		t.Fatal("the call still runs in the daemon after the session ended")
 	}
 }
+
+func TestHostElicitsHeaderIsTheServers(t *testing.T) {
+	if HeaderHostElicits != server.HeaderHostElicits {
+		t.Fatalf("mcpsock sends %q, the server reads %q", HeaderHostElicits, server.HeaderHostElicits)
+	}
+}

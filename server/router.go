@@ -16,7 +16,15 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 )
+
+// HeaderHostElicits is mcpsock.HeaderHostElicits (which this package cannot
+// import: the forwarder's tests run against this server): the socket's
+// forwarder sets it to "1" when its host declared elicitation.
+const HeaderHostElicits = "X-Bridge-Host-Elicits"
 
 // mcpRoute is the route pattern; it is also what the access log shows, so
 // the secret never reaches a log line through the path.
@@ -60,7 +68,45 @@ const socketRoute = "/mcp"
 
 // socketRouter is router for the unix socket: the same limits and MCP
 // handling, without the capability path.
-func (s *Server) socketRouter() http.Handler { return s.routes(socketRoute, s.mcpPost) }
+func (s *Server) socketRouter() http.Handler {
+	return s.routes(socketRoute, func(w http.ResponseWriter, r *http.Request) {
+		via := viaSocket{elicits: r.Header.Get(HeaderHostElicits) == "1"}
+		s.mcpPost(w, r.WithContext(context.WithValue(r.Context(), viaSocketKey{}, via)))
+	})
+}
+
+// viaSocket marks a request that came over the daemon's unix socket (a
+// host on `bridge stdio`, the owner's own), with what the forwarder saw of
+// the host's initialize: whether it answers elicitations.
+type viaSocket struct{ elicits bool }
+
+type viaSocketKey struct{}
+
+// hostMayAsk reports whether a tool call may ask its host's user to decide
+// an approval: BRIDGE_HOST_APPROVALS opens the call's transport, and the host
+// answers elicitations (declared in the request's own capabilities from
+// protocol 2026-07-28, or in its initialize as the socket's forwarder saw
+// it; over stateless HTTP an older host's initialize is not kept, so it is
+// not asked).
+func (s *Server) hostMayAsk(ctx context.Context) bool {
+	if s.o.HostApprovals == nil {
+		return false
+	}
+	sock, onSocket := ctx.Value(viaSocketKey{}).(viaSocket)
+	switch s.o.Config.HostApprovals {
+	case config.HostApprovalsOff:
+		return false
+	case config.HostApprovalsAll:
+	default: // config.HostApprovalsSocket
+		if !onSocket {
+			return false
+		}
+	}
+	if info := mcpserver.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		return info.ClientCapabilities != nil && info.ClientCapabilities.Elicitation != nil
+	}
+	return onSocket && sock.elicits
+}
 
 func (s *Server) mcpEntry(w http.ResponseWriter, r *http.Request) {
 	if !s.secretOK(chi.URLParam(r, "secret")) {

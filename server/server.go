@@ -52,8 +52,12 @@ type Options struct {
 	// OwnerToken marks a call as the owner's (bridgectl's, which reads it
 	// from the state dir): see tools.AgentToolOptions.OwnerToken.
 	OwnerToken string
-	Logger     zerolog.Logger
-	Version    string // shown by /health and in serverInfo ("dev" when empty)
+	// HostApprovals, when set, is the approval queue a tool call may decide
+	// a request of through its host's user (BRIDGE_HOST_APPROVALS says on
+	// which transports).
+	HostApprovals tools.HostApprovals
+	Logger        zerolog.Logger
+	Version       string // shown by /health and in serverInfo ("dev" when empty)
 
 	// KeepaliveInterval bounds the silence during a tools/call: bytes go out
 	// after three quarters of it without any, so a gap stays under it
@@ -142,7 +146,7 @@ func New(o Options) (*Server, error) {
 	cfg := o.Config
 	s.mcp.AddTools(append(tools.List(tools.Options{
 		Flash: o.Flash, Lister: o.Lister, Models: o.Models, Jobs: o.Jobs,
-		Agent: tools.AgentToolOptions{SyncWindow: cfg.SyncWindow, MaxSteps: cfg.MaxSteps, JobTimeout: cfg.JobTimeout, OwnerToken: o.OwnerToken},
+		Agent: tools.AgentToolOptions{SyncWindow: cfg.SyncWindow, MaxSteps: cfg.MaxSteps, JobTimeout: cfg.JobTimeout, OwnerToken: o.OwnerToken, Host: o.HostApprovals},
 	}), conformanceTools()...)...)
 	schemas, err := checkToolSchemas(s.mcp.ListTools())
 	if err != nil {

@@ -301,6 +301,9 @@ func (s *Server) toolMiddleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHa
 			ctx = s.mcp.WithContext(ctx, pump)
 		}
 		ctx = context.WithValue(ctx, callStreamKey{}, cs)
+		if s.hostMayAsk(ctx) {
+			ctx = tools.WithHostAsk(ctx)
+		}
 		ctx = tools.WithReporter(ctx, &progressReporter{ctx: ctx, cs: cs})
 		// Deferred, so a panicking handler (recovered by mcp-go further out)
 		// leaves no goroutine behind.

@@ -37,6 +37,9 @@ type AgentToolOptions struct {
 	// OwnerToken: a cancel whose _meta carries it under OwnerMetaKey is the
 	// owner's (bridgectl job kill); "" = every cancel is the caller's.
 	OwnerToken string
+	// Host, when set, lets a call marked WithHostAsk ask its host's user to
+	// decide a job's pending request (in-host approvals).
+	Host HostApprovals
 }
 
 func (o AgentToolOptions) withDefaults() AgentToolOptions {

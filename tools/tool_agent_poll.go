@@ -42,13 +42,37 @@ func AgentPollTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHan
 		if a.WaitSeconds != nil {
 			wait = time.Duration(*a.WaitSeconds * float64(time.Second))
 		}
+		id := strings.TrimSpace(a.JobID)
+		answered, refused := applyHostAnswer(ctx, o, req, id)
+		if refused != nil {
+			return refused, nil
+		}
+		// A job already waiting for a person: its host's user is asked at
+		// once, not after the wait (a request just answered is not asked
+		// again while the job takes the answer in).
+		ask := func(s jobs.Snapshot) *mcp.CallToolResult {
+			if s.Approval != nil && s.Approval.ID == answered {
+				return nil
+			}
+			return hostQuestion(ctx, o, s)
+		}
+		if o.Host != nil && hostMayAsk(ctx) {
+			if now, err := j.Wait(ctx, id, 0, nil); err == nil {
+				if q := ask(now); q != nil {
+					return q, nil
+				}
+			}
+		}
 		p := newProgress(ctx, req, o)
 		defer p.stop()
 		wctx, onChange, cancel := untilChange(ctx, p.report)
 		defer cancel()
-		snap, err := j.Wait(wctx, strings.TrimSpace(a.JobID), wait, onChange)
+		snap, err := j.Wait(wctx, id, wait, onChange)
 		if err != nil {
 			return lookupError(err), nil
+		}
+		if q := ask(snap); q != nil {
+			return q, nil
 		}
 		return agentResult(snap, o.now()), nil
 	}

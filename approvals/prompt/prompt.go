@@ -148,8 +148,15 @@ func (p *Prompter) AnswerCall(ctx context.Context, req rules.Request, toolUseID 
 		if d.Approved {
 			verb = "approved"
 		}
-		p.log.Warn().Str("approval", d.ID).Str("job", p.cfg.JobID).Str("tool", req.Tool).Str("summary", v.Summary).Str("by", d.By).Str("channel", "terminal").
-			Msg("approval " + d.ID + " " + verb + " by " + d.By + " (bridgectl): " + v.Summary)
+		channel, via := d.Channel, "bridgectl"
+		switch channel {
+		case approvals.ChannelHost:
+			via = "the MCP host"
+		case "":
+			channel = approvals.ChannelTerminal
+		}
+		p.log.Warn().Str("approval", d.ID).Str("job", p.cfg.JobID).Str("tool", req.Tool).Str("summary", v.Summary).Str("by", d.By).Str("channel", channel).
+			Msg("approval " + d.ID + " " + verb + " by " + d.By + " (" + via + "): " + v.Summary)
 	}
 	if p.decided != nil && d.ID != "" {
 		p.decided(approvals.PendingRequest{ID: d.ID, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary}, d)
