@@ -356,8 +356,13 @@ loop:
 	untrack(r.pid) // reaped by cmd.Wait
 	signalGroup(r.pid, true)
 	// Anything of the job that left the group (setsid, a daemonised child)
-	// still carries the job's marker.
-	KillJobProcesses(r.jobID)
+	// still carries the job's marker. A process killed by one scan may have
+	// forked just before: scan again until one finds nothing (bounded).
+	for range 5 {
+		if KillJobProcesses(r.jobID) == 0 {
+			break
+		}
+	}
 	// What also dropped the marker (env -i) was re-parented to this process
 	// once its parent died, if it is a subreaper (bridge serve on Linux).
 	ReapOrphans()
