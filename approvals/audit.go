@@ -1,7 +1,6 @@
 package approvals
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -193,25 +192,22 @@ func ReadAudit(dir statedir.Dir, all bool) ([]AuditRecord, error) {
 	}
 	defer f.Close()
 	var out []AuditRecord
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), maxAuditLine)
 	n := 0
-	for sc.Scan() {
+	err = statedir.EachLine(f, maxAuditLine, func(line []byte, whole bool) {
 		n++
-		line := sc.Bytes()
 		if len(line) == 0 {
-			continue
+			return
 		}
 		var r AuditRecord
-		if err := json.Unmarshal(line, &r); err != nil || r.Event == "" {
+		if !whole || json.Unmarshal(line, &r) != nil || r.Event == "" {
 			r = damagedRecord(n, line)
 		}
 		out = append(out, r)
 		if !all && len(out) > 2*AuditTail {
 			out = append(out[:0], out[len(out)-AuditTail:]...)
 		}
-	}
-	if err := sc.Err(); err != nil {
+	})
+	if err != nil {
 		return out, fmt.Errorf("read audit log: %w", err)
 	}
 	if !all && len(out) > AuditTail {

@@ -10,14 +10,34 @@ import (
 // input back when the request is approved.
 const maxShownString = 4096
 
-// DisplayInput copies input for the request file, clipping long strings and
+// A whole input kept in one record is bounded too: at most maxShownValues
+// values (strings, numbers, keys' values, elements) and maxShownBytes of
+// their strings, so an input of many small values cannot make one record
+// megabytes long.
+const (
+	maxShownValues = 1000
+	maxShownBytes  = 64 << 10
+)
+
+// DisplayInput copies input for the request file and the audit log,
+// clipping long strings and what is past the whole input's bounds, and
 // marking that it did so with "_clipped": true.
 func DisplayInput(input map[string]any) map[string]any {
 	clipped := false
+	values, size := 0, 0
+	full := func() bool {
+		if values >= maxShownValues || size >= maxShownBytes {
+			clipped = true
+			return true
+		}
+		values++
+		return false
+	}
 	var walk func(v any) any
 	walk = func(v any) any {
 		switch t := v.(type) {
 		case string:
+			size += min(len(t), maxShownString)
 			if len(t) > maxShownString {
 				clipped = true
 				cut := maxShownString
@@ -28,15 +48,21 @@ func DisplayInput(input map[string]any) map[string]any {
 			}
 			return t
 		case map[string]any:
-			m := make(map[string]any, len(t))
+			m := make(map[string]any, min(len(t), maxShownValues))
 			for k, x := range t {
+				if full() {
+					break
+				}
 				m[k] = walk(x)
 			}
 			return m
 		case []any:
-			l := make([]any, len(t))
-			for i, x := range t {
-				l[i] = walk(x)
+			l := make([]any, 0, min(len(t), maxShownValues))
+			for _, x := range t {
+				if full() {
+					break
+				}
+				l = append(l, walk(x))
 			}
 			return l
 		}

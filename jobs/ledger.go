@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
 // Bounds of a job's ledger.
@@ -19,6 +19,9 @@ const (
 	MaxLedger     = 2000 // entries kept in the snapshot (the oldest are dropped; LedgerTotal counts all)
 	PayloadLedger = 50   // entries an agent tool's payload carries
 	maxLedgerLine = 64 << 10
+	// maxPendingVerdicts bounds a job's verdicts waiting for their tool
+	// result (Registry.apply).
+	maxPendingVerdicts = 4096
 )
 
 // LedgerEntry is one tool call of a job and what became of it.
@@ -119,13 +122,11 @@ func (l *ledgerReader) next() []policy.Verdict {
 	}
 	l.part = append([]byte(nil), b[end+1:]...)
 	var out []policy.Verdict
-	sc := bufio.NewScanner(bytes.NewReader(b[:end+1]))
-	sc.Buffer(make([]byte, 0, 4096), maxLedgerLine)
-	for sc.Scan() {
+	_ = statedir.EachLine(bytes.NewReader(b[:end+1]), maxLedgerLine, func(line []byte, whole bool) {
 		var v policy.Verdict
-		if json.Unmarshal(sc.Bytes(), &v) == nil && v.ToolUseID != "" {
+		if whole && json.Unmarshal(line, &v) == nil && v.ToolUseID != "" {
 			out = append(out, v)
 		}
-	}
+	})
 	return out
 }

@@ -207,7 +207,9 @@ func (r *Registry) apply(j *job, ev harness.Event) {
 		// The first verdict on a call is the one it ran under: a later line
 		// for the same id (a job's command that read the token and asked
 		// again) does not rewrite it.
-		if _, seen := j.verdicts[v.ToolUseID]; !seen {
+		// Verdicts wait for their tool result; a command asking under ids
+		// no call has cannot fill the map past maxPendingVerdicts.
+		if _, seen := j.verdicts[v.ToolUseID]; !seen && len(j.verdicts) < maxPendingVerdicts {
 			j.verdicts[v.ToolUseID] = v
 		}
 	}

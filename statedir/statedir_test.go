@@ -1,8 +1,10 @@
 package statedir
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -124,5 +126,17 @@ func TestAtTouchesNothing(t *testing.T) {
 	}
 	if _, err := At(""); err == nil || !strings.Contains(err.Error(), "BRIDGE_STATE_DIR") {
 		t.Errorf("At(\"\") = %v, want an error naming BRIDGE_STATE_DIR", err)
+	}
+}
+
+func TestEachLineCutsAnOverlongLineAndGoesOn(t *testing.T) {
+	in := "one\n" + strings.Repeat("x", 100) + "\nthree"
+	var got []string
+	err := EachLine(strings.NewReader(in), 10, func(line []byte, whole bool) {
+		got = append(got, fmt.Sprintf("%s:%v", line, whole))
+	})
+	want := []string{"one:true", "xxxxxxxxxx:false", "three:true"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("EachLine: %v %q, want %q", err, got, want)
 	}
 }

@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"context"
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,11 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"io"
 	"net/http"
+	"regexp"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
@@ -36,7 +40,20 @@ const (
 	questionRate      = 20 // per second, with a burst of questionBurst
 	questionBurst     = 200
 	questionReadLimit = 30 * time.Second
+	// What one question may name and hold: a tool's name and Claude Code's
+	// id of the call are short words; an input holds at most
+	// maxQuestionValues JSON values (a body of many tiny values decodes to
+	// many times its size).
+	maxToolName       = 128
+	maxToolUseID      = 128
+	maxQuestionValues = 20_000
+	// maxBytesInFlight bounds the bodies of every job's questions being
+	// read and answered at once, across the daemon.
+	maxBytesInFlight = 64 << 20
 )
+
+// word matches a tool name or a tool_use_id.
+var word = regexp.MustCompile(`^[A-Za-z0-9_.:-]*$`)
 
 // ErrJobEnded is the cause a registered job's questions end with when the
 // job is unregistered.
@@ -60,6 +77,9 @@ type Service struct {
 	Decided func(approvals.PendingRequest, approvals.Decision)
 
 	mu      sync.Mutex
+	// inFlight is the byte budget of the bodies being answered.
+	inFlight *semaphore.Weighted
+
 	jobs    map[[32]byte]*serviceJob
 	byID    map[string][32]byte
 	closed  bool
@@ -81,7 +101,7 @@ type serviceJob struct {
 // it.
 func NewService(dir statedir.Dir, log zerolog.Logger) *Service {
 	return &Service{dir: dir, log: log.With().Str("component", "approvals").Logger(),
-		jobs: map[[32]byte]*serviceJob{}, byID: map[string][32]byte{}}
+		jobs: map[[32]byte]*serviceJob{}, byID: map[string][32]byte{}, inFlight: semaphore.NewWeighted(maxBytesInFlight)}
 }
 
 // Listen serves the service on a free loopback port until Close.
@@ -250,18 +270,36 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAnswer(w, denyAnswer(fmt.Sprintf("Denied: this job already has %d tool calls waiting for an answer. Do not try to work around this denial; report it in your final answer.", maxInFlightPerJob)))
 		return
 	}
+	// Its bytes are taken from the daemon's budget before it is read, by its
+	// declared length (the child always sends one).
+	size := r.ContentLength
+	if size <= 0 || size > maxQuestionBytes {
+		http.Error(w, fmt.Sprintf("a question needs a Content-Length of at most %d bytes", maxQuestionBytes), http.StatusRequestEntityTooLarge)
+		return
+	}
+	if !s.inFlight.TryAcquire(size) {
+		s.log.Warn().Str("job", j.id).Int64("bytes", size).Msg("denied unread: the approval service is reading too many questions at once")
+		writeAnswer(w, denyAnswer("Denied: the bridge is reading too many tool calls at once. Do not try to work around this denial; report it in your final answer."))
+		return
+	}
+	defer s.inFlight.Release(size)
 	// The question must arrive within questionReadLimit; the answer may
 	// then wait for a human (a server-wide ReadTimeout would cancel that
 	// wait when it passes).
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(questionReadLimit))
-	var q question
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxQuestionBytes))
-	if err := dec.Decode(&q); err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, size))
+	if err != nil {
 		http.Error(w, "not a question: "+err.Error(), http.StatusBadRequest)
 		return
 	}
 	_ = rc.SetReadDeadline(time.Time{})
+	q, err := readQuestion(body)
+	if err != nil {
+		s.log.Warn().Str("job", j.id).Err(err).Msg("refused a question that is not one the approval child sends")
+		http.Error(w, "not a question: "+err.Error(), http.StatusBadRequest)
+		return
+	}
 	if err := context.Cause(j.ctx); err != nil {
 		// Unregistered (or the bridge stopping) while the question arrived.
 		writeAnswer(w, denyAnswer("Denied: the job has ended ("+err.Error()+"). Do not try to work around this denial; report it in your final answer."))
@@ -273,6 +311,37 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	stop()
 	cancel(nil)
 	writeAnswer(w, ans)
+}
+
+// readQuestion decodes a question and checks it is one the child sends:
+// a tool name and a call id that are short words, and an input of at most
+// maxQuestionValues values (counted before anything is decoded into maps).
+func readQuestion(body []byte) (question, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	values := 0
+	for {
+		_, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return question{}, err
+		}
+		if values++; values > maxQuestionValues {
+			return question{}, fmt.Errorf("it holds over %d JSON values", maxQuestionValues)
+		}
+	}
+	var q question
+	if err := json.Unmarshal(body, &q); err != nil {
+		return question{}, err
+	}
+	switch {
+	case len(q.ToolName) > maxToolName || !word.MatchString(q.ToolName):
+		return question{}, fmt.Errorf("the tool name is not a word of at most %d characters", maxToolName)
+	case len(q.ToolUseID) > maxToolUseID || !word.MatchString(q.ToolUseID):
+		return question{}, fmt.Errorf("the tool_use_id is not a word of at most %d characters", maxToolUseID)
+	}
+	return q, nil
 }
 
 func writeAnswer(w http.ResponseWriter, ans Answer) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
@@ -212,5 +213,80 @@ func TestServiceBoundsAJobsQuestionRate(t *testing.T) {
 	mustDo(t, err)
 	if denied == 0 || len(recs) >= 2*asks {
 		t.Errorf("%d of %d questions denied, %d audit records", denied, asks, len(recs))
+	}
+}
+
+// postRaw posts body as it is with token and returns the status and answer.
+func postRaw(t *testing.T, url, token string, body []byte) (int, Answer) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var a Answer
+	_ = json.NewDecoder(resp.Body).Decode(&a)
+	return resp.StatusCode, a
+}
+
+// An attack review's forgery (a job's command holding the token): a
+// question with a 2 MiB tool name, a 100 KiB tool_use_id, or an input of
+// 200,000 tiny values is refused before anything is recorded, so the audit
+// log stays readable by `bridgectl audit` and the job's real call after it
+// keeps its verdict on the ledger.
+func TestServiceRefusesQuestionsThatWouldFloodTheRecords(t *testing.T) {
+	w := newWorld(t)
+	svc := newService(t, w)
+	cfg := promptConfig(t, w)
+	cfg.Ledger = filepath.Join(t.TempDir(), "ledger.jsonl")
+	cfg.Timeout = 300 * time.Millisecond // what would reach a human times out
+	child, err := svc.Register(cfg)
+	mustDo(t, err)
+	tiny := make([]any, 200_000)
+	for i := range tiny {
+		tiny[i] = "ab"
+	}
+	for name, q := range map[string]question{
+		"a 2 MiB tool name":     {ToolName: "TodoWrite" + strings.Repeat("A", 2<<20), Input: map[string]any{}},
+		"a 100 KiB tool_use_id": {ToolName: "TodoWrite", ToolUseID: strings.Repeat("f", 100<<10), Input: map[string]any{}},
+		"200,000 tiny values":   {ToolName: "TodoWrite", Input: map[string]any{"todos": tiny}},
+	} {
+		body, _ := json.Marshal(q)
+		if code, a := postRaw(t, svc.URL(), child.Token, body); code == http.StatusOK && a.Behavior != "deny" {
+			t.Errorf("%s: %d %+v, want refused", name, code, a)
+		}
+	}
+	if st, err := os.Stat(statedir.Dir{Root: w.state}.AuditLog()); err == nil && st.Size() > 64<<10 {
+		t.Errorf("the audit log grew to %d bytes from refused questions", st.Size())
+	}
+	if _, a := post(t, svc.URL(), child.Token, question{ToolName: "Read", ToolUseID: "toolu_real", Input: map[string]any{"file_path": filepath.Join(w.ws, "a")}}); a.Behavior != "allow" {
+		t.Fatalf("the real Read: %+v", a)
+	}
+	if _, err := approvals.ReadAudit(statedir.Dir{Root: w.state}, true); err != nil {
+		t.Errorf("bridgectl audit cannot read the log: %v", err)
+	}
+	b, err := os.ReadFile(cfg.Ledger)
+	mustDo(t, err)
+	if !strings.Contains(string(b), `"tool_use_id":"toolu_real"`) || len(b) > 4<<10 {
+		t.Errorf("ledger (%d bytes): %.300s", len(b), b)
+	}
+}
+
+// Bodies in flight are bounded across the daemon, not only per job: a
+// question that does not fit what is left is denied unread.
+func TestServiceBoundsBytesInFlight(t *testing.T) {
+	w := newWorld(t)
+	svc := newService(t, w)
+	svc.inFlight = semaphore.NewWeighted(1 << 10)
+	child, err := svc.Register(promptConfig(t, w))
+	mustDo(t, err)
+	big := question{ToolName: "Write", Input: map[string]any{"file_path": filepath.Join(w.ws, "a"), "content": strings.Repeat("x", 4<<10)}}
+	if _, a := post(t, svc.URL(), child.Token, big); a.Behavior != "deny" || !strings.Contains(a.Message, "reading too many") {
+		t.Errorf("a question over the daemon's budget: %+v", a)
+	}
+	if _, a := post(t, svc.URL(), child.Token, question{ToolName: "Read", Input: map[string]any{"file_path": filepath.Join(w.ws, "a")}}); a.Behavior != "allow" {
+		t.Errorf("a small question: %+v", a)
 	}
 }

@@ -1,0 +1,45 @@
+package statedir
+
+import (
+	"bufio"
+	"errors"
+	"io"
+)
+
+// EachLine calls fn with every line of r (without its newline; a last line
+// without one counts). A line longer than max is not held whole: fn gets its
+// first max bytes with whole false, and the rest is read past, so one
+// over-long line (a record something else wrote) costs max bytes of memory
+// and hides none of the lines after it. It returns a read error other than
+// EOF.
+func EachLine(r io.Reader, max int, fn func(line []byte, whole bool)) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	whole := true
+	for {
+		chunk, err := br.ReadSlice('\n')
+		switch {
+		case len(line)+len(chunk) <= max+1: // +1: the newline
+			line = append(line, chunk...)
+		case whole:
+			line = append(line, chunk[:max-len(line)]...)
+			whole = false
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if n := len(line); n > 0 && line[n-1] == '\n' {
+			line = line[:n-1]
+		}
+		if len(line) > 0 || err == nil {
+			fn(line, whole)
+		}
+		line, whole = line[:0], true
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}
