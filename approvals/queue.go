@@ -218,7 +218,7 @@ func (q *Queue) Submit(ctx context.Context, jobID string, req rules.Request, v r
 			// Decide did not write (another process of the user) would
 			// otherwise run a call whose allow is nowhere in the log.
 			if err := q.Audit(AuditRecord{Event: EventApplied, ID: id, JobID: jobID, Tool: req.Tool, Summary: v.Summary, Decision: rules.Allow, By: d.By,
-				Reason: "the approval child applies the decision by " + d.By}); err != nil {
+				Reason: "the approval service applies the decision by " + d.By}); err != nil {
 				return Decision{ID: id, Kind: KindCorrupt, Reason: "the bridge could not write the audit record of the approval, and nothing runs unrecorded", Decided: time.Now().UTC()}, fmt.Errorf("apply approval: %w", err)
 			}
 		}

@@ -89,9 +89,6 @@ type viaSocketKey struct{}
 // it; over stateless HTTP an older host's initialize is not kept, so it is
 // not asked).
 func (s *Server) hostMayAsk(ctx context.Context) bool {
-	if s.o.HostApprovals == nil {
-		return false
-	}
 	sock, onSocket := ctx.Value(viaSocketKey{}).(viaSocket)
 	switch s.o.Config.HostApprovals {
 	case config.HostApprovalsOff:

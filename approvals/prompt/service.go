@@ -1,16 +1,16 @@
 package prompt
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"sync"
@@ -76,7 +76,7 @@ type Service struct {
 	Notify  func(approvals.PendingRequest)
 	Decided func(approvals.PendingRequest, approvals.Decision)
 
-	mu      sync.Mutex
+	mu sync.Mutex
 	// inFlight is the byte budget of the bodies being answered.
 	inFlight *semaphore.Weighted
 
