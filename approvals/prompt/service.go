@@ -340,6 +340,13 @@ func readQuestion(body []byte) (question, error) {
 		return question{}, fmt.Errorf("the tool name is not a word of at most %d characters", maxToolName)
 	case len(q.ToolUseID) > maxToolUseID || !word.MatchString(q.ToolUseID):
 		return question{}, fmt.Errorf("the tool_use_id is not a word of at most %d characters", maxToolUseID)
+	case q.View != nil && q.View.Decision != rules.Allow && q.View.Decision != rules.Ask && q.View.Decision != rules.Deny:
+		return question{}, fmt.Errorf("the view's decision %q is not allow, ask or deny", q.View.Decision)
+	}
+	if q.View != nil {
+		// The view's words reach the audit log and the ledger when it is
+		// the stricter: one line each, like the rules' own.
+		q.View.Reason, q.View.Summary = rules.Clip(q.View.Reason), rules.Clip(q.View.Summary)
 	}
 	return q, nil
 }

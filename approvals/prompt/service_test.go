@@ -244,6 +244,8 @@ func TestServiceRefusesQuestionsThatWouldFloodTheRecords(t *testing.T) {
 		"a 2 MiB tool name":     {ToolName: "TodoWrite" + strings.Repeat("A", 2<<20), Input: map[string]any{}},
 		"a 100 KiB tool_use_id": {ToolName: "TodoWrite", ToolUseID: strings.Repeat("f", 100<<10), Input: map[string]any{}},
 		"200,000 tiny values":   {ToolName: "TodoWrite", Input: map[string]any{"todos": tiny}},
+		"a view of 4 MiB": {ToolName: "Bash", Input: map[string]any{"command": "cat README"},
+			View: &rules.Verdict{Decision: rules.Deny, Reason: strings.Repeat("r", 4<<20), Summary: strings.Repeat("s", 4<<20)}},
 	} {
 		body, _ := json.Marshal(q)
 		if code, a := postRaw(t, svc.URL(), child.Token, body); code == http.StatusOK && a.Behavior != "deny" {
