@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"time"
+	"unicode/utf8"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
@@ -57,6 +58,10 @@ func AppendAudit(dir statedir.Dir, r AuditRecord) error {
 	if r.Time.IsZero() {
 		r.Time = time.Now().UTC()
 	}
+	// A record's words are bounded whatever wrote them (a rule's reason
+	// quotes its input): the log stays readable record by record.
+	r.Tool, r.Summary, r.Reason, r.By = ClipText(r.Tool, 128), ClipText(r.Summary, maxRecordText), ClipText(r.Reason, maxRecordText), ClipText(r.By, 256)
+	r.Verdict, r.Decision = rules.Action(ClipText(string(r.Verdict), 16)), rules.Action(ClipText(string(r.Decision), 16))
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode audit record: %w", err)
@@ -168,11 +173,30 @@ func writeCause(err error) string {
 	return err.Error()
 }
 
+// maxRecordText bounds each of a record's summary and reason.
+const maxRecordText = 4 << 10
+
+// ClipText is s cut to at most n bytes on a rune boundary, marked with "…"
+// when cut.
+func ClipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
 // AuditTail is how many records ReadAudit returns without all.
 const AuditTail = 50
 
 // maxAuditLine bounds one line of the audit log when reading it back.
 const maxAuditLine = 1 << 20
+
+// EventRefused records a question the approval service refused unread as
+// not one the approval child sends (a forgery, or an input past its bounds).
+const EventRefused = "refused"
 
 // EventUnreadable is what ReadAudit makes of a line that is not a whole record.
 const EventUnreadable = "unreadable"
@@ -193,7 +217,7 @@ func ReadAudit(dir statedir.Dir, all bool) ([]AuditRecord, error) {
 	defer f.Close()
 	var out []AuditRecord
 	n := 0
-	err = statedir.EachLine(f, maxAuditLine, func(line []byte, whole bool) {
+	each := func(line []byte, whole bool) {
 		n++
 		if len(line) == 0 {
 			return
@@ -206,7 +230,9 @@ func ReadAudit(dir statedir.Dir, all bool) ([]AuditRecord, error) {
 		if !all && len(out) > 2*AuditTail {
 			out = append(out[:0], out[len(out)-AuditTail:]...)
 		}
-	})
+	}
+	tail, whole, err := statedir.EachLine(f, maxAuditLine, each)
+	each(tail, whole) // a last line without its newline
 	if err != nil {
 		return out, fmt.Errorf("read audit log: %w", err)
 	}
@@ -231,6 +257,7 @@ func damagedRecord(n int, line []byte) AuditRecord {
 		was = "; its event: " + r.Event
 	}
 	r.Event = EventUnreadable
+	r.Summary, r.Tool, r.By = rules.Clip(r.Summary), rules.Clip(r.Tool), rules.Clip(r.By)
 	r.Reason = fmt.Sprintf("line %d is not a whole record (%d bytes%s): %s", n, len(line), was, rules.Clip(string(line)))
 	return r
 }

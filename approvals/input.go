@@ -53,6 +53,10 @@ func DisplayInput(input map[string]any) map[string]any {
 				if full() {
 					break
 				}
+				if len(k) > maxShownString {
+					k, clipped = ClipText(k, maxShownString), true
+				}
+				size += len(k)
 				m[k] = walk(x)
 			}
 			return m

@@ -176,7 +176,7 @@ func (q *Queue) Submit(ctx context.Context, jobID string, req rules.Request, v r
 	}
 	now := time.Now().UTC()
 	pr := PendingRequest{Version: statedir.FormatVersion, ID: id, JobID: jobID, Tool: req.Tool, Input: DisplayInput(req.Input),
-		Summary: v.Summary, Reason: v.Reason, Created: now, Expires: now.Add(timeout)}
+		Summary: ClipText(v.Summary, maxRecordText), Reason: ClipText(v.Reason, maxRecordText), Created: now, Expires: now.Add(timeout)}
 	// On record before a human can see it: an approval of a request the
 	// audit log does not hold would let a call run unrecorded.
 	exp := pr.Expires

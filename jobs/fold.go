@@ -35,6 +35,7 @@ type progress struct {
 	touched  []string                   // files read, or written by a Write/Edit that succeeded
 	offered  []string                   // the tools the job was offered (nil: not known)
 	verdicts map[string]policy.Verdict  // tool_use id → the approval child's verdict, until its result
+	verdictQ []string                   // the ids of verdicts, oldest first (addVerdict)
 	// timedOut: the last denied tool call was an approval request no human
 	// answered in time.
 	timedOut bool

@@ -49,6 +49,33 @@ func LastLedger(l []LedgerEntry, n int) []LedgerEntry {
 // denied by your permission settings."
 const denyRuleText = "denied by your permission settings"
 
+// addVerdict keeps v until its call's tool result. The first verdict on a
+// call is the one it ran under: a later line for the same id (a command of
+// the job that read the token and asked again) does not rewrite it. At most
+// maxPendingVerdicts wait, the oldest dropped first, so verdicts under ids
+// no call has (made up by such a command) cannot crowd out the real ones,
+// which their results take soon after they are written.
+func (p *progress) addVerdict(v policy.Verdict) {
+	if _, seen := p.verdicts[v.ToolUseID]; seen {
+		return
+	}
+	for len(p.verdicts) >= maxPendingVerdicts && len(p.verdictQ) > 0 {
+		delete(p.verdicts, p.verdictQ[0])
+		p.verdictQ = p.verdictQ[1:]
+	}
+	if len(p.verdictQ) > 2*maxPendingVerdicts { // ids whose results took them
+		live := p.verdictQ[:0:0]
+		for _, id := range p.verdictQ {
+			if _, ok := p.verdicts[id]; ok {
+				live = append(live, id)
+			}
+		}
+		p.verdictQ = live
+	}
+	p.verdicts[v.ToolUseID] = v
+	p.verdictQ = append(p.verdictQ, v.ToolUseID)
+}
+
 // ledgerEntry is the verdict on one finished tool call: the approval child's
 // record of it when there is one, else what the harness showed.
 func (p *progress) ledgerEntry(tu harness.ToolUse, tr *harness.ToolResult, at time.Time) LedgerEntry {
@@ -93,7 +120,8 @@ func (p *progress) addLedger(e LedgerEntry) {
 type ledgerReader struct {
 	path string
 	off  int64
-	part []byte // a line not yet complete
+	part []byte // a line not yet complete (at most maxLedgerLine)
+	skip bool   // part was cut: the rest of its line is not a verdict
 }
 
 // next returns the verdicts appended since the last call.
@@ -109,24 +137,33 @@ func (l *ledgerReader) next() []policy.Verdict {
 	if _, err := f.Seek(l.off, io.SeekStart); err != nil {
 		return nil
 	}
-	b, err := io.ReadAll(io.LimitReader(f, 16<<20))
-	if err != nil {
-		return nil
-	}
-	l.off += int64(len(b))
-	b = append(l.part, b...)
-	end := bytes.LastIndexByte(b, '\n')
-	if end < 0 {
-		l.part = b
-		return nil
-	}
-	l.part = append([]byte(nil), b[end+1:]...)
+	// Everything appended since, line by line (memory: one line), the
+	// line begun at the last read first.
+	cr := &countingReader{r: f}
 	var out []policy.Verdict
-	_ = statedir.EachLine(bytes.NewReader(b[:end+1]), maxLedgerLine, func(line []byte, whole bool) {
+	tail, whole, _ := statedir.EachLine(io.MultiReader(bytes.NewReader(l.part), cr), maxLedgerLine, func(line []byte, whole bool) {
 		var v policy.Verdict
-		if whole && json.Unmarshal(line, &v) == nil && v.ToolUseID != "" {
+		if whole && !l.skip && json.Unmarshal(line, &v) == nil && v.ToolUseID != "" {
 			out = append(out, v)
 		}
+		l.skip = false
 	})
+	l.off += cr.n
+	l.part = append(l.part[:0], tail...)
+	if !whole {
+		l.part, l.skip = l.part[:0], true
+	}
 	return out
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -204,14 +204,7 @@ func (r *Registry) apply(j *job, ev harness.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, v := range verdicts {
-		// The first verdict on a call is the one it ran under: a later line
-		// for the same id (a job's command that read the token and asked
-		// again) does not rewrite it.
-		// Verdicts wait for their tool result; a command asking under ids
-		// no call has cannot fill the map past maxPendingVerdicts.
-		if _, seen := j.verdicts[v.ToolUseID]; !seen && len(j.verdicts) < maxPendingVerdicts {
-			j.verdicts[v.ToolUseID] = v
-		}
+		j.progress.addVerdict(v)
 	}
 	var stop string
 	j.progress, stop = fold(j.progress, ev)

@@ -132,11 +132,11 @@ func TestAtTouchesNothing(t *testing.T) {
 func TestEachLineCutsAnOverlongLineAndGoesOn(t *testing.T) {
 	in := "one\n" + strings.Repeat("x", 100) + "\nthree"
 	var got []string
-	err := EachLine(strings.NewReader(in), 10, func(line []byte, whole bool) {
+	tail, whole, err := EachLine(strings.NewReader(in), 10, func(line []byte, whole bool) {
 		got = append(got, fmt.Sprintf("%s:%v", line, whole))
 	})
-	want := []string{"one:true", "xxxxxxxxxx:false", "three:true"}
-	if err != nil || !slices.Equal(got, want) {
-		t.Fatalf("EachLine: %v %q, want %q", err, got, want)
+	want := []string{"one:true", "xxxxxxxxxx:false"}
+	if err != nil || !slices.Equal(got, want) || string(tail) != "three" || !whole {
+		t.Fatalf("EachLine: %v %q, tail %q %v; want %q and the tail three", err, got, tail, whole, want)
 	}
 }

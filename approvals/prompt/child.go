@@ -128,7 +128,7 @@ func (c ChildConfig) ask(ctx context.Context, q question) Answer {
 		return unreachable(err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 2*maxQuestionBytes))
 	if err != nil {
 		return unreachable(err)
 	}

@@ -102,10 +102,9 @@ func (p *Prompter) AnswerCall(ctx context.Context, req rules.Request, toolUseID 
 	v := rules.Classify(req, p.cfg.rules())
 	if view != nil {
 		if s := rules.Stricter(v, *view); s != v {
-			s.Reason = "in the job's view: " + s.Reason
-			if s.Summary == "" {
-				s.Summary = v.Summary
-			}
+			// The decision and its reason are the view's; what the call
+			// is (its summary) is always the daemon's own reading.
+			s.Reason, s.Summary = "in the job's view: "+s.Reason, v.Summary
 			v = s
 		}
 	}
@@ -195,7 +194,7 @@ func (p *Prompter) ledger(toolUseID, tool, summary, verdict, reason string) {
 	if p.cfg.Ledger == "" || toolUseID == "" {
 		return
 	}
-	b, err := json.Marshal(policy.Verdict{ToolUseID: toolUseID, Tool: tool, Summary: summary, Verdict: verdict, Reason: reason})
+	b, err := json.Marshal(policy.Verdict{ToolUseID: toolUseID, Tool: approvals.ClipText(tool, 128), Summary: rules.Clip(summary), Verdict: verdict, Reason: approvals.ClipText(reason, 4<<10)})
 	if err == nil {
 		err = statedir.AppendLine(p.cfg.Ledger, b)
 	}

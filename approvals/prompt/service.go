@@ -50,6 +50,9 @@ const (
 	// maxBytesInFlight bounds the bodies of every job's questions being
 	// read and answered at once, across the daemon.
 	maxBytesInFlight = 64 << 20
+	// maxJobBytesInFlight is one job's share of it, so that no job can
+	// hold all of it.
+	maxJobBytesInFlight = 24 << 20
 )
 
 // word matches a tool name or a tool_use_id.
@@ -95,6 +98,7 @@ type serviceJob struct {
 	cancel context.CancelCauseFunc
 	slots  chan struct{}
 	rate   *rate.Limiter
+	bytes  *semaphore.Weighted // its share of the bodies being read
 }
 
 // NewService returns the approval service of the state dir; Listen starts
@@ -153,7 +157,7 @@ func (s *Service) Register(cfg Config) (ChildConfig, error) {
 	token := hex.EncodeToString(raw)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	j := &serviceJob{id: cfg.JobID, p: p, ctx: ctx, cancel: cancel, slots: make(chan struct{}, maxInFlightPerJob),
-		rate: rate.NewLimiter(questionRate, questionBurst)}
+		rate: rate.NewLimiter(questionRate, questionBurst), bytes: semaphore.NewWeighted(maxJobBytesInFlight)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -277,26 +281,38 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("a question needs a Content-Length of at most %d bytes", maxQuestionBytes), http.StatusRequestEntityTooLarge)
 		return
 	}
+	if !j.bytes.TryAcquire(size) {
+		s.log.Warn().Str("job", j.id).Int64("bytes", size).Msg("denied unread: the job's questions being read are over its share")
+		writeAnswer(w, denyAnswer("Denied: the bridge is reading too many tool calls at once. Do not try to work around this denial; report it in your final answer."))
+		return
+	}
 	if !s.inFlight.TryAcquire(size) {
+		j.bytes.Release(size)
 		s.log.Warn().Str("job", j.id).Int64("bytes", size).Msg("denied unread: the approval service is reading too many questions at once")
 		writeAnswer(w, denyAnswer("Denied: the bridge is reading too many tool calls at once. Do not try to work around this denial; report it in your final answer."))
 		return
 	}
-	defer s.inFlight.Release(size)
+	// The bytes are given back once the question is decoded, not when it
+	// is answered: a question waiting for a person holds no budget.
+	release := sync.OnceFunc(func() { s.inFlight.Release(size); j.bytes.Release(size) })
+	defer release()
 	// The question must arrive within questionReadLimit; the answer may
 	// then wait for a human (a server-wide ReadTimeout would cancel that
 	// wait when it passes).
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(questionReadLimit))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, size))
-	if err != nil {
+	body := make([]byte, size)
+	if _, err := io.ReadFull(http.MaxBytesReader(w, r.Body, size), body); err != nil {
 		http.Error(w, "not a question: "+err.Error(), http.StatusBadRequest)
 		return
 	}
 	_ = rc.SetReadDeadline(time.Time{})
 	q, err := readQuestion(body)
+	body = nil
+	release()
 	if err != nil {
 		s.log.Warn().Str("job", j.id).Err(err).Msg("refused a question that is not one the approval child sends")
+		_ = j.p.record(approvals.AuditRecord{Event: approvals.EventRefused, JobID: j.id, Reason: "refused a question that is not one the approval child sends: " + err.Error(), By: "bridge"})
 		http.Error(w, "not a question: "+err.Error(), http.StatusBadRequest)
 		return
 	}

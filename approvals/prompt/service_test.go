@@ -284,3 +284,24 @@ func TestServiceBoundsBytesInFlight(t *testing.T) {
 		t.Errorf("a small question: %+v", a)
 	}
 }
+
+// A question waiting for a person holds none of the budget of bodies being
+// read: another one the same size is read and answered meanwhile.
+func TestServiceWaitingQuestionHoldsNoBudget(t *testing.T) {
+	w := newWorld(t)
+	svc := newService(t, w)
+	queued := make(chan approvals.PendingRequest, 1)
+	svc.Notify = func(pr approvals.PendingRequest) { queued <- pr }
+	child, err := svc.Register(promptConfig(t, w))
+	mustDo(t, err)
+	ask := question{ToolName: "WebFetch", Input: map[string]any{"url": "https://example.com", "prompt": "xxxxxxxxxxxxxxx"}}
+	read := question{ToolName: "Read", Input: map[string]any{"file_path": filepath.Join(w.ws, "a")}}
+	ab, _ := json.Marshal(ask)
+	rb, _ := json.Marshal(read)
+	svc.inFlight = semaphore.NewWeighted(int64(max(len(ab), len(rb))))
+	go post(t, svc.URL(), child.Token, ask)
+	<-queued
+	if _, a := post(t, svc.URL(), child.Token, read); a.Behavior != "allow" {
+		t.Errorf("a Read while a question waits for a person: %+v", a)
+	}
+}
