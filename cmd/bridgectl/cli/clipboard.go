@@ -12,8 +12,9 @@ import (
 	"time"
 )
 
-// clipboardTimeout bounds one clipboard tool's run.
-const clipboardTimeout = 5 * time.Second
+// clipboardTimeout bounds one clipboard tool's run (a var: the tests, which
+// run their fake tools on loaded machines, give it longer).
+var clipboardTimeout = 5 * time.Second
 
 // copyToClipboard hands text to the first clipboard tool that fits the
 // session (wl-copy on Wayland, xclip on X11, pbcopy, clip.exe) and returns its
