@@ -2,9 +2,11 @@ package guard
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -54,8 +56,10 @@ func TestJailHoldsNoApprovalQueueAuditLogLedgerOrSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer spec.CloseWrapFiles()
+	// The last: the queue through the root of this process, the daemon's
+	// stand-in, in the host's /proc; the jail has its own.
 	targets := []string{f.dir.Approvals(), f.dir.AuditLog(), f.dir.Switches(), f.dir.LedgerRoot(), f.dir.LedgerFile(id), req,
-		filepath.Join(spec.ConfigDir, "..", "..", "approvals")}
+		filepath.Join(spec.ConfigDir, "..", "..", "approvals"), fmt.Sprintf("/proc/%d/root%s", os.Getpid(), f.dir.Approvals())}
 	var probe strings.Builder
 	for _, p := range targets {
 		probe.WriteString(`if [ -e "` + p + `" ]; then echo "VISIBLE ` + p + `"; else echo "ABSENT ` + p + `"; fi; `)
@@ -67,7 +71,7 @@ func TestJailHoldsNoApprovalQueueAuditLogLedgerOrSwitch(t *testing.T) {
 	probe.WriteString(`echo off > "` + f.dir.ApprovalOffFlag() + `" 2>/dev/null; `)
 	probe.WriteString(`echo '{"event":"human"}' >> "` + f.dir.AuditLog() + `" 2>/dev/null; `)
 	probe.WriteString(`echo '{"verdict":"allowed_by_human"}' >> "` + f.dir.LedgerFile(id) + `" 2>/dev/null; `)
-	probe.WriteString(`echo PROBE-DONE`)
+	probe.WriteString(`echo "PIDS $(ls /proc | grep -c '^[0-9]')"; echo PROBE-DONE`)
 	cmd := exec.Command(spec.Wrap[0], append(spec.Wrap[1:], "/bin/sh", "-c", probe.String())...)
 	cmd.ExtraFiles = spec.WrapFiles
 	out, err := cmd.CombinedOutput()
@@ -83,6 +87,10 @@ func TestJailHoldsNoApprovalQueueAuditLogLedgerOrSwitch(t *testing.T) {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("the jail's write landed in %s on the host", p)
 		}
+	}
+	// bubblewrap's init, the shell and its ls: the jail's own processes.
+	if m := regexp.MustCompile(`PIDS (\d+)`).FindStringSubmatch(string(out)); m == nil || len(m[1]) > 1 {
+		t.Errorf("the jail's /proc is not its own PID namespace's:\n%s", out)
 	}
 	if after, _ := os.ReadFile(f.dir.AuditLog()); string(after) != string(auditBefore) {
 		t.Errorf("the jail's write changed the audit log:\n%s", after)

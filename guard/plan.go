@@ -193,6 +193,7 @@ func planJail(in planInputs, files []string) *jailPlan {
 			Tmp:               tmp,
 			ReadOnly:          ro,
 			Hide:              storesInRuntime(in.Stores, in.Runtime),
+			ProcInit:          in.Exe,
 		},
 	}
 	if pol != nil && pol.RestrictsWrites() && !pol.ReadOnly() {
@@ -221,8 +222,8 @@ func planSettings(in planInputs, w walked) settingsPlan {
 		DenyRead:  slices.Concat(deniedPaths(in.Home, in.Dir.Root, in.EnvFile), wsSecrets, denyPaths, globDirs),
 		DenyWrite: slices.Concat(denyWrite, globDirs),
 		HideFiles: slices.Concat(wsSecrets, denyPaths),
-		// The jail shows the host's /proc (its own nested sandbox needs one
-		// nothing is mounted over): the daemon's environment is in it.
+		// The jail's own /proc holds its processes' environments (the
+		// model proxy's token), and its /sys the host's.
 		HideDirs: slices.Concat([]string{"/proc", "/sys"}, globDirs),
 	}
 }

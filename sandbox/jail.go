@@ -76,12 +76,18 @@ type JailOptions struct {
 	Hide []string
 	// Env are variables set inside (bwrap --setenv), none by default.
 	Env map[string]string
+	// ProcInit is the bridge binary, whose ProcCommand runs first in the
+	// jail and mounts the jail's own /proc; it must be among ReadOnly.
+	// Without it the jail shows the host's /proc (its pids, not the jail's
+	// PID namespace's): a test's jail.
+	ProcInit string
 }
 
 // JailArgs is the argv prefix that runs a command inside the job's view:
-// a fresh mount namespace whose root holds only the system dirs, the
+// a fresh mount and PID namespace whose root holds only the system dirs, the
 // workspace, the config dir, a private /tmp and the given paths. Its /proc
-// is the host's: the file tools are denied it, the commands get their own. The network is shared: the harness
+// is its own when ProcInit is set (the file tools are denied it anyway, and
+// the commands get their own). The network is shared: the harness
 // reaches the bridge's model proxy on loopback, and Claude Code's own
 // sandbox takes the network from its commands. It ends in "--": append the
 // command.
@@ -95,11 +101,14 @@ func JailArgs(o JailOptions) ([]string, error) {
 		}
 	}
 	args := []string{o.Bwrap,
-		"--die-with-parent", "--unshare-ipc", "--unshare-uts",
-		// The host's /proc, not a fresh one (and so no pid namespace of its
-		// own, whose pids would not match it): bubblewrap covers parts of a
-		// fresh one, and the kernel then refuses Claude Code's own nested
-		// sandbox the fresh /proc (and --disable-userns) its commands get.
+		"--die-with-parent", "--unshare-ipc", "--unshare-uts", "--unshare-pid",
+		// The host's /proc, which the first command (ProcInit's ProcMain)
+		// covers with a fresh one of the jail's PID namespace. Not
+		// bubblewrap's --proc: bubblewrap mounts over parts of the one it
+		// makes, and the kernel then refuses Claude Code's own nested
+		// sandbox the fresh /proc (and --disable-userns) its commands get;
+		// the host's stays beneath because the kernel lets a user namespace
+		// mount a /proc only where one is already fully visible.
 		"--bind", "/proc", "/proc", "--dev", "/dev",
 	}
 	if o.MapUser != nil {
@@ -171,7 +180,11 @@ func JailArgs(o JailOptions) ([]string, error) {
 	for _, k := range keys {
 		args = append(args, "--setenv", k, o.Env[k])
 	}
-	return append(args, "--chdir", o.Workspace, "--"), nil
+	args = append(args, "--chdir", o.Workspace, "--")
+	if o.ProcInit != "" {
+		args = append(args, o.ProcInit, ProcCommand, "--")
+	}
+	return args, nil
 }
 
 // bind is kind ("--bind" or "--ro-bind") of p onto itself: of its

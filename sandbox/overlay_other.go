@@ -41,3 +41,13 @@ func RemoveOverlayDirs(dir string) error { return os.RemoveAll(dir) }
 func errNoOverlay() error {
 	return fmt.Errorf("a job's overlay needs Linux's overlayfs, which %s does not have", runtime.GOOS)
 }
+
+// ProcCommand is the bridge subcommand that gives a job's jail its own
+// /proc (Linux only).
+const ProcCommand = "jail-proc"
+
+// ProcMain has no jail to mount a /proc in outside Linux.
+func ProcMain(_ []string, stderr io.Writer) int {
+	fmt.Fprintf(stderr, "bridge %s: a job's jail needs Linux (running on %s)\n", ProcCommand, runtime.GOOS)
+	return 1
+}

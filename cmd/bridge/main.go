@@ -48,6 +48,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch cmd {
 	case sandbox.OverlayCommand: // the daemon's, for each job's jail
 		return sandbox.OverlayMain(rest, stderr)
+	case sandbox.ProcCommand: // the first command of each job's jail
+		return sandbox.ProcMain(rest, stderr)
 	case "version", "--version", "-v":
 		if code, ok := parseFlags(flag.NewFlagSet("bridge version", flag.ContinueOnError), rest, commandHelp["version"], stdout, stderr); !ok {
 			return code
