@@ -45,6 +45,10 @@ const (
 	DefaultSyncWindow      = 45 * time.Second
 	DefaultApprovalTimeout = 5 * time.Minute
 	DefaultJobMaxCostUSD   = 1.00
+	// A job's own bounds: a laptop survives a job at all three.
+	DefaultJobMaxProcesses = 2048  // processes and threads
+	DefaultJobMaxMemoryMB  = 4096  // resident, summed over the job's processes
+	DefaultJobMaxDiskMB    = 10240 // its harness dir with its /tmp, and its overlay's upper dir
 )
 
 // DefaultApproveAllow is the built-in list of programs whose plain invocations
@@ -110,6 +114,10 @@ type Config struct {
 	JobMaxTokens    int64   // BRIDGE_JOB_MAX_TOKENS (0 = no ceiling)
 	DailyMaxCostUSD float64 // BRIDGE_DAILY_MAX_COST_USD (0 = off)
 
+	JobMaxProcesses int // BRIDGE_JOB_MAX_PROCESSES (0 = none)
+	JobMaxMemoryMB  int // BRIDGE_JOB_MAX_MEMORY_MB (0 = none)
+	JobMaxDiskMB    int // BRIDGE_JOB_MAX_DISK_MB (0 = none)
+
 	PolicyFloorFile string // BRIDGE_POLICY_FLOOR_FILE: the owner's job policy floor ("" = none)
 	RequirePolicy   bool   // BRIDGE_REQUIRE_POLICY: a job without a policy is refused
 	WorkspaceLock   bool   // BRIDGE_WORKSPACE_LOCK (on unless "off"): one live job per workspace
@@ -159,6 +167,9 @@ var Vars = []Var{
 	{"BRIDGE_JOB_MAX_COST_USD", strconv.FormatFloat(DefaultJobMaxCostUSD, 'f', 2, 64), "per-job spend ceiling at DeepSeek prices (0 = none)"},
 	{"BRIDGE_JOB_MAX_TOKENS", "0", "per-job token ceiling (0 = none)"},
 	{"BRIDGE_DAILY_MAX_COST_USD", "0", "spend ceiling across all jobs per UTC day (0 = off)"},
+	{"BRIDGE_JOB_MAX_PROCESSES", strconv.Itoa(DefaultJobMaxProcesses), "processes and threads one job may have at once; past it the whole job is killed (stop_reason process_limit; 0 = none)"},
+	{"BRIDGE_JOB_MAX_MEMORY_MB", strconv.Itoa(DefaultJobMaxMemoryMB), "resident memory of one job's processes together, in MiB; past it the whole job is killed (memory_limit; 0 = none)"},
+	{"BRIDGE_JOB_MAX_DISK_MB", strconv.Itoa(DefaultJobMaxDiskMB), "disk one job's own files take (its /tmp, its harness dir and its overlay's changes), in MiB; past it the whole job is killed (disk_limit; 0 = none)"},
 	{"BRIDGE_POLICY_FLOOR_FILE", "", "JSON job policy merged over every caller's, so a caller can only narrow; invalid = the daemon does not start"},
 	{"BRIDGE_REQUIRE_POLICY", "off", "on refuses a deepseek_agent_start without a policy"},
 	{"BRIDGE_WORKSPACE_LOCK", "on", "one running or waiting job per workspace (one inside another counts); off allows parallel jobs"},
@@ -288,6 +299,9 @@ func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 		JobMaxCostUSD:      p.float("BRIDGE_JOB_MAX_COST_USD", DefaultJobMaxCostUSD),
 		JobMaxTokens:       p.int64v("BRIDGE_JOB_MAX_TOKENS", 0, 0, 1<<62),
 		DailyMaxCostUSD:    p.float("BRIDGE_DAILY_MAX_COST_USD", 0),
+		JobMaxProcesses:    p.intv("BRIDGE_JOB_MAX_PROCESSES", DefaultJobMaxProcesses, 0, 1<<22),
+		JobMaxMemoryMB:     p.intv("BRIDGE_JOB_MAX_MEMORY_MB", DefaultJobMaxMemoryMB, 0, 1<<30),
+		JobMaxDiskMB:       p.intv("BRIDGE_JOB_MAX_DISK_MB", DefaultJobMaxDiskMB, 0, 1<<30),
 		PolicyFloorFile:    get("BRIDGE_POLICY_FLOOR_FILE"),
 		RequirePolicy:      p.offOn("BRIDGE_REQUIRE_POLICY"),
 		WorkspaceLock:      p.onOff("BRIDGE_WORKSPACE_LOCK"),

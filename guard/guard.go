@@ -90,14 +90,15 @@ type Guard struct {
 	home       string // the daemon's home, for the credential stores to deny
 	allow      []string
 	timeout    time.Duration
-	approval   bool        // BRIDGE_CC_APPROVAL
-	sandbox    bool        // BRIDGE_SANDBOX
-	sandboxErr error       // why the sandbox cannot run (nil: it can)
-	bwrap      string      // bubblewrap for the jail ("" when the sandbox is off or unavailable, or not Linux)
-	overlayErr error       // why jobs cannot write into an overlay (nil: they do)
-	overlay    bool        // BRIDGE_OVERLAY
-	runtime    []string    // BRIDGE_RUNTIME_ROOTS, resolved: read-only in every job's jail
-	git        changes.Git // the git the record of a job's changes runs (its Bin "" when none was found)
+	approval   bool           // BRIDGE_CC_APPROVAL
+	sandbox    bool           // BRIDGE_SANDBOX
+	sandboxErr error          // why the sandbox cannot run (nil: it can)
+	bwrap      string         // bubblewrap for the jail ("" when the sandbox is off or unavailable, or not Linux)
+	overlayErr error          // why jobs cannot write into an overlay (nil: they do)
+	overlay    bool           // BRIDGE_OVERLAY
+	runtime    []string       // BRIDGE_RUNTIME_ROOTS, resolved: read-only in every job's jail
+	git        changes.Git    // the git the record of a job's changes runs (its Bin "" when none was found)
+	limits     harness.Limits // every job's own bounds (BRIDGE_JOB_MAX_*), without its paths
 	queue      *approvals.Queue
 	service    *prompt.Service // the approval service every job's child asks
 	log        zerolog.Logger
@@ -111,7 +112,8 @@ func New(o Options) (*Guard, error) {
 		dir: o.Dir, exe: o.Exe, harnessBin: o.HarnessBin, roots: cfg.AllowedRoots, envFile: cfg.EnvFile, home: o.Home,
 		allow: cfg.ApproveAllow, timeout: cfg.ApprovalTimeout,
 		approval: cfg.CCApproval, sandbox: cfg.Sandbox, overlay: cfg.Overlay,
-		log: o.Logger.With().Str("component", "guard").Logger(),
+		limits: harness.Limits{Processes: cfg.JobMaxProcesses, Memory: int64(cfg.JobMaxMemoryMB) << 20, Disk: int64(cfg.JobMaxDiskMB) << 20},
+		log:    o.Logger.With().Str("component", "guard").Logger(),
 	}
 	look := o.Look
 	if look == nil {

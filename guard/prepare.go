@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/prompt"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/changes"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
@@ -79,10 +80,23 @@ func (g *Guard) Prepare(_ context.Context, spec *harness.Spec) (err error) {
 	spec.PermissionPromptTool = prompt.ToolFlag
 	spec.PermissionMode = "default"
 	spec.AllowedTools = []string{}
+	spec.Limits = g.jobLimits(spec, p)
 	g.log.Info().Str("job", spec.JobID).Dur("secret_walk", walks.secretWalk).Dur("start_record", walks.startRecord).Dur("runs_later_scan", walks.runsLater).
 		Dur("config_files", cfgFiles).Dur("prepare", time.Since(start)).
 		Msg("harness files written (the walks beside the config files and the jail)")
 	return nil
+}
+
+// jobLimits are the job's own bounds, its disk being what it writes outside
+// the workspace (its harness dir: its HOME, its session, its /tmp) and, in
+// an overlay, its upper dir, where each of its changes to the workspace is.
+func (g *Guard) jobLimits(spec *harness.Spec, p jobPlan) harness.Limits {
+	l := g.limits
+	l.DiskPaths = []string{spec.ConfigDir}
+	if p.overlay() {
+		l.DiskPaths = append(l.DiskPaths, changes.OverlayOf(g.dir.ChangesDir(spec.JobID), spec.Workspace).Upper)
+	}
+	return l
 }
 
 // planInputs are the guard's settings and the job's spec, and the

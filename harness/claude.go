@@ -200,6 +200,7 @@ func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
 		return nil, fmt.Errorf("start %s: %w", c.Bin, err)
 	}
 	r.pid = cmd.Process.Pid
+	r.unwatch = watchLimits(r.pid, spec.Limits, r.passLimit)
 	r.wg.Add(3)
 	go func() {
 		defer r.wg.Done()
@@ -251,6 +252,17 @@ type run struct {
 	resultOnce  sync.Once
 	resultGrace time.Duration
 	readErr     error // why read stopped early; read by watch after wg.Wait
+
+	unwatch func()                 // ends the watch of the run's Limits
+	breach  atomic.Pointer[Breach] // the bound the run passed, if it did
+}
+
+// passLimit is the watcher's word that the run passed a bound, once it has
+// killed the tree it saw: the group is killed too (in the jail, the
+// group's bubblewrap takes its PID namespace with it), and watch reaps it.
+func (r *run) passLimit(b Breach) {
+	r.breach.CompareAndSwap(nil, &b)
+	signalGroup(r.pid, true)
 }
 
 func (r *run) Events() <-chan Event { return r.events }
@@ -353,6 +365,7 @@ loop:
 			signalGroup(r.pid, true)
 		}
 	}
+	r.unwatch()
 	untrack(r.pid) // reaped by cmd.Wait
 	signalGroup(r.pid, true)
 	// Anything of the job that left the group (setsid, a daemonised child)
@@ -373,6 +386,7 @@ loop:
 		r.exit.Err = r.readErr
 	}
 	r.exit.Stopped = r.stopped.Load()
+	r.exit.Limit = r.breach.Load()
 	r.exit.Stderr = r.stderr.String()
 	close(r.done)
 }

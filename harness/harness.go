@@ -56,11 +56,12 @@ var ErrInputClosed = errors.New("the harness has ended its last turn and takes n
 
 // Exit is how a run's process ended.
 type Exit struct {
-	Code    int    // exit code, -1 when killed by a signal
-	Signal  string // the signal that ended it, if any
-	Stopped bool   // Stop was called
-	Stderr  string // the last few KB of stderr
-	Err     error  // a failure of the run itself (not of the task)
+	Code    int     // exit code, -1 when killed by a signal
+	Signal  string  // the signal that ended it, if any
+	Stopped bool    // Stop was called
+	Stderr  string  // the last few KB of stderr
+	Err     error   // a failure of the run itself (not of the task)
+	Limit   *Breach // the bound of Spec.Limits the run passed, which ended it
 }
 
 // Spec is everything one job's harness needs.
@@ -118,6 +119,9 @@ type Spec struct {
 	// WrapAttr, when set, adjusts the process attributes the wrap starts
 	// with (the guard's overlay: a new user and mount namespace).
 	WrapAttr func(*syscall.SysProcAttr)
+	// Limits are the job's own bounds (the guard's, from the owner's
+	// settings), held while the run lives.
+	Limits Limits
 }
 
 // CloseWrapFiles closes the descriptors of WrapFiles: for a spec whose

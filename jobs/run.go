@@ -136,6 +136,9 @@ func (r *Registry) execute(j *job, baseURL, token string) outcome {
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if exit.Limit != nil { // what killed it, whatever else was asked meanwhile
+		return outcome{stop: limitStop(exit.Limit)}
+	}
 	if j.stop != nil {
 		return outcome{stop: *j.stop}
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 )
 
 // StopReason is why a job ended, from a fixed vocabulary (docs/STATE.md);
@@ -24,6 +25,9 @@ const (
 	StopHarnessFailed        StopReason = "harness_failed"         // the harness could not start, or exited without a result
 	StopNoResult             StopReason = "no_result"              // the harness ended without a successful answer
 	StopApprovalTimeout      StopReason = "approval_timeout"       // no result after a request no human answered in time
+	StopProcessLimit         StopReason = "process_limit"          // BRIDGE_JOB_MAX_PROCESSES: the whole job was killed
+	StopMemoryLimit          StopReason = "memory_limit"           // BRIDGE_JOB_MAX_MEMORY_MB: the whole job was killed
+	StopDiskLimit            StopReason = "disk_limit"             // BRIDGE_JOB_MAX_DISK_MB: the whole job was killed
 )
 
 // StopReasons is the vocabulary, in the order the docs list it.
@@ -31,6 +35,20 @@ var StopReasons = []StopReason{
 	StopCompleted, StopStepCeiling, StopTimeCeiling, StopBudgetCeiling, StopDailyBudget,
 	StopCancelledByCaller, StopCancelledByOwner, StopInterruptedByRestart,
 	StopModelError, StopHarnessFailed, StopNoResult, StopApprovalTimeout,
+	StopProcessLimit, StopMemoryLimit, StopDiskLimit,
+}
+
+// limitStop is the stop of a run the watcher killed past one of its own
+// bounds (harness.Breach).
+func limitStop(b *harness.Breach) Stop {
+	reason, setting := StopDiskLimit, "BRIDGE_JOB_MAX_DISK_MB"
+	switch b.Bound {
+	case harness.BoundProcesses:
+		reason, setting = StopProcessLimit, "BRIDGE_JOB_MAX_PROCESSES"
+	case harness.BoundMemory:
+		reason, setting = StopMemoryLimit, "BRIDGE_JOB_MAX_MEMORY_MB"
+	}
+	return Stop{Reason: reason, Text: b.Text() + " (" + setting + "), so every process of the job was killed"}
 }
 
 // The classes of a model_error: what the upstream (DeepSeek, through the

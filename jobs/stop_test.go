@@ -78,6 +78,15 @@ func TestStopReasonOfEveryEnd(t *testing.T) {
 			r.send(evToolUse("b1", "Bash", "rm -rf build"), timedOut, evResult("error_max_turns", true, ""))
 			r.end(harness.Exit{Code: 1})
 		}, StopApprovalTimeout, "", "got no answer in time"},
+		{"process limit", nil, func(e *env, r *fakeRun, id string) {
+			r.end(harness.Exit{Code: -1, Signal: "killed", Limit: &harness.Breach{Bound: harness.BoundProcesses, Seen: 2049, Limit: 2048}})
+		}, StopProcessLimit, "", "reached 2049, past its bound of 2048 (BRIDGE_JOB_MAX_PROCESSES), so every process of the job was killed"},
+		{"memory limit", nil, func(e *env, r *fakeRun, id string) {
+			r.end(harness.Exit{Code: -1, Signal: "killed", Limit: &harness.Breach{Bound: harness.BoundMemory, Seen: 5 << 30, Limit: 4 << 30}})
+		}, StopMemoryLimit, "", "held 5120 MiB of memory, past its bound of 4096 MiB (BRIDGE_JOB_MAX_MEMORY_MB)"},
+		{"disk limit", nil, func(e *env, r *fakeRun, id string) {
+			r.end(harness.Exit{Code: -1, Signal: "killed", Limit: &harness.Breach{Bound: harness.BoundDisk, Seen: 11 << 30, Limit: 10 << 30}})
+		}, StopDiskLimit, "", "took 11264 MiB of disk, past its bound of 10240 MiB (BRIDGE_JOB_MAX_DISK_MB)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

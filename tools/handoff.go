@@ -14,7 +14,7 @@ import (
 // in structuredContent as well as in the text, because some hosts (Claude
 // Code) hand their model only the JSON and others only the text.
 type Handoff struct {
-	StopReason         string           `json:"stop_reason,omitempty" jsonschema:"why the job ended, set once it has: completed (done) · step_ceiling · time_ceiling · budget_ceiling · daily_budget · model_error · harness_failed · no_result · approval_timeout (error) · cancelled_by_caller · cancelled_by_owner (cancelled) · interrupted_by_restart (interrupted)"`
+	StopReason         string           `json:"stop_reason,omitempty" jsonschema:"why the job ended, set once it has: completed (done) · step_ceiling · time_ceiling · budget_ceiling · daily_budget · model_error · harness_failed · no_result · approval_timeout · process_limit · memory_limit · disk_limit (error) · cancelled_by_caller · cancelled_by_owner (cancelled) · interrupted_by_restart (interrupted)"`
 	ModelError         string           `json:"model_error,omitempty" jsonschema:"for stop_reason model_error, DeepSeek's class: key_rejected, balance, rate_limit, overload, server_error, unreachable, stream_cut or bad_request"`
 	UnresolvedFailures []string         `json:"unresolved_failures,omitempty" jsonschema:"commands that failed and were not followed by a success of the same command; a done job with any is done but not clean: say so and decide whether to accept it"`
 	Changes            []changes.Change `json:"changes,omitempty" jsonschema:"files the job created, modified or deleted, seen on disk at its end (whoever made them); compare with files_written, which are only the file tools' claims"`

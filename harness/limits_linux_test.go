@@ -1,0 +1,92 @@
+//go:build linux
+
+package harness
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// A run past one of its own bounds is killed, its whole tree, and its Exit
+// names the bound: a tree forking without end, one allocating without end,
+// one filling its disk. Each would run until the test's deadline otherwise.
+func TestRunPastItsLimitIsKilledWithItsTree(t *testing.T) {
+	disk := t.TempDir()
+	cases := []struct {
+		name   string
+		body   string
+		limits Limits
+		bound  string
+	}{
+		{"forks", "while :; do sleep 300 & done", Limits{Processes: 64}, BoundProcesses},
+		{"allocates", `python3 -c '
+a = []
+while True:
+    a.append(b"x" * (16 << 20))
+'`, Limits{Memory: 256 << 20}, BoundMemory},
+		{"fills its disk", "sleep 300 & while :; do head -c 1048576 /dev/zero >> " + filepath.Join(disk, "fill") + "; done", Limits{Disk: 64 << 20, DiskPaths: []string{disk}}, BoundDisk},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &ClaudeCode{Bin: fakeClaude(t, "echo '"+initLine+"'\n"+tc.body), Environ: []string{"PATH=" + os.Getenv("PATH")}}
+			spec := testSpec(t, "job-limit")
+			spec.Limits = tc.limits
+			r, err := c.Start(t.Context(), spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, exit := collect(t, r, 60*time.Second)
+			if exit.Limit == nil || exit.Limit.Bound != tc.bound || exit.Limit.Seen <= exit.Limit.Limit {
+				t.Fatalf("exit %+v, limit %+v: want the %s bound passed", exit, exit.Limit, tc.bound)
+			}
+			if exit.Stopped {
+				t.Errorf("a limit's kill is not a Stop: %+v", exit)
+			}
+			t.Logf("%s", exit.Limit.Text())
+			assertTreeGone(t, spec.JobID)
+		})
+	}
+}
+
+// A run within its bounds ends as it would without them, its Exit naming
+// none.
+func TestRunWithinItsLimitsEndsOnItsOwn(t *testing.T) {
+	body := "sleep 0.5\necho '" + initLine + "'\necho '" + resultLine + "'\nexit 0"
+	c := &ClaudeCode{Bin: fakeClaude(t, body), Environ: []string{"PATH=" + os.Getenv("PATH")}}
+	spec := testSpec(t, "job-within")
+	spec.Limits = Limits{Processes: 64, Memory: 1 << 30, Disk: 1 << 30, DiskPaths: []string{spec.ConfigDir}}
+	r, err := c.Start(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, exit := collect(t, r, 10*time.Second)
+	if len(evs) != 2 || exit.Code != 0 || exit.Limit != nil {
+		t.Fatalf("events %d exit %+v limit %+v", len(evs), exit, exit.Limit)
+	}
+}
+
+// diskUse counts blocks allocated, so a sparse file's size is not its use,
+// and stops once past the bound.
+func TestDiskUseCountsAllocatedBlocks(t *testing.T) {
+	d := t.TempDir()
+	if err := os.WriteFile(filepath.Join(d, "full"), make([]byte, 4<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(d, "sparse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 30); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	used, over := diskUse([]string{d}, 64<<20)
+	if over || used < 4<<20 || used > 8<<20 {
+		t.Fatalf("used %d over %v: want about 4 MiB, not over", used, over)
+	}
+	if _, over := diskUse([]string{d}, 1<<20); !over {
+		t.Fatal("4 MiB is not over a bound of 1 MiB")
+	}
+}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package harness
+
+// LimitsHeldBy says how a job's Limits are held here: not at all, for want
+// of /proc.
+const LimitsHeldBy = ""
+
+func watchLimits(int, Limits, func(Breach)) (stop func()) { return func() {} }
