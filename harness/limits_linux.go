@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // LimitsHeldBy says how a job's Limits are held here: by the daemon's
@@ -22,7 +24,7 @@ const LimitsHeldBy = "the daemon's watcher over each job's process tree (its own
 
 var (
 	// limitTick is how often the watcher reads the process table.
-	limitTick = 200 * time.Millisecond
+	limitTick = 250 * time.Millisecond
 	// diskFloor is the shortest pause between two walks of a job's disk;
 	// a walk that takes long waits twenty times its length, so the walks
 	// take at most a twentieth of a core.
@@ -127,14 +129,22 @@ type procTable struct {
 }
 
 func readProcTable() procTable {
-	ents, _ := os.ReadDir("/proc")
-	t := procTable{procs: make(map[int]proc, len(ents)), children: make(map[int][]int, len(ents))}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
+	dir, err := os.Open("/proc")
+	if err != nil {
+		return procTable{}
+	}
+	names, _ := dir.Readdirnames(-1)
+	dir.Close()
+	t := procTable{procs: make(map[int]proc, len(names)), children: make(map[int][]int, len(names))}
+	var buf [1024]byte
+	path := make([]byte, 0, 32)
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
 		if err != nil {
 			continue
 		}
-		if p, ok := readStat(pid); ok {
+		path = append(append(append(path[:0], "/proc/"...), name...), "/stat"...)
+		if p, ok := readStat(path, buf[:]); ok {
 			t.procs[pid] = p
 			t.children[p.ppid] = append(t.children[p.ppid], pid)
 		}
@@ -142,28 +152,58 @@ func readProcTable() procTable {
 	return t
 }
 
-// readStat parses /proc/<pid>/stat: after the command's ")", the fields
-// from state (field 3) on; ppid is field 4, num_threads 20, rss 24.
-func readStat(pid int) (proc, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+// readStat parses /proc/<pid>/stat (path) read into buf: after the
+// command's ")", the fields from state (field 3) on; ppid is field 4,
+// num_threads 20, rss 24 (pages).
+func readStat(path, buf []byte) (proc, bool) {
+	fd, err := unix.Open(string(path), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return proc{}, false
 	}
+	n, err := unix.Read(fd, buf)
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return proc{}, false
+	}
+	b := buf[:n]
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
 		return proc{}, false
 	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 22 {
-		return proc{}, false
+	var p proc
+	field := 2 // the ")" ends field 2
+	for rest := b[i+1:]; len(rest) > 0 && field < 24; {
+		rest = bytes.TrimLeft(rest, " ")
+		end := bytes.IndexByte(rest, ' ')
+		if end < 0 {
+			end = len(rest)
+		}
+		f := rest[:end]
+		rest = rest[end:]
+		field++
+		switch field {
+		case 4:
+			p.ppid = atoi(f)
+		case 20:
+			p.threads = int64(atoi(f))
+		case 24:
+			p.rss = int64(atoi(f)) * pageSize
+			return p, true
+		}
 	}
-	ppid, err1 := strconv.Atoi(string(f[1]))
-	threads, err2 := strconv.ParseInt(string(f[17]), 10, 64)
-	rss, err3 := strconv.ParseInt(string(f[21]), 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return proc{}, false
+	return proc{}, false
+}
+
+// atoi reads a non-negative decimal (anything else is 0).
+func atoi(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
 	}
-	return proc{ppid: ppid, threads: threads, rss: rss * pageSize}, true
+	return n
 }
 
 // checkTree counts w's tree in t and stops counting once a bound is

@@ -90,3 +90,13 @@ func TestDiskUseCountsAllocatedBlocks(t *testing.T) {
 		t.Fatal("4 MiB is not over a bound of 1 MiB")
 	}
 }
+
+// The watcher's cost per tick: one read of the whole process table, for
+// every job at once (make bench reports it with the rest).
+func BenchmarkReadProcTable(b *testing.B) {
+	n := 0
+	for b.Loop() {
+		n = len(readProcTable().procs)
+	}
+	b.ReportMetric(float64(n), "procs")
+}

@@ -363,6 +363,7 @@ func TestDoctorOnAFreshMachine(t *testing.T) {
 		"FAIL harness: Claude Code not found",
 		"FAIL sandbox: bubblewrap (bwrap) is missing",
 		"WARN record: no overlay without the jail",
+		"WARN limits: each job: 2048 processes and threads, 4096 MiB of memory, 10240 MiB of its own files, held by the daemon's watcher over its process tree; without the jail a process that leaves the tree",
 		"WARN cloudflared: cloudflared is not installed",
 		"WARN allowed roots: none",
 		"OK   policy floor: none (BRIDGE_POLICY_FLOOR_FILE is not set)",

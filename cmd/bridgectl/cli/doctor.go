@@ -127,6 +127,7 @@ func runDoctor(ctx context.Context, e *Env, args []string) error {
 
 	jail := c.doctorSandbox(ctx, r)
 	c.doctorRecord(r, bridgeBin, jail)
+	c.doctorLimits(r, jail)
 
 	if bin, err := c.findCloudflared(); err != nil {
 		r.warn("cloudflared: %v (needed only for `bridgectl tunnel`)", err)
@@ -299,6 +300,26 @@ func (c *ctl) doctorRecord(r *report, bridge string, jail bool) {
 		return
 	}
 	r.ok("record: exact — each job writes into an overlay of its workspace; what a person reads in a diff lands at its end, the rest is held for `bridgectl jobs ID --promote`")
+}
+
+// doctorLimits says which bounds every job has of its own and how they
+// are held here.
+func (c *ctl) doctorLimits(r *report, jail bool) {
+	bound := func(n int, unit string) string {
+		if n == 0 {
+			return "no bound on " + unit
+		}
+		return fmt.Sprintf("%d %s", n, unit)
+	}
+	what := strings.Join([]string{bound(c.cfg.JobMaxProcesses, "processes and threads"), bound(c.cfg.JobMaxMemoryMB, "MiB of memory"), bound(c.cfg.JobMaxDiskMB, "MiB of its own files")}, ", ")
+	switch {
+	case harness.LimitsHeldBy == "":
+		r.warn("limits: a job's own bounds (%s) are not held on %s: only the wall-clock ceiling stops a job that forks, allocates or writes without end", what, runtime.GOOS)
+	case !jail:
+		r.warn("limits: each job: %s, held by the daemon's watcher over its process tree; without the jail a process that leaves the tree (a daemonised child) is not counted until the job ends, when it is killed (cgroup v2 is not used)", what)
+	default:
+		r.ok("limits: each job: %s, held by %s; past one the whole job is killed (stop_reason process_limit, memory_limit, disk_limit; cgroup v2 is not used)", what, harness.LimitsHeldBy)
+	}
 }
 
 func (c *ctl) doctorRoots(r *report) {
