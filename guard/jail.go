@@ -55,7 +55,26 @@ func (g *Guard) jail(spec *harness.Spec, jp *jailPlan) ([]string, error) {
 	o := jp.Options
 	o.BindFDs = fds
 	o.WritableDirs = writable
+	if err := jailInfo(spec, &o); err != nil {
+		return nil, err
+	}
 	return sandbox.JailArgs(o)
+}
+
+// jailInfo gives bubblewrap a pipe to write what it knows of the jail to
+// (--info-fd), the next of the wrap's descriptors, and the harness its read
+// end (Spec.JailInfo): the watcher of the job's limits reads the jail's
+// first process from it.
+func jailInfo(spec *harness.Spec, o *sandbox.JailOptions) error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		spec.CloseWrapFiles()
+		return fmt.Errorf("jail: %w", err)
+	}
+	o.InfoFD = 3 + len(spec.WrapFiles) // exec.Cmd.ExtraFiles start at 3
+	spec.WrapFiles = append(spec.WrapFiles, w)
+	spec.JailInfo = r
+	return nil
 }
 
 // release ends what a job held while it ran, once its processes are gone:
@@ -240,6 +259,9 @@ func (g *Guard) overlayJail(spec *harness.Spec, jp *jailPlan, writable []string)
 	o.WritableDirs = writable
 	if uid := os.Getuid(); uid != 0 {
 		o.MapUser = &[2]int{uid, os.Getgid()}
+	}
+	if err := jailInfo(spec, &o); err != nil {
+		return nil, err
 	}
 	args, err := sandbox.JailArgs(o)
 	if err != nil {

@@ -4,12 +4,15 @@ package harness
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,9 +39,13 @@ var (
 type watched struct {
 	root   int
 	limits Limits
-	once   sync.Once
-	breach func(Breach)
-	done   chan struct{}
+	// jailProc is the jail's own /proc as the daemon reaches it
+	// (/proc/<its first process>/root/proc), once bubblewrap has said
+	// which that is; "" before, and for a run with no jail.
+	jailProc atomic.Pointer[string]
+	once     sync.Once
+	breach   func(Breach)
+	done     chan struct{}
 }
 
 // pass ends a run past a bound, once: SIGKILL to every process of its tree
@@ -60,11 +67,19 @@ var limitWatch struct {
 
 // watchLimits holds l over the process tree of root until stop is called;
 // once a bound is passed, the tree is killed and breach is called, once.
-func watchLimits(root int, l Limits, breach func(Breach)) (stop func()) {
+// info, when not nil, is the jail's --info-fd pipe (Spec.JailInfo), which
+// watchLimits reads and closes.
+func watchLimits(root int, l Limits, info *os.File, breach func(Breach)) (stop func()) {
 	if !l.Held() {
+		if info != nil {
+			info.Close()
+		}
 		return func() {}
 	}
 	w := &watched{root: root, limits: l, breach: breach, done: make(chan struct{})}
+	if info != nil {
+		go w.readJailInfo(info) // owner: w; ends at the pipe's EOF (bubblewrap's exit at the latest)
+	}
 	limitWatch.mu.Lock()
 	if limitWatch.runs == nil {
 		limitWatch.runs = map[*watched]bool{}
@@ -88,8 +103,40 @@ func watchLimits(root int, l Limits, breach func(Breach)) (stop func()) {
 	}
 }
 
+// readJailInfo reads bubblewrap's word on the jail's first process and
+// keeps where the jail's own /proc is.
+func (w *watched) readJailInfo(info *os.File) {
+	defer info.Close()
+	var v struct {
+		ChildPID int `json:"child-pid"`
+	}
+	if err := json.NewDecoder(io.LimitReader(info, 1<<16)).Decode(&v); err != nil || v.ChildPID <= 1 {
+		return
+	}
+	p := "/proc/" + strconv.Itoa(v.ChildPID) + "/root/proc"
+	w.jailProc.Store(&p)
+}
+
+// ownProc is the jail's own /proc when it is mounted there, which holds the
+// job's processes and nothing else: a /proc that is not the daemon's
+// (another device). "" when there is none yet (bubblewrap has not said, or
+// the jail's first command has not mounted it) or no jail.
+func (w *watched) ownProc(hostDev uint64) string {
+	p := w.jailProc.Load()
+	if p == nil {
+		return ""
+	}
+	var st unix.Stat_t
+	if unix.Stat(*p, &st) != nil || st.Dev == hostDev {
+		return ""
+	}
+	return *p
+}
+
 // watchTrees reads the process table every limitTick, once for all the
-// watched runs, while there are any.
+// watched runs, while there are any: of the jail's own /proc for a run in a
+// jail, whose processes are all the job's, else of the machine's, once for
+// every other run.
 func watchTrees() {
 	t := time.NewTicker(limitTick)
 	defer t.Stop()
@@ -107,9 +154,18 @@ func watchTrees() {
 			return
 		}
 		limitWatch.mu.Unlock()
-		table := readProcTable()
+		var host procTable
+		var hostStat unix.Stat_t
+		_ = unix.Stat("/proc", &hostStat)
 		for _, w := range runs {
-			checkTree(w, table)
+			if own := w.ownProc(hostStat.Dev); own != "" {
+				checkAll(w, readProcTable(own))
+				continue
+			}
+			if host.procs == nil {
+				host = readProcTable("/proc")
+			}
+			checkTree(w, host)
 		}
 	}
 }
@@ -128,8 +184,8 @@ type procTable struct {
 	children map[int][]int
 }
 
-func readProcTable() procTable {
-	dir, err := os.Open("/proc")
+func readProcTable(root string) procTable {
+	dir, err := os.Open(root)
 	if err != nil {
 		return procTable{}
 	}
@@ -143,7 +199,7 @@ func readProcTable() procTable {
 		if err != nil {
 			continue
 		}
-		path = append(append(append(path[:0], "/proc/"...), name...), "/stat"...)
+		path = append(append(append(append(path[:0], root...), '/'), name...), "/stat"...)
 		if p, ok := readStat(path, buf[:]); ok {
 			t.procs[pid] = p
 			t.children[p.ppid] = append(t.children[p.ppid], pid)
@@ -206,8 +262,36 @@ func atoi(b []byte) int {
 	return n
 }
 
-// checkTree counts w's tree in t and stops counting once a bound is
-// passed.
+// checkAll counts every process of t, the jail's own /proc, as w's. Its
+// pids are the jail's, which mean nothing outside: the group's kill ends
+// them (the jail's first process takes its PID namespace with it).
+func checkAll(w *watched, t procTable) {
+	var tasks, rss int64
+	for _, p := range t.procs {
+		tasks += p.threads
+		rss += p.rss
+		if w.over(tasks, rss, nil) {
+			return
+		}
+	}
+}
+
+// over reports whether tasks or rss pass w's bounds, and if so ends w's
+// run, with pids killed first.
+func (w *watched) over(tasks, rss int64, pids []int) bool {
+	switch l := w.limits; {
+	case l.Processes > 0 && tasks > int64(l.Processes):
+		w.pass(Breach{Bound: BoundProcesses, Seen: tasks, Limit: int64(l.Processes), At: time.Now()}, pids)
+	case l.Memory > 0 && rss > l.Memory:
+		w.pass(Breach{Bound: BoundMemory, Seen: rss, Limit: l.Memory, At: time.Now()}, pids)
+	default:
+		return false
+	}
+	return true
+}
+
+// checkTree counts w's tree in t, the machine's process table, and stops
+// counting once a bound is passed.
 func checkTree(w *watched, t procTable) {
 	var tasks, rss int64
 	var pids []int
@@ -222,12 +306,7 @@ func checkTree(w *watched, t procTable) {
 		pids = append(pids, pid)
 		tasks += p.threads
 		rss += p.rss
-		switch l := w.limits; {
-		case l.Processes > 0 && tasks > int64(l.Processes):
-			w.pass(Breach{Bound: BoundProcesses, Seen: tasks, Limit: int64(l.Processes), At: time.Now()}, append(pids, queue...))
-			return
-		case l.Memory > 0 && rss > l.Memory:
-			w.pass(Breach{Bound: BoundMemory, Seen: rss, Limit: l.Memory, At: time.Now()}, append(pids, queue...))
+		if w.over(tasks, rss, append(pids, queue...)) {
 			return
 		}
 		queue = append(queue, t.children[pid]...)

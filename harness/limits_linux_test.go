@@ -3,10 +3,14 @@
 package harness
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A run past one of its own bounds is killed, its whole tree, and its Exit
@@ -96,7 +100,70 @@ func TestDiskUseCountsAllocatedBlocks(t *testing.T) {
 func BenchmarkReadProcTable(b *testing.B) {
 	n := 0
 	for b.Loop() {
-		n = len(readProcTable().procs)
+		n = len(readProcTable("/proc").procs)
 	}
 	b.ReportMetric(float64(n), "procs")
+}
+
+// fakeStat is a /proc/<pid>/stat line with the fields the watcher reads.
+func fakeStat(pid, ppid, threads, rssPages int) string {
+	return fmt.Sprintf("%d (a (b) c) S %d 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 %d 0 1000 4096 %d 0 0\n", pid, ppid, threads, rssPages)
+}
+
+// A run in a jail is counted from the jail's own /proc, every process in it
+// being the job's, once bubblewrap has named the jail's first process and
+// only when that /proc is not the daemon's.
+func TestJailedRunIsCountedFromTheJailsOwnProc(t *testing.T) {
+	own := t.TempDir() // another device than /proc, as the jail's own is
+	for pid, line := range map[int]string{1: fakeStat(1, 0, 1, 10), 2: fakeStat(2, 1, 30, 10), 7: fakeStat(7, 2, 40, 10)} {
+		if err := os.MkdirAll(filepath.Join(own, strconv.Itoa(pid)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(own, strconv.Itoa(pid), "stat"), []byte(line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var host unix.Stat_t
+	if err := unix.Stat("/proc", &host); err != nil {
+		t.Fatal(err)
+	}
+	var got []Breach
+	w := &watched{limits: Limits{Processes: 64}, breach: func(b Breach) { got = append(got, b) }}
+	if p := w.ownProc(host.Dev); p != "" {
+		t.Fatalf("own /proc %q before bubblewrap named the jail's first process", p)
+	}
+	same := "/proc"
+	w.jailProc.Store(&same)
+	if p := w.ownProc(host.Dev); p != "" {
+		t.Fatalf("the daemon's /proc taken for the jail's: %q", p)
+	}
+	w.jailProc.Store(&own)
+	if p := w.ownProc(host.Dev); p != own {
+		t.Fatalf("own /proc %q, want %q", p, own)
+	}
+	checkAll(w, readProcTable(own))
+	if len(got) != 1 || got[0].Bound != BoundProcesses || got[0].Seen <= 64 { // counting stops once past
+		t.Fatalf("breaches %+v: want processes, more than 64 threads seen", got)
+	}
+	w = &watched{limits: Limits{Processes: 100, Memory: 29 * pageSize}, breach: func(b Breach) { got = append(got, b) }}
+	checkAll(w, readProcTable(own))
+	if len(got) != 2 || got[1].Bound != BoundMemory || got[1].Seen != 30*pageSize {
+		t.Fatalf("breaches %+v: want memory, 30 pages seen", got)
+	}
+}
+
+// readJailInfo takes the first process's pid from bubblewrap's --info-fd
+// JSON.
+func TestReadJailInfo(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(w, "{\n    \"child-pid\": 4242,\n    \"mnt-namespace\": 4026532181,\n    \"pid-namespace\": 4026532182\n}\n")
+	w.Close()
+	wd := &watched{}
+	wd.readJailInfo(r)
+	if p := wd.jailProc.Load(); p == nil || *p != "/proc/4242/root/proc" {
+		t.Fatalf("jail's /proc %v", p)
+	}
 }

@@ -76,6 +76,10 @@ type JailOptions struct {
 	Hide []string
 	// Env are variables set inside (bwrap --setenv), none by default.
 	Env map[string]string
+	// InfoFD, when not 0, is an inherited descriptor bubblewrap writes its
+	// JSON about the jail to (--info-fd): the host pid of the jail's first
+	// process, whose root is the jail's ("child-pid").
+	InfoFD int
 	// ProcInit is the bridge binary, whose ProcCommand runs first in the
 	// jail and mounts the jail's own /proc; it must be among ReadOnly.
 	// Without it the jail shows the host's /proc (its pids, not the jail's
@@ -100,8 +104,11 @@ func JailArgs(o JailOptions) ([]string, error) {
 			return nil, fmt.Errorf("jail: %q is not an absolute path", p)
 		}
 	}
-	args := []string{o.Bwrap,
-		"--die-with-parent", "--unshare-ipc", "--unshare-uts", "--unshare-pid",
+	args := []string{o.Bwrap, "--die-with-parent", "--unshare-ipc", "--unshare-uts", "--unshare-pid"}
+	if o.InfoFD > 0 {
+		args = append(args, "--info-fd", strconv.Itoa(o.InfoFD))
+	}
+	args = append(args,
 		// The host's /proc, which the first command (ProcInit's ProcMain)
 		// covers with a fresh one of the jail's PID namespace. Not
 		// bubblewrap's --proc: bubblewrap mounts over parts of the one it
@@ -109,8 +116,7 @@ func JailArgs(o JailOptions) ([]string, error) {
 		// sandbox the fresh /proc (and --disable-userns) its commands get;
 		// the host's stays beneath because the kernel lets a user namespace
 		// mount a /proc only where one is already fully visible.
-		"--bind", "/proc", "/proc", "--dev", "/dev",
-	}
+		"--bind", "/proc", "/proc", "--dev", "/dev")
 	if o.MapUser != nil {
 		args = append(args, "--unshare-user", "--uid", strconv.Itoa(o.MapUser[0]), "--gid", strconv.Itoa(o.MapUser[1]))
 	}
