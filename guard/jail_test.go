@@ -111,8 +111,10 @@ func TestPrepareJailsAndAuditQuarantines(t *testing.T) {
 	if strings.Contains(joined, f.home) || strings.Contains(joined, f.env) || strings.Contains(joined, "--bind "+f.dir.Root+" ") {
 		t.Errorf("the jail shows the home, the .env or the whole state dir: %s", joined)
 	}
-	if len(spec.WrapFiles) != 1 || spec.WrapFiles[0].Name() != ws {
-		t.Errorf("the jail's descriptors %v, want the workspace's alone", spec.WrapFiles)
+	// The workspace's descriptor, and bubblewrap's --info-fd pipe, whose
+	// read end the harness gets.
+	if len(spec.WrapFiles) != 2 || spec.WrapFiles[0].Name() != ws || spec.JailInfo == nil || !strings.Contains(joined, "--info-fd 4") {
+		t.Errorf("the jail's descriptors %v (info %v), want the workspace's and bubblewrap's info pipe: %s", spec.WrapFiles, spec.JailInfo, joined)
 	}
 	spec.CloseWrapFiles()
 	settings, err := os.ReadFile(spec.SettingsFile)
