@@ -135,26 +135,24 @@ func (c *Client) Flash(ctx context.Context, req FlashRequest) (FlashResult, erro
 	if c.o.APIKey == "" {
 		return finish(ErrNoAPIKey)
 	}
-	if strings.TrimSpace(req.Task) == "" {
-		return finish(fmt.Errorf("%w: the task is empty: say what DeepSeek should do", ErrInvalidRequest))
-	}
-	system, err := SystemPrompt(req.Mode)
+	msgs, err := flashMessages(req)
 	if err != nil {
 		return finish(err)
 	}
 	thinking, effort := thinkingFields(req.Thinking)
-	body, err := json.Marshal(chatRequest{
-		Model: model,
-		Messages: []chatMessage{
-			{Role: "system", Content: system},
-			{Role: "user", Content: UserMessage(req.Task, req.Files)},
-		},
+	cr := chatRequest{
+		Model:           model,
+		Messages:        msgs,
 		MaxTokens:       c.o.MaxOutputTokens,
 		Stream:          true,
 		StreamOptions:   &streamOptions{IncludeUsage: true},
 		Thinking:        thinking,
 		ReasoningEffort: effort,
-	})
+	}
+	if req.JSON {
+		cr.ResponseFormat = &responseFormat{Type: "json_object"}
+	}
+	body, err := json.Marshal(cr)
 	if err != nil {
 		return finish(fmt.Errorf("encode request: %w", err))
 	}

@@ -14,9 +14,15 @@ const (
 
 // FlashRequest is one deepseek_flash call.
 type FlashRequest struct {
-	Task  string
-	Mode  Mode   // "" means analyze
-	Files string // inline material, may be empty
+	// Task is the one request; Messages instead is a conversation, whose
+	// last turn is the user's (exactly one of them is set).
+	Task     string
+	Messages []Message
+	Mode     Mode   // "" means analyze
+	Files    string // inline material, may be empty: after the task, or the last user turn
+	// JSON asks for DeepSeek's JSON output (response_format json_object):
+	// the answer is one JSON value.
+	JSON bool
 	// Model is the model id ("" means the client's); Thinking one of
 	// ThinkingLevels ("" sends nothing: DeepSeek's default, high).
 	Model    string
@@ -27,6 +33,19 @@ type FlashRequest struct {
 	// before each retry, and every ProgressEvery chunks of the same phase.
 	Progress func(ProgressEvent)
 }
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    string `json:"role"` // RoleSystem, RoleUser or RoleAssistant
+	Content string `json:"content"`
+}
+
+// The roles of a conversation's turns.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
 
 // Progress phases.
 const (

@@ -39,6 +39,51 @@ func SystemPrompt(m Mode) (string, error) {
 	return p, nil
 }
 
+// jsonInstruction ends the system prompt of a call asking for JSON output:
+// DeepSeek's JSON output wants the word "json" in the prompt.
+const jsonInstruction = "\n\nAnswer with one valid json value and nothing else: no prose, no code fence."
+
+// flashMessages are the messages of a flash call: the mode's system prompt,
+// then the task with its material, or the caller's conversation with the
+// material after its last user turn. A conversation must end with the
+// user's turn, and every turn must say something.
+func flashMessages(req FlashRequest) ([]chatMessage, error) {
+	system, err := SystemPrompt(req.Mode)
+	if err != nil {
+		return nil, err
+	}
+	if req.JSON {
+		system += jsonInstruction
+	}
+	msgs := []chatMessage{{Role: RoleSystem, Content: system}}
+	switch {
+	case len(req.Messages) > 0 && strings.TrimSpace(req.Task) != "":
+		return nil, fmt.Errorf("%w: give either a task or messages, not both", ErrInvalidRequest)
+	case len(req.Messages) == 0:
+		if strings.TrimSpace(req.Task) == "" {
+			return nil, fmt.Errorf("%w: the task is empty: say what DeepSeek should do", ErrInvalidRequest)
+		}
+		return append(msgs, chatMessage{Role: RoleUser, Content: UserMessage(req.Task, req.Files)}), nil
+	}
+	last := len(req.Messages) - 1
+	for i, m := range req.Messages {
+		switch {
+		case m.Role != RoleSystem && m.Role != RoleUser && m.Role != RoleAssistant:
+			return nil, fmt.Errorf("%w: messages[%d]: role %q is not system, user or assistant", ErrInvalidRequest, i, m.Role)
+		case strings.TrimSpace(m.Content) == "":
+			return nil, fmt.Errorf("%w: messages[%d] (%s) is empty", ErrInvalidRequest, i, m.Role)
+		case i == last && m.Role != RoleUser:
+			return nil, fmt.Errorf("%w: the last of the messages is the %s's: a conversation DeepSeek answers ends with the user's turn", ErrInvalidRequest, m.Role)
+		}
+		content := m.Content
+		if i == last && strings.TrimSpace(req.Files) != "" {
+			content = UserMessage(m.Content, req.Files)
+		}
+		msgs = append(msgs, chatMessage{Role: m.Role, Content: content})
+	}
+	return msgs, nil
+}
+
 // UserMessage is the task followed by the material, fenced so that nothing
 // inside the material can close the fence.
 func UserMessage(task, files string) string {

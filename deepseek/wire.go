@@ -9,8 +9,14 @@ type chatRequest struct {
 	StreamOptions *streamOptions `json:"stream_options,omitempty"`
 	// Thinking turns thinking mode on or off; ReasoningEffort sets its
 	// effort (DeepSeek's thinking-mode guide). Neither is sent by default.
-	Thinking        *thinkingParam `json:"thinking,omitempty"`
-	ReasoningEffort string         `json:"reasoning_effort,omitempty"`
+	Thinking        *thinkingParam  `json:"thinking,omitempty"`
+	ReasoningEffort string          `json:"reasoning_effort,omitempty"`
+	ResponseFormat  *responseFormat `json:"response_format,omitempty"`
+}
+
+// responseFormat asks for DeepSeek's JSON output ({"type":"json_object"}).
+type responseFormat struct {
+	Type string `json:"type"`
 }
 
 type thinkingParam struct {

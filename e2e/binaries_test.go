@@ -103,6 +103,10 @@ func TestJobCannotReplaceTheBinaries(t *testing.T) {
 			case "claude code":
 				victim = copyExecutable(t, claudeBin(t), t.TempDir(), "claude")
 				env["BRIDGE_CLAUDE_BIN"] = victim
+				// Claude Code reads the whole 200 MB binary for the Edit's
+				// replace_all before it is refused, and so holds more than
+				// the default 4 GiB a job may (it ended memory_limit).
+				env["BRIDGE_JOB_MAX_MEMORY_MB"] = "16384"
 			case "claude code wrapper":
 				real, err := filepath.EvalSymlinks(claudeBin(t))
 				if err != nil {

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -29,6 +30,8 @@ type FlashOutput struct {
 	Usage        FlashUsage `json:"usage" jsonschema:"tokens billed for this call, retries included"`
 	CostUSD      float64    `json:"cost_usd" jsonschema:"the usage at DeepSeek's published prices, in US dollars"`
 	DurationMS   int64      `json:"duration_ms" jsonschema:"wall-clock time of the call in milliseconds"`
+	// JSON is the answer parsed, with response_format "json".
+	JSON any `json:"json,omitempty" jsonschema:"with response_format json: the answer parsed, any JSON value"`
 }
 
 // FlashUsage is the token usage of a flash call.
@@ -42,12 +45,20 @@ type FlashUsage struct {
 
 // flashArgs are deepseek_flash's arguments.
 type flashArgs struct {
-	Task     string `json:"task"`
-	Mode     string `json:"mode"`
-	Files    string `json:"files"`
-	Model    string `json:"model"`
-	Thinking string `json:"thinking"`
+	Task           string             `json:"task"`
+	Messages       []deepseek.Message `json:"messages"`
+	Mode           string             `json:"mode"`
+	Files          string             `json:"files"`
+	Model          string             `json:"model"`
+	Thinking       string             `json:"thinking"`
+	ResponseFormat string             `json:"response_format"`
 }
+
+// The values of deepseek_flash's response_format.
+const (
+	formatText = "text"
+	formatJSON = "json"
+)
 
 var flashModes = []string{string(deepseek.ModeAnalyze), string(deepseek.ModeReview), string(deepseek.ModeCode), string(deepseek.ModeSummarize)}
 
@@ -73,7 +84,17 @@ func FlashTool(c FlashClient, cat deepseek.Catalog) (mcp.Tool, mcpserver.ToolHan
 		mcp.WithDestructiveHintAnnotation(false),
 		mcp.WithIdempotentHintAnnotation(false),
 		mcp.WithOpenWorldHintAnnotation(true),
-		mcp.WithString("task", mcp.Required(), mcp.Description("what DeepSeek should do, self-contained: it sees nothing of this conversation")),
+		mcp.WithString("task", mcp.Description("what DeepSeek should do, self-contained: it sees nothing of this conversation; give task or messages")),
+		mcp.WithArray("messages", mcp.Description("instead of task, a conversation for DeepSeek to continue: system, user and assistant turns in order, the last one the user's"),
+			mcp.MinItems(1), mcp.Items(map[string]any{
+				"type": "object", "additionalProperties": false, "required": []string{"role", "content"},
+				"properties": map[string]any{
+					"role":    map[string]any{"type": "string", "enum": []string{deepseek.RoleSystem, deepseek.RoleUser, deepseek.RoleAssistant}},
+					"content": map[string]any{"type": "string"},
+				},
+			})),
+		mcp.WithString("response_format", mcp.Enum(formatText, formatJSON), mcp.DefaultString(formatText),
+			mcp.Description("json: DeepSeek answers with one JSON value, returned parsed in structuredContent.json (an answer that does not parse is an error carrying it); default text")),
 		mcp.WithString("mode", mcp.Enum(flashModes...), mcp.DefaultString(string(deepseek.ModeAnalyze)),
 			mcp.Description("analyze | review | code | summarize (default analyze)")),
 		mcp.WithString("files", mcp.Description("inline material the task is about, pasted as text (file contents, diffs, logs); optional")),
@@ -91,6 +112,9 @@ func FlashTool(c FlashClient, cat deepseek.Catalog) (mcp.Tool, mcpserver.ToolHan
 		if a.Mode == "" {
 			a.Mode = string(deepseek.ModeAnalyze)
 		}
+		if (strings.TrimSpace(a.Task) == "") == (len(a.Messages) == 0) {
+			return mcp.NewToolResultError("give exactly one of task (one self-contained request) or messages (a conversation ending with the user's turn)"), nil
+		}
 		model, thinking, err := cat.Resolve(a.Model, a.Thinking)
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
@@ -98,6 +122,8 @@ func FlashTool(c FlashClient, cat deepseek.Catalog) (mcp.Tool, mcpserver.ToolHan
 		p := reporterFrom(ctx)
 		res, err := c.Flash(ctx, deepseek.FlashRequest{
 			Task:     strings.TrimSpace(a.Task),
+			Messages: a.Messages,
+			JSON:     a.ResponseFormat == formatJSON,
 			Mode:     deepseek.Mode(a.Mode),
 			Files:    a.Files,
 			Model:    model.ID,
@@ -132,6 +158,11 @@ func FlashTool(c FlashClient, cat deepseek.Catalog) (mcp.Tool, mcpserver.ToolHan
 			},
 			CostUSD:    res.CostUSD,
 			DurationMS: res.Duration.Milliseconds(),
+		}
+		if a.ResponseFormat == formatJSON {
+			if err := json.Unmarshal([]byte(res.Answer), &out.JSON); err != nil {
+				return mcp.NewToolResultError(fmt.Sprintf("DeepSeek's answer is not valid JSON (%v); it was:\n%s", err, res.Answer)), nil
+			}
 		}
 		return mcp.NewToolResultStructured(out, flashText(out)), nil
 	}
