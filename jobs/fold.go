@@ -149,21 +149,25 @@ func (p *progress) toolResult(ev harness.Event) {
 	entry := TraceEntry{Time: ev.Time, Kind: "tool_result", Tool: tu.Name, Detail: harness.Clip(tr.Text, 200), IsError: tr.IsError, Denied: tr.Denied}
 	if known && tu.Name == "Bash" {
 		entry.ExitCode = tr.ExitCode
+		ran := Command{Command: tu.Command, ExitCode: tr.ExitCode, Denied: tr.Denied}
+		switch {
+		case tr.Background != "":
+			ran.Note = noteBackground + tr.Background + ")"
+		case tr.ExitCode == nil && !tr.Denied && tr.IsError:
+			ran.Note = notePrefixFailed + firstLine(tr.Text, 160)
+		}
 		if ref, ok := p.cmdAt[tr.ToolUseID]; ok {
 			delete(p.cmdAt, tr.ToolUseID)
 			c := &s.Commands[ref.i]
-			c.ExitCode, c.Denied = tr.ExitCode, tr.Denied
-			switch {
-			case tr.Background != "":
-				c.Note = noteBackground + tr.Background + ")"
-			case tr.ExitCode == nil && !tr.Denied && tr.IsError:
-				c.Note = notePrefixFailed + firstLine(tr.Text, 160)
-			}
+			c.ExitCode, c.Denied, c.Note = ran.ExitCode, ran.Denied, ran.Note
 			if !tr.Denied {
 				ms := max(ev.Time.Sub(ref.start), 0).Milliseconds()
 				c.DurationMS = &ms
 				c.OutputTail = tr.Tail
 			}
+		}
+		if !tr.Denied { // also past MaxCommands: a later command may change the workspace
+			ranCommand(s.Acceptance, tu.Command, ran)
 		}
 	}
 	if known && tr.Denied {
@@ -172,6 +176,7 @@ func (p *progress) toolResult(ev harness.Event) {
 	// A refused or failed Write/Edit changed nothing: a file counts as
 	// written, or touched, only once its tool succeeded.
 	if ok := known && !tr.IsError && !tr.Denied; ok && tu.Path != "" {
+		changed(s.Acceptance, tu.Name+" wrote "+tu.Path+" after it")
 		s.FilesWritten = addFile(s.FilesWritten, tu.Path)
 		p.touched = addFile(p.touched, tu.Path)
 	} else if ok && tu.Name == "Read" && tu.Detail != "" {

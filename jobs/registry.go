@@ -106,13 +106,15 @@ type Options struct {
 
 // StartRequest is one deepseek_agent_start call.
 type StartRequest struct {
-	Task      string
-	Workspace string
-	MaxSteps  int           // 0 = the ceiling; never above it
-	Timeout   time.Duration // 0 = the ceiling; never above it
-	Model     string        // "" = Options.Model
-	Thinking  string        // deepseek.ThinkingLevels; "" = DeepSeek's default (high)
-	Policy    *policy.Policy
+	Task       string
+	Workspace  string
+	MaxSteps   int           // 0 = the ceiling; never above it
+	Timeout    time.Duration // 0 = the ceiling; never above it
+	Model      string        // "" = Options.Model
+	Thinking   string        // deepseek.ThinkingLevels; "" = DeepSeek's default (high)
+	Policy     *policy.Policy
+	Context    string  // told the harness after the task
+	Acceptance []Check // read against the job's tool calls (ValidateChecks)
 }
 
 // Registry runs the jobs of one daemon.
@@ -284,6 +286,7 @@ func (r *Registry) start(ctx context.Context, req StartRequest, parent *Snapshot
 		CreatedAt: now, MaxSteps: maxSteps, TimeoutMS: timeout.Milliseconds(),
 		FilesWritten: []string{}, Commands: []Command{},
 		Model: cmp.Or(req.Model, r.opts.Model), Thinking: thinking, Policy: &enforced,
+		Context: req.Context, Acceptance: newChecks(req.Acceptance),
 	})
 	if parent != nil {
 		j.snap.Parent, j.snap.ResumeSession = parent.ID, parent.SessionID

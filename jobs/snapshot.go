@@ -221,6 +221,10 @@ type Snapshot struct {
 	Status    Status `json:"status"`
 	Task      string `json:"task"`
 	Workspace string `json:"workspace"`
+	// Context is the caller's context for the task, and Acceptance its
+	// checks with what the job's tool calls say of each.
+	Context    string        `json:"context,omitempty"`
+	Acceptance []CheckStatus `json:"acceptance,omitempty"`
 
 	CreatedAt time.Time  `json:"created_at"`
 	StartedAt *time.Time `json:"started_at,omitempty"`

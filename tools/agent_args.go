@@ -6,6 +6,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/jobs"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 )
 
@@ -26,7 +27,28 @@ type jobArgs struct {
 // startArgs are deepseek_agent_start's arguments.
 type startArgs struct {
 	jobArgs
-	Workspace string `json:"workspace"`
+	Workspace  string       `json:"workspace"`
+	Context    string       `json:"context"`
+	Acceptance []jobs.Check `json:"acceptance"`
+}
+
+// contextArg is deepseek_agent_start's context.
+func contextArg() mcp.ToolOption {
+	return mcp.WithString("context", mcp.MaxLength(jobs.MaxContextBytes), mcp.Description("what the agent should know beyond the task (background, constraints, what was tried); told it after the task"))
+}
+
+// acceptanceArg is deepseek_agent_start's acceptance checks.
+func acceptanceArg() mcp.ToolOption {
+	return mcp.WithArray("acceptance", mcp.MaxItems(jobs.MaxChecks), mcp.Description(
+		"checks the job's work must pass. The bridge runs nothing itself: a check with a command is met only when the job ran exactly that command, exit 0, after its last change to the workspace; "+
+			"the payload's acceptance says met, not_met, not_checked or judgement (no command: only the model's word) for each, and acceptance_ready is true only when the job is done, has a check with a command, and every such check is met"),
+		mcp.Items(map[string]any{
+			"type": "object", "additionalProperties": false, "required": []string{"check"},
+			"properties": map[string]any{
+				"check":   map[string]any{"type": "string", "description": "what must hold, in a sentence"},
+				"command": map[string]any{"type": "string", "description": "the one-line command whose successful run is the evidence, e.g. make test"},
+			},
+		}))
 }
 
 func (a jobArgs) ceilings() (maxSteps int, timeout time.Duration) {

@@ -41,6 +41,11 @@ type AgentJobPayload struct {
 	Ledger      []jobs.LedgerEntry `json:"ledger" jsonschema:"the last 50 tool calls, each with its verdict and reason"`
 	LedgerTotal int                `json:"ledger_total" jsonschema:"how many tool calls the ledger holds in all (the job's trace has every one)"`
 
+	// The caller's acceptance checks, each with what the job's tool calls
+	// say of it, and whether they hold on evidence.
+	Acceptance      []jobs.CheckStatus `json:"acceptance,omitempty" jsonschema:"the acceptance checks given at the start, each with its status and evidence"`
+	AcceptanceReady *bool              `json:"acceptance_ready,omitempty" jsonschema:"set when checks were given: true only when the job is done, has a check with a command, and every such check is met by the job's own run of its command after its last change"`
+
 	// Sessions: the job this one continues, and whether it can be continued.
 	Parent      string `json:"parent,omitempty" jsonschema:"the job this one continues (deepseek_agent_continue)"`
 	CanContinue bool   `json:"can_continue,omitempty" jsonschema:"the job has ended and deepseek_agent_continue can resume its conversation"`
@@ -79,6 +84,10 @@ func Payload(s jobs.Snapshot, now time.Time) AgentJobPayload {
 		Ledger: jobs.LastLedger(s.Ledger, jobs.PayloadLedger),
 		Parent: s.Parent, CanContinue: s.CanContinue(),
 		Handoff: handoff(s),
+	}
+	if len(s.Acceptance) > 0 {
+		ready := jobs.AcceptanceReady(s)
+		p.Acceptance, p.AcceptanceReady = s.Acceptance, &ready
 	}
 	if !s.Status.Done() { // belt and braces: never a nonce or result off done
 		p.Nonce, p.Result = "", ""
@@ -165,6 +174,20 @@ func tally(counts map[string]int) string {
 }
 
 func writeWork(b *strings.Builder, p AgentJobPayload) {
+	if p.AcceptanceReady != nil {
+		verdict := "NOT READY: not every check with a command is met by the job's own run of it"
+		if *p.AcceptanceReady {
+			verdict = "ready: every check with a command is met by the job's own run of it after its last change"
+		}
+		fmt.Fprintf(b, "\nAcceptance: %s.", verdict)
+		for _, c := range p.Acceptance {
+			fmt.Fprintf(b, "\n- [%s] %s", c.Status, c.Check)
+			if c.Command != "" {
+				fmt.Fprintf(b, " (`%s`)", c.Command)
+			}
+			fmt.Fprintf(b, ": %s", c.Why)
+		}
+	}
 	if len(p.Quarantined) > 0 {
 		b.WriteString("\nQuarantined (the job planted these where git, hooks or a shell would run them outside the sandbox; they were moved aside — tell the user):")
 		for _, q := range p.Quarantined {

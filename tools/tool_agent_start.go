@@ -27,7 +27,7 @@ func AgentStartTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHa
 		mcp.WithString("task", mcp.Required(), mcp.Description("what the agent should do, self-contained: it sees only this text and the workspace")),
 		mcp.WithString("workspace", mcp.Required(), mcp.Description("absolute path of an existing directory inside the owner's allowed roots (DEEPSEEK_ALLOWED_ROOTS)")),
 		stepsArg(o, "job"), timeoutArg(o, "job"),
-		modelArg(o.Models), thinkingArg(), policyArg(o),
+		modelArg(o.Models), thinkingArg(), policyArg(o), contextArg(), acceptanceArg(),
 		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[AgentJobPayload](),
 	)
@@ -44,9 +44,13 @@ func AgentStartTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHa
 		if err := a.checkPolicy(); err != nil {
 			return startError(fmt.Errorf("%w: %v", jobs.ErrBadInput, err)), nil
 		}
+		if err := jobs.ValidateChecks(a.Acceptance); err != nil {
+			return startError(fmt.Errorf("%w: %v", jobs.ErrBadInput, err)), nil
+		}
 		snap, err := j.Start(ctx, jobs.StartRequest{Task: a.Task, Workspace: a.Workspace,
 			MaxSteps: maxSteps, Timeout: timeout,
-			Model: model.ID, Thinking: thinking, Policy: a.Policy})
+			Model: model.ID, Thinking: thinking, Policy: a.Policy,
+			Context: a.Context, Acceptance: a.Acceptance})
 		if err != nil {
 			return startError(err), nil
 		}
