@@ -55,25 +55,25 @@ func (g *Guard) jail(spec *harness.Spec, jp *jailPlan) ([]string, error) {
 	o := jp.Options
 	o.BindFDs = fds
 	o.WritableDirs = writable
-	if err := jailInfo(spec, &o); err != nil {
-		return nil, err
-	}
-	return sandbox.JailArgs(o)
-}
-
-// jailInfo gives bubblewrap a pipe to write what it knows of the jail to
-// (--info-fd), the next of the wrap's descriptors, and the harness its read
-// end (Spec.JailInfo): the watcher of the job's limits reads the jail's
-// first process from it.
-func jailInfo(spec *harness.Spec, o *sandbox.JailOptions) error {
-	r, w, err := os.Pipe()
+	o.MapUser = mapUser()
+	args, err := sandbox.JailArgs(o)
 	if err != nil {
 		spec.CloseWrapFiles()
-		return fmt.Errorf("jail: %w", err)
+		return nil, err
 	}
-	o.InfoFD = 3 + len(spec.WrapFiles) // exec.Cmd.ExtraFiles start at 3
-	spec.WrapFiles = append(spec.WrapFiles, w)
-	spec.JailInfo = r
+	// The jail starts in the job's own PID namespace, whose first process
+	// mounts its /proc.
+	spec.WrapAttr, spec.OwnPIDNamespace = sandbox.PIDNamespaceAttr, true
+	return sandbox.ProcWrapArgs(g.exe, args), nil
+}
+
+// mapUser is the daemon's uid and gid for the jail to map back, when the
+// jail starts as root of a user namespace of its own (a daemon that is not
+// root: sandbox.NamespaceAttr).
+func mapUser() *[2]int {
+	if uid := os.Getuid(); uid != 0 {
+		return &[2]int{uid, os.Getgid()}
+	}
 	return nil
 }
 
@@ -257,12 +257,7 @@ func (g *Guard) overlayJail(spec *harness.Spec, jp *jailPlan, writable []string)
 	o := jp.Options
 	o.Merged = ov.Merged
 	o.WritableDirs = writable
-	if uid := os.Getuid(); uid != 0 {
-		o.MapUser = &[2]int{uid, os.Getgid()}
-	}
-	if err := jailInfo(spec, &o); err != nil {
-		return nil, err
-	}
+	o.MapUser = mapUser()
 	args, err := sandbox.JailArgs(o)
 	if err != nil {
 		spec.CloseWrapFiles()
@@ -273,6 +268,6 @@ func (g *Guard) overlayJail(spec *harness.Spec, jp *jailPlan, writable []string)
 		spec.CloseWrapFiles()
 		return nil, err
 	}
-	spec.WrapAttr = sandbox.NamespaceAttr
+	spec.WrapAttr, spec.OwnPIDNamespace = sandbox.NamespaceAttr, true
 	return wrap, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config/configtest"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
 )
 
@@ -87,7 +88,8 @@ func TestPrepareJailsAndAuditQuarantines(t *testing.T) {
 	if err := f.g.Prepare(context.Background(), &spec); err != nil {
 		t.Fatal(err)
 	}
-	if len(spec.Wrap) == 0 || spec.Wrap[0] != "/usr/bin/bwrap" || spec.Wrap[len(spec.Wrap)-1] != "--" {
+	// bridge jail-proc -- bwrap … --
+	if len(spec.Wrap) < 4 || spec.Wrap[1] != sandbox.ProcCommand || spec.Wrap[3] != "/usr/bin/bwrap" || spec.Wrap[len(spec.Wrap)-1] != "--" {
 		t.Fatalf("wrap %q", spec.Wrap)
 	}
 	joined := strings.Join(spec.Wrap, " ")
@@ -111,10 +113,12 @@ func TestPrepareJailsAndAuditQuarantines(t *testing.T) {
 	if strings.Contains(joined, f.home) || strings.Contains(joined, f.env) || strings.Contains(joined, "--bind "+f.dir.Root+" ") {
 		t.Errorf("the jail shows the home, the .env or the whole state dir: %s", joined)
 	}
-	// The workspace's descriptor, and bubblewrap's --info-fd pipe, whose
-	// read end the harness gets.
-	if len(spec.WrapFiles) != 2 || spec.WrapFiles[0].Name() != ws || spec.JailInfo == nil || !strings.Contains(joined, "--info-fd 4") {
-		t.Errorf("the jail's descriptors %v (info %v), want the workspace's and bubblewrap's info pipe: %s", spec.WrapFiles, spec.JailInfo, joined)
+	if len(spec.WrapFiles) != 1 || spec.WrapFiles[0].Name() != ws {
+		t.Errorf("the jail's descriptors %v, want the workspace's alone", spec.WrapFiles)
+	}
+	// The jail starts in the job's own PID namespace.
+	if !spec.OwnPIDNamespace || spec.WrapAttr == nil {
+		t.Errorf("the jail has no PID namespace of its own")
 	}
 	spec.CloseWrapFiles()
 	settings, err := os.ReadFile(spec.SettingsFile)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
@@ -74,6 +75,8 @@ func TestJailHoldsNoApprovalQueueAuditLogLedgerOrSwitch(t *testing.T) {
 	probe.WriteString(`echo "PIDS $(ls /proc | grep -c '^[0-9]')"; echo PROBE-DONE`)
 	cmd := exec.Command(spec.Wrap[0], append(spec.Wrap[1:], "/bin/sh", "-c", probe.String())...)
 	cmd.ExtraFiles = spec.WrapFiles
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	spec.WrapAttr(cmd.SysProcAttr) // the job's own PID namespace
 	out, err := cmd.CombinedOutput()
 	if !strings.Contains(string(out), "PROBE-DONE") {
 		t.Fatalf("the probe did not run in the jail (%v): %s", err, out)

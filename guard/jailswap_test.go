@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
@@ -67,6 +68,8 @@ func TestJailBindsTheAdmittedWorkspaceNotWhatItsPathBecomes(t *testing.T) {
 	}
 	cmd := exec.Command(spec.Wrap[0], append(spec.Wrap[1:], "/bin/sh", "-c", "cat "+filepath.Join(admitted, "notes.txt")+"; cat "+filepath.Join(admitted, "main.go")+"; echo planted > "+filepath.Join(admitted, ".bashrc-planted"))...)
 	cmd.ExtraFiles = spec.WrapFiles
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	spec.WrapAttr(cmd.SysProcAttr) // the job's own PID namespace
 	out, _ := cmd.CombinedOutput()
 	spec.CloseWrapFiles()
 	if !strings.Contains(string(out), "package main") {

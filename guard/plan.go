@@ -193,7 +193,6 @@ func planJail(in planInputs, files []string) *jailPlan {
 			Tmp:               tmp,
 			ReadOnly:          ro,
 			Hide:              storesInRuntime(in.Stores, in.Runtime),
-			ProcInit:          in.Exe,
 		},
 	}
 	if pol != nil && pol.RestrictsWrites() && !pol.ReadOnly() {

@@ -112,15 +112,8 @@ func isExecutable(p string) bool {
 }
 
 // Start launches Claude Code for spec in its own process group.
-func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (_ Run, err error) {
+func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
 	defer spec.CloseWrapFiles() // once started, the child has its own copies
-	info := spec.JailInfo       // the run's from here on
-	spec.JailInfo = nil
-	defer func() {
-		if info != nil && err != nil {
-			info.Close()
-		}
-	}()
 	if c.Bin == "" {
 		if c.LookupErr != nil {
 			return nil, c.LookupErr
@@ -207,7 +200,7 @@ func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (_ Run, err error) {
 		return nil, fmt.Errorf("start %s: %w", c.Bin, err)
 	}
 	r.pid = cmd.Process.Pid
-	r.unwatch = watchLimits(r.pid, spec.Limits, info, r.passLimit)
+	r.unwatch = watchLimits(r.pid, spec.Limits, spec.OwnPIDNamespace, r.passLimit)
 	r.wg.Add(3)
 	go func() {
 		defer r.wg.Done()

@@ -122,24 +122,20 @@ type Spec struct {
 	// Limits are the job's own bounds (the guard's, from the owner's
 	// settings), held while the run lives.
 	Limits Limits
-	// JailInfo, when set, is the read end of the pipe the jail's bubblewrap
-	// writes its --info-fd JSON to (its write end is among WrapFiles): the
-	// watcher then reads the job's processes from the jail's own /proc
-	// instead of the whole machine's. The run closes it.
-	JailInfo *os.File
+	// OwnPIDNamespace: the wrap starts as the first process of the job's
+	// own PID namespace, which mounts that namespace's /proc; the watcher
+	// then reads the job's processes there (/proc/<pid>/root/proc) instead
+	// of the whole machine's.
+	OwnPIDNamespace bool
 }
 
-// CloseWrapFiles closes the descriptors of WrapFiles, and JailInfo: for a
-// spec whose harness never starts.
+// CloseWrapFiles closes the descriptors of WrapFiles: for a spec whose
+// harness never starts.
 func (s *Spec) CloseWrapFiles() {
 	for _, f := range s.WrapFiles {
 		f.Close()
 	}
 	s.WrapFiles = nil
-	if s.JailInfo != nil {
-		s.JailInfo.Close()
-		s.JailInfo = nil
-	}
 }
 
 // Kind says what an Event carries.

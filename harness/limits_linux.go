@@ -4,15 +4,12 @@ package harness
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,10 +36,10 @@ var (
 type watched struct {
 	root   int
 	limits Limits
-	// jailProc is the jail's own /proc as the daemon reaches it
-	// (/proc/<its first process>/root/proc), once bubblewrap has said
-	// which that is; "" before, and for a run with no jail.
-	jailProc atomic.Pointer[string]
+	// jailProc is the job's own /proc as the daemon reaches it: the one of
+	// the mount namespace of its PID namespace's first process, the run's
+	// own (/proc/<root>/root/proc); "" for a run with no namespace.
+	jailProc string
 	once     sync.Once
 	breach   func(Breach)
 	done     chan struct{}
@@ -67,18 +64,15 @@ var limitWatch struct {
 
 // watchLimits holds l over the process tree of root until stop is called;
 // once a bound is passed, the tree is killed and breach is called, once.
-// info, when not nil, is the jail's --info-fd pipe (Spec.JailInfo), which
-// watchLimits reads and closes.
-func watchLimits(root int, l Limits, info *os.File, breach func(Breach)) (stop func()) {
+// With ownPID the run is the first process of its own PID namespace
+// (Spec.OwnPIDNamespace), whose /proc holds the job's processes alone.
+func watchLimits(root int, l Limits, ownPID bool, breach func(Breach)) (stop func()) {
 	if !l.Held() {
-		if info != nil {
-			info.Close()
-		}
 		return func() {}
 	}
 	w := &watched{root: root, limits: l, breach: breach, done: make(chan struct{})}
-	if info != nil {
-		go w.readJailInfo(info) // owner: w; ends at the pipe's EOF (bubblewrap's exit at the latest)
+	if ownPID {
+		w.jailProc = "/proc/" + strconv.Itoa(root) + "/root/proc"
 	}
 	limitWatch.mu.Lock()
 	if limitWatch.runs == nil {
@@ -103,34 +97,20 @@ func watchLimits(root int, l Limits, info *os.File, breach func(Breach)) (stop f
 	}
 }
 
-// readJailInfo reads bubblewrap's word on the jail's first process and
-// keeps where the jail's own /proc is.
-func (w *watched) readJailInfo(info *os.File) {
-	defer info.Close()
-	var v struct {
-		ChildPID int `json:"child-pid"`
-	}
-	if err := json.NewDecoder(io.LimitReader(info, 1<<16)).Decode(&v); err != nil || v.ChildPID <= 1 {
-		return
-	}
-	p := "/proc/" + strconv.Itoa(v.ChildPID) + "/root/proc"
-	w.jailProc.Store(&p)
-}
-
-// ownProc is the jail's own /proc when it is mounted there, which holds the
-// job's processes and nothing else: a /proc that is not the daemon's
-// (another device). "" when there is none yet (bubblewrap has not said, or
-// the jail's first command has not mounted it) or no jail.
+// ownProc is the job's own /proc once it is mounted: a proc filesystem
+// that is not the daemon's (another device), which holds the job's
+// processes and nothing else. "" before the namespace's first process has
+// mounted it, or with no namespace: the machine's table is read instead.
 func (w *watched) ownProc(hostDev uint64) string {
-	p := w.jailProc.Load()
-	if p == nil {
+	if w.jailProc == "" {
 		return ""
 	}
+	var fs unix.Statfs_t
 	var st unix.Stat_t
-	if unix.Stat(*p, &st) != nil || st.Dev == hostDev {
+	if unix.Statfs(w.jailProc, &fs) != nil || fs.Type != unix.PROC_SUPER_MAGIC || unix.Stat(w.jailProc, &st) != nil || st.Dev == hostDev {
 		return ""
 	}
-	return *p
+	return w.jailProc
 }
 
 // watchTrees reads the process table every limitTick, once for all the
@@ -212,7 +192,7 @@ func readProcTable(root string) procTable {
 // command's ")", the fields from state (field 3) on; ppid is field 4,
 // num_threads 20, rss 24 (pages).
 func readStat(path, buf []byte) (proc, bool) {
-	fd, err := unix.Open(string(path), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(string(path), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return proc{}, false
 	}

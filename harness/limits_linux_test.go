@@ -4,9 +4,12 @@ package harness
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -110,11 +113,51 @@ func fakeStat(pid, ppid, threads, rssPages int) string {
 	return fmt.Sprintf("%d (a (b) c) S %d 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 %d 0 1000 4096 %d 0 0\n", pid, ppid, threads, rssPages)
 }
 
-// A run in a jail is counted from the jail's own /proc, every process in it
-// being the job's, once bubblewrap has named the jail's first process and
-// only when that /proc is not the daemon's.
-func TestJailedRunIsCountedFromTheJailsOwnProc(t *testing.T) {
-	own := t.TempDir() // another device than /proc, as the jail's own is
+// A run in its own PID namespace is counted from that namespace's /proc,
+// every process in it being the job's, once its first process has mounted
+// it; before, and for anything that is not a proc filesystem of its own,
+// the watcher reads the machine's table.
+func TestOwnPIDNamespaceIsCountedFromItsOwnProc(t *testing.T) {
+	var host unix.Stat_t
+	if err := unix.Stat("/proc", &host); err != nil {
+		t.Fatal(err)
+	}
+	fake := t.TempDir()
+	for _, p := range []string{"", "/proc", fake} {
+		if got := (&watched{jailProc: p}).ownProc(host.Dev); got != "" {
+			t.Errorf("%q taken for the job's own /proc", p)
+		}
+	}
+	if os.Getuid() != 0 {
+		t.Skip("a PID namespace without a user namespace needs root")
+	}
+	cmd := exec.Command("/bin/sh", "-c", "mount --make-rprivate / && mount -t proc proc /proc && echo ready && exec sleep 30")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWNS}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if _, err := io.ReadFull(out, make([]byte, 6)); err != nil {
+		t.Fatalf("the namespace's first process did not mount its /proc: %v", err)
+	}
+	w := &watched{root: cmd.Process.Pid, jailProc: fmt.Sprintf("/proc/%d/root/proc", cmd.Process.Pid)}
+	own := w.ownProc(host.Dev)
+	if own != w.jailProc {
+		t.Fatalf("own /proc %q, want %q", own, w.jailProc)
+	}
+	table := readProcTable(own)
+	if len(table.procs) != 1 || table.procs[1].threads != 1 {
+		t.Fatalf("the namespace's table %+v: want its one process, pid 1", table.procs)
+	}
+}
+
+// checkAll counts every process of a table and stops once past a bound.
+func TestCheckAllCountsEveryProcessOfTheTable(t *testing.T) {
+	own := t.TempDir()
 	for pid, line := range map[int]string{1: fakeStat(1, 0, 1, 10), 2: fakeStat(2, 1, 30, 10), 7: fakeStat(7, 2, 40, 10)} {
 		if err := os.MkdirAll(filepath.Join(own, strconv.Itoa(pid)), 0o700); err != nil {
 			t.Fatal(err)
@@ -123,24 +166,8 @@ func TestJailedRunIsCountedFromTheJailsOwnProc(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var host unix.Stat_t
-	if err := unix.Stat("/proc", &host); err != nil {
-		t.Fatal(err)
-	}
 	var got []Breach
 	w := &watched{limits: Limits{Processes: 64}, breach: func(b Breach) { got = append(got, b) }}
-	if p := w.ownProc(host.Dev); p != "" {
-		t.Fatalf("own /proc %q before bubblewrap named the jail's first process", p)
-	}
-	same := "/proc"
-	w.jailProc.Store(&same)
-	if p := w.ownProc(host.Dev); p != "" {
-		t.Fatalf("the daemon's /proc taken for the jail's: %q", p)
-	}
-	w.jailProc.Store(&own)
-	if p := w.ownProc(host.Dev); p != own {
-		t.Fatalf("own /proc %q, want %q", p, own)
-	}
 	checkAll(w, readProcTable(own))
 	if len(got) != 1 || got[0].Bound != BoundProcesses || got[0].Seen <= 64 { // counting stops once past
 		t.Fatalf("breaches %+v: want processes, more than 64 threads seen", got)
@@ -149,21 +176,5 @@ func TestJailedRunIsCountedFromTheJailsOwnProc(t *testing.T) {
 	checkAll(w, readProcTable(own))
 	if len(got) != 2 || got[1].Bound != BoundMemory || got[1].Seen != 30*pageSize {
 		t.Fatalf("breaches %+v: want memory, 30 pages seen", got)
-	}
-}
-
-// readJailInfo takes the first process's pid from bubblewrap's --info-fd
-// JSON.
-func TestReadJailInfo(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprint(w, "{\n    \"child-pid\": 4242,\n    \"mnt-namespace\": 4026532181,\n    \"pid-namespace\": 4026532182\n}\n")
-	w.Close()
-	wd := &watched{}
-	wd.readJailInfo(r)
-	if p := wd.jailProc.Load(); p == nil || *p != "/proc/4242/root/proc" {
-		t.Fatalf("jail's /proc %v", p)
 	}
 }

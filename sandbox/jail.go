@@ -76,22 +76,14 @@ type JailOptions struct {
 	Hide []string
 	// Env are variables set inside (bwrap --setenv), none by default.
 	Env map[string]string
-	// InfoFD, when not 0, is an inherited descriptor bubblewrap writes its
-	// JSON about the jail to (--info-fd): the host pid of the jail's first
-	// process, whose root is the jail's ("child-pid").
-	InfoFD int
-	// ProcInit is the bridge binary, whose ProcCommand runs first in the
-	// jail and mounts the jail's own /proc; it must be among ReadOnly.
-	// Without it the jail shows the host's /proc (its pids, not the jail's
-	// PID namespace's): a test's jail.
-	ProcInit string
 }
 
 // JailArgs is the argv prefix that runs a command inside the job's view:
-// a fresh mount and PID namespace whose root holds only the system dirs, the
+// a fresh mount namespace whose root holds only the system dirs, the
 // workspace, the config dir, a private /tmp and the given paths. Its /proc
-// is its own when ProcInit is set (the file tools are denied it anyway, and
-// the commands get their own). The network is shared: the harness
+// is the one of the namespace bubblewrap starts in: a job's own, when the
+// jail is started through ProcWrapArgs (the file tools are denied it anyway,
+// and the commands get their own). The network is shared: the harness
 // reaches the bridge's model proxy on loopback, and Claude Code's own
 // sandbox takes the network from its commands. It ends in "--": append the
 // command.
@@ -104,19 +96,13 @@ func JailArgs(o JailOptions) ([]string, error) {
 			return nil, fmt.Errorf("jail: %q is not an absolute path", p)
 		}
 	}
-	args := []string{o.Bwrap, "--die-with-parent", "--unshare-ipc", "--unshare-uts", "--unshare-pid"}
-	if o.InfoFD > 0 {
-		args = append(args, "--info-fd", strconv.Itoa(o.InfoFD))
-	}
-	args = append(args,
-		// The host's /proc, which the first command (ProcInit's ProcMain)
-		// covers with a fresh one of the jail's PID namespace. Not
+	args := []string{o.Bwrap, "--die-with-parent", "--unshare-ipc", "--unshare-uts",
+		// The /proc bubblewrap starts with, the job's own PID namespace's
+		// when its wrapper (ProcMain, OverlayMain) made one. Not
 		// bubblewrap's --proc: bubblewrap mounts over parts of the one it
 		// makes, and the kernel then refuses Claude Code's own nested
-		// sandbox the fresh /proc (and --disable-userns) its commands get;
-		// the host's stays beneath because the kernel lets a user namespace
-		// mount a /proc only where one is already fully visible.
-		"--bind", "/proc", "/proc", "--dev", "/dev")
+		// sandbox the fresh /proc (and --disable-userns) its commands get.
+		"--bind", "/proc", "/proc", "--dev", "/dev"}
 	if o.MapUser != nil {
 		args = append(args, "--unshare-user", "--uid", strconv.Itoa(o.MapUser[0]), "--gid", strconv.Itoa(o.MapUser[1]))
 	}
@@ -186,11 +172,7 @@ func JailArgs(o JailOptions) ([]string, error) {
 	for _, k := range keys {
 		args = append(args, "--setenv", k, o.Env[k])
 	}
-	args = append(args, "--chdir", o.Workspace, "--")
-	if o.ProcInit != "" {
-		args = append(args, o.ProcInit, ProcCommand, "--")
-	}
-	return args, nil
+	return append(args, "--chdir", o.Workspace, "--"), nil
 }
 
 // bind is kind ("--bind" or "--ro-bind") of p onto itself: of its

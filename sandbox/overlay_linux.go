@@ -64,11 +64,12 @@ func (o Overlay) WrapArgs(exe string, lowerFD int, jail []string) ([]string, err
 	return append(args, jail...), nil
 }
 
-// OverlayMain is `bridge jail-overlay`: inside the new user and mount
-// namespace it was started in, it checks that --lower is still the
+// OverlayMain is `bridge jail-overlay`: inside the new user, mount and PID
+// namespace it was started in (NamespaceAttr), it checks that --lower is still the
 // directory of the descriptor --lower-fd (the workspace as admitted, never
-// what its path points at now), mounts the overlay at --merged, and
-// replaces itself with the command after "--" (the jail). It returns only
+// what its path points at now), mounts the overlay at --merged and the PID
+// namespace's own /proc (mountProc), and replaces itself with the command
+// after "--" (the jail). It returns only
 // on failure, with the exit code.
 func OverlayMain(args []string, stderr io.Writer) int {
 	fail := func(format string, a ...any) int {
@@ -107,12 +108,10 @@ func OverlayMain(args []string, stderr io.Writer) int {
 	}
 	lower.Close()
 	unix.Close(fd)
-	bin, err := exec.LookPath(cmd[0])
-	if err != nil {
+	if err := mountProc(); err != nil {
 		return fail("%v", err)
 	}
-	err = syscall.Exec(bin, cmd, os.Environ())
-	return fail("run %s: %v", cmd[0], err)
+	return execCommand(OverlayCommand, cmd, stderr)
 }
 
 func parseOverlayArgs(args []string) (Overlay, int, []string, error) {
@@ -198,12 +197,12 @@ func ProbeOverlay(exe, dir string) error {
 	return nil
 }
 
-// NamespaceAttr makes a child start in a new user and mount namespace in
+// NamespaceAttr makes a child start in a new user, mount and PID namespace in
 // which it is root (uid and gid 0 mapped to the daemon's own), which is what
 // an unprivileged overlay mount needs. The jail (bubblewrap) then maps the
 // daemon's uid back for the harness (JailOptions.MapUser).
 func NamespaceAttr(a *syscall.SysProcAttr) {
-	a.Cloneflags |= unix.CLONE_NEWUSER | unix.CLONE_NEWNS
+	a.Cloneflags |= unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
 	a.GidMappingsEnableSetgroups = false

@@ -46,6 +46,12 @@ func errNoOverlay() error {
 // /proc (Linux only).
 const ProcCommand = "jail-proc"
 
+// ProcWrapArgs is jail unchanged outside Linux, which has no jail.
+func ProcWrapArgs(_ string, jail []string) []string { return jail }
+
+// PIDNamespaceAttr does nothing outside Linux.
+func PIDNamespaceAttr(*syscall.SysProcAttr) {}
+
 // ProcMain has no jail to mount a /proc in outside Linux.
 func ProcMain(_ []string, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "bridge %s: a job's jail needs Linux (running on %s)\n", ProcCommand, runtime.GOOS)
