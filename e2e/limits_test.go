@@ -1,7 +1,7 @@
 package e2e
 
 // A job's own bounds (issue 25): a job that forks, allocates or writes
-// without end is killed, its whole tree at once, with a stop_reason naming
+// without end (into a tmpfs, or a file it deleted, too) is killed, its whole tree at once, with a stop_reason naming
 // the bound, while the daemon and a job beside it go on. Real bridge, real
 // Claude Code, its commands in bubblewrap; every command is bounded by
 // itself, so a watcher that did not hold could not run away with the
@@ -24,6 +24,11 @@ var limitJobs = map[string]string{
 	// commands $TMPDIR, /tmp/claude-<uid> of the jail's /tmp, read-write.
 	"JOB-FILLS":  `dd if=/dev/zero of="$TMPDIR/fill" bs=1M count=2048 status=none && echo filled; sleep 60`,
 	"JOB-WRITES": `dd if=/dev/zero of=fill.bin bs=1M count=2048 status=none && echo filled; sleep 60`,
+	// Claude Code's sandbox gives each command a tmpfs: memory that no
+	// process's RSS shows.
+	"JOB-TMPFS": `dd if=/dev/zero of="$TMPDIR/bash-edit-diff/fill" bs=1M count=2048 status=none && echo filled; sleep 60`,
+	// A file it deleted but keeps open.
+	"JOB-UNLINKS": `exec 3>gone.bin; rm gone.bin; dd if=/dev/zero bs=1M count=2048 status=none >&3 && echo filled; sleep 60`,
 	"JOB-BESIDE": `sleep 6; echo beside-alive`,
 }
 
@@ -63,6 +68,8 @@ func TestJobLimitsStopTheJobAlone(t *testing.T) {
 		{"JOB-ALLOCS", "memory_limit", "BRIDGE_JOB_MAX_MEMORY_MB"},
 		{"JOB-FILLS", "disk_limit", "BRIDGE_JOB_MAX_DISK_MB"},
 		{"JOB-WRITES", "disk_limit", "BRIDGE_JOB_MAX_DISK_MB"},
+		{"JOB-TMPFS", "memory_limit", "BRIDGE_JOB_MAX_MEMORY_MB"},
+		{"JOB-UNLINKS", "disk_limit", "BRIDGE_JOB_MAX_DISK_MB"},
 	} {
 		t.Run(tc.marker, func(t *testing.T) {
 			beside := startJob(t, cs, "Run the command of JOB-BESIDE.", a.workspace(t, nil)).P.JobID

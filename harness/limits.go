@@ -37,6 +37,7 @@ type Breach struct {
 	Seen  int64  // processes and threads, or bytes
 	Limit int64
 	At    time.Time
+	Why   string // what passed it, when not the count alone ("more than 1000000 files")
 }
 
 // Text says it in words, with the numbers.
@@ -45,10 +46,17 @@ func (b Breach) Text() string {
 	case BoundProcesses:
 		return fmt.Sprintf("the job's processes and threads reached %d, past its bound of %d", b.Seen, b.Limit)
 	case BoundMemory:
+		if b.Why != "" {
+			return fmt.Sprintf("the job held %s of memory %s, past its bound of %s", MiB(b.Seen), b.Why, MiB(b.Limit))
+		}
 		return fmt.Sprintf("the job's processes held %s of memory, past its bound of %s", MiB(b.Seen), MiB(b.Limit))
-	default:
+	case BoundDisk:
+		if b.Why != "" {
+			return fmt.Sprintf("the job's files passed its disk bound of %s: %s", MiB(b.Limit), b.Why)
+		}
 		return fmt.Sprintf("the job's files took %s of disk, past its bound of %s", MiB(b.Seen), MiB(b.Limit))
 	}
+	return fmt.Sprintf("the job passed its %s bound", b.Bound)
 }
 
 // MiB writes a byte count in MiB.

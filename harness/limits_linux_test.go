@@ -3,12 +3,14 @@
 package harness
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -34,6 +36,16 @@ while True:
     a.append(b"x" * (16 << 20))
 '`, Limits{Memory: 256 << 20}, BoundMemory},
 		{"fills its disk", "sleep 300 & while :; do head -c 1048576 /dev/zero >> " + filepath.Join(disk, "fill") + "; done", Limits{Disk: 64 << 20, DiskPaths: []string{disk}}, BoundDisk},
+		// What the job deletes but keeps open is still its disk, and a
+		// memory file its memory, though no walk or RSS shows them.
+		{"fills a file it deleted", "exec 3>" + filepath.Join(disk, "gone") + "; rm " + filepath.Join(disk, "gone") + "; for i in $(seq 1 1024); do head -c 1048576 /dev/zero >&3; done; sleep 300", Limits{Disk: 64 << 20, DiskPaths: []string{disk}}, BoundDisk},
+		{"fills a memory file", `python3 -c '
+import os, time
+fd = os.memfd_create("x")
+for _ in range(64):
+    os.write(fd, b"x" * (16 << 20))
+time.sleep(300)
+'`, Limits{Memory: 256 << 20, Disk: 1 << 40, DiskPaths: []string{disk}}, BoundMemory},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,9 +86,9 @@ func TestRunWithinItsLimitsEndsOnItsOwn(t *testing.T) {
 	}
 }
 
-// diskUse counts blocks allocated, so a sparse file's size is not its use,
-// and stops once past the bound.
-func TestDiskUseCountsAllocatedBlocks(t *testing.T) {
+// The disk walk counts blocks allocated, so a sparse file's size is not its
+// use, and stops once past the bound.
+func TestDiskWalkCountsAllocatedBlocks(t *testing.T) {
 	d := t.TempDir()
 	if err := os.WriteFile(filepath.Join(d, "full"), make([]byte, 4<<20), 0o600); err != nil {
 		t.Fatal(err)
@@ -89,12 +101,83 @@ func TestDiskUseCountsAllocatedBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	used, over := diskUse([]string{d}, 64<<20)
-	if over || used < 4<<20 || used > 8<<20 {
-		t.Fatalf("used %d over %v: want about 4 MiB, not over", used, over)
+	w := diskWalk{limit: 64 << 20}
+	w.walk(d)
+	if w.over || w.used < 4<<20 || w.used > 8<<20 {
+		t.Fatalf("used %d over %v: want about 4 MiB, not over", w.used, w.over)
 	}
-	if _, over := diskUse([]string{d}, 1<<20); !over {
+	w = diskWalk{limit: 1 << 20}
+	if w.walk(d); !w.over {
 		t.Fatal("4 MiB is not over a bound of 1 MiB")
+	}
+}
+
+// Nothing hides a file from the walk: a path longer than PATH_MAX, a
+// directory its owner may not read, a directory of more files than the
+// walk takes.
+func TestDiskWalkSeesWhatAJobHides(t *testing.T) {
+	d := t.TempDir()
+	deep := d
+	for range 2100 / 2 { // each "a/" adds two bytes: 4200 > PATH_MAX
+		deep = filepath.Join(deep, "a")
+	}
+	if err := os.MkdirAll(deep, 0o700); err != nil && !errors.Is(err, unix.ENAMETOOLONG) {
+		t.Fatal(err)
+	}
+	// Create the deepest file from a descriptor near it: its full path is
+	// too long for the kernel to take.
+	fd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2100 / 2 {
+		if err := unix.Mkdirat(fd, "a", 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+			t.Fatal(err)
+		}
+		next, err := unix.Openat(fd, "a", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unix.Close(fd)
+		fd = next
+	}
+	ffd, err := unix.Openat(fd, "deep.bin", unix.O_CREAT|unix.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.Write(ffd, make([]byte, 8<<20)); err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(ffd)
+	unix.Close(fd)
+	hidden := filepath.Join(d, "hidden")
+	if err := os.Mkdir(hidden, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hidden, "x.bin"), make([]byte, 8<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(hidden, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Chmod(hidden, 0o700) })
+	w := diskWalk{limit: 1 << 40}
+	w.walk(d)
+	if w.over || w.used < 16<<20 {
+		t.Fatalf("used %d MiB (over %v %s): the deep file and the hidden one are 16 MiB", w.used>>20, w.over, w.why)
+	}
+	old := maxDiskEntries
+	maxDiskEntries = 1000
+	t.Cleanup(func() { maxDiskEntries = old })
+	many := t.TempDir()
+	for i := range 1001 {
+		if err := os.WriteFile(filepath.Join(many, strconv.Itoa(i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w = diskWalk{limit: 1 << 40}
+	if w.walk(many); !w.over || !strings.Contains(w.why, "more than 1000 files") {
+		t.Fatalf("1001 empty files: over %v (%s)", w.over, w.why)
 	}
 }
 
