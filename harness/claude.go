@@ -200,6 +200,7 @@ func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
 		return nil, fmt.Errorf("start %s: %w", c.Bin, err)
 	}
 	r.pid = cmd.Process.Pid
+	lowerPriority(r.pid)
 	r.unwatch = watchLimits(r.pid, spec.Limits, spec.OwnPIDNamespace, r.passLimit)
 	r.wg.Add(3)
 	go func() {

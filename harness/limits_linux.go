@@ -53,13 +53,38 @@ type watched struct {
 
 // pass ends a run past a bound, once: SIGKILL to every process of its tree
 // as last seen, then the run's own word (its group).
-func (w *watched) pass(b Breach, pids []int) {
+func (w *watched) pass(b Breach, procs []procRef) {
 	w.once.Do(func() {
-		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+		for _, p := range procs {
+			p.kill()
 		}
 		w.breach(b)
 	})
+}
+
+// procRef is a process of a table read up to a tick ago: its pid and when
+// it started, so a pid reused since is not the one killed.
+type procRef struct {
+	pid   int
+	start int64
+}
+
+// kill sends SIGKILL through a pidfd, once the pid is seen to be the same
+// process still (its start time); without pidfds, to the pid.
+func (p procRef) kill() {
+	fd, err := unix.PidfdOpen(p.pid, 0)
+	if errors.Is(err, unix.ENOSYS) {
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		return
+	}
+	if err != nil {
+		return // gone
+	}
+	defer unix.Close(fd)
+	var buf [1024]byte
+	if now, ok := readStat([]byte("/proc/"+strconv.Itoa(p.pid)+"/stat"), buf[:]); ok && now.start == p.start {
+		_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+	}
 }
 
 var limitWatch struct {
@@ -160,6 +185,7 @@ func watchTrees() {
 type proc struct {
 	ppid    int
 	threads int64
+	start   int64 // clock ticks after boot
 	rss     int64 // bytes
 }
 
@@ -228,6 +254,8 @@ func readStat(path, buf []byte) (proc, bool) {
 			p.ppid = atoi(f)
 		case 20:
 			p.threads = int64(atoi(f))
+		case 22:
+			p.start = int64(atoi(f))
 		case 24:
 			p.rss = int64(atoi(f)) * pageSize
 			return p, true
@@ -263,16 +291,22 @@ func checkAll(w *watched, t procTable) {
 }
 
 // over reports whether tasks or rss pass w's bounds, and if so ends w's
-// run, with pids killed first.
-func (w *watched) over(tasks, rss int64, pids []int) bool {
+// run, with procs' killed first (nil: none).
+func (w *watched) over(tasks, rss int64, procs func() []procRef) bool {
+	var b Breach
 	switch l := w.limits; {
 	case l.Processes > 0 && tasks > int64(l.Processes):
-		w.pass(Breach{Bound: BoundProcesses, Seen: tasks, Limit: int64(l.Processes), At: time.Now()}, pids)
+		b = Breach{Bound: BoundProcesses, Seen: tasks, Limit: int64(l.Processes), At: time.Now()}
 	case l.Memory > 0 && rss > l.Memory:
-		w.pass(Breach{Bound: BoundMemory, Seen: rss, Limit: l.Memory, At: time.Now()}, pids)
+		b = Breach{Bound: BoundMemory, Seen: rss, Limit: l.Memory, At: time.Now()}
 	default:
 		return false
 	}
+	var refs []procRef
+	if procs != nil {
+		refs = procs()
+	}
+	w.pass(b, refs)
 	return true
 }
 
@@ -280,7 +314,7 @@ func (w *watched) over(tasks, rss int64, pids []int) bool {
 // counting once a bound is passed.
 func checkTree(w *watched, t procTable) {
 	tasks, rss := int64(0), w.held.Load()
-	var pids []int
+	var seen []int
 	queue := []int{w.root}
 	for len(queue) > 0 {
 		pid := queue[0]
@@ -289,14 +323,25 @@ func checkTree(w *watched, t procTable) {
 		if !ok {
 			continue
 		}
-		pids = append(pids, pid)
+		seen = append(seen, pid)
 		tasks += p.threads
 		rss += p.rss
-		if w.over(tasks, rss, append(pids, queue...)) {
+		if w.over(tasks, rss, func() []procRef { return t.refs(append(seen, queue...)) }) {
 			return
 		}
 		queue = append(queue, t.children[pid]...)
 	}
+}
+
+// refs are pids of t with their start times.
+func (t procTable) refs(pids []int) []procRef {
+	out := make([]procRef, 0, len(pids))
+	for _, pid := range pids {
+		if p, ok := t.procs[pid]; ok {
+			out = append(out, procRef{pid: pid, start: p.start})
+		}
+	}
+	return out
 }
 
 // watchDisk walks w's disk paths until stop, pausing between walks, and

@@ -261,3 +261,49 @@ func TestCheckAllCountsEveryProcessOfTheTable(t *testing.T) {
 		t.Fatalf("breaches %+v: want memory, 30 pages seen", got)
 	}
 }
+
+// A kill for a bound reaches the process the table saw, not one that took
+// its pid since: its start time must still match.
+func TestKillSparesAReusedPID(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	var buf [1024]byte
+	p, ok := readStat([]byte(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)), buf[:])
+	if !ok {
+		t.Fatal("no stat")
+	}
+	procRef{pid: cmd.Process.Pid, start: p.start + 1}.kill() // another process's start
+	select {
+	case err := <-done:
+		t.Fatalf("the process with another start time was killed: %v", err)
+	default:
+	}
+	procRef{pid: cmd.Process.Pid, start: p.start}.kill()
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("the process itself was not killed: %v", err)
+	}
+}
+
+// A job's harness runs at a lower priority than the daemon, which its
+// children inherit.
+func TestHarnessRunsAtJobNice(t *testing.T) {
+	c := &ClaudeCode{Bin: fakeClaude(t, "sleep 5"), Environ: []string{"PATH=" + os.Getenv("PATH")}, StopGrace: 100 * time.Millisecond}
+	r, err := c.Start(t.Context(), testSpec(t, "job-nice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { r.Stop(); collect(t, r, 10*time.Second) }()
+	prio, err := unix.Getpriority(unix.PRIO_PROCESS, r.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The raw syscall's value is 20 - nice.
+	if nice := 20 - prio; nice != jobNice {
+		t.Fatalf("the harness runs at nice %d, want %d", nice, jobNice)
+	}
+}

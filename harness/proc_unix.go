@@ -21,6 +21,14 @@ func signalGroup(pgid int, kill bool) {
 	_ = syscall.Kill(-pgid, sig)
 }
 
+// jobNice is the scheduling priority a job's harness runs at, which its
+// children inherit and cannot raise without CAP_SYS_NICE: a job that takes every core leaves the
+// daemon and its watcher the CPU to stop it.
+const jobNice = 5
+
+// lowerPriority sets the harness pid to jobNice (best effort).
+func lowerPriority(pid int) { _ = syscall.Setpriority(syscall.PRIO_PROCESS, pid, jobNice) }
+
 // GroupAlive reports whether any process of group pgid still exists.
 func GroupAlive(pgid int) bool {
 	if pgid <= 0 {

@@ -24,6 +24,9 @@ func signalGroup(pid int, _ bool) {
 	}
 }
 
+// lowerPriority does nothing on Windows.
+func lowerPriority(int) {}
+
 // GroupAlive is not supported on Windows and reports false.
 func GroupAlive(int) bool { return false }
 
