@@ -29,7 +29,7 @@ var limitJobs = map[string]string{
 	"JOB-TMPFS": `dd if=/dev/zero of="$TMPDIR/bash-edit-diff/fill" bs=1M count=2048 status=none && echo filled; sleep 60`,
 	// A file it deleted but keeps open.
 	"JOB-UNLINKS": `exec 3>gone.bin; rm gone.bin; dd if=/dev/zero bs=1M count=2048 status=none >&3 && echo filled; sleep 60`,
-	"JOB-BESIDE": `sleep 6; echo beside-alive`,
+	"JOB-BESIDE":  `sleep 6; echo beside-alive`,
 }
 
 // limitTurn answers any job's request from the request alone: the first
