@@ -125,6 +125,11 @@ type Config struct {
 	CloudflaredBin string // BRIDGE_CLOUDFLARED_BIN
 
 	DebugAddr string // BRIDGE_DEBUG_ADDR (loopback pprof listener; "" = off)
+
+	// AllowedOrigins are browser origins (scheme://host[:port], lower
+	// case) whose requests are served besides this machine's pages
+	// (BRIDGE_ALLOWED_ORIGINS, comma separated).
+	AllowedOrigins []string
 }
 
 // Var documents one environment variable; .env.example and `bridgectl doctor`
@@ -176,6 +181,7 @@ var Vars = []Var{
 	{"BRIDGE_CLOUDFLARED_BIN", "cloudflared on PATH", "the cloudflared binary for bridgectl tunnel"},
 	{"BRIDGE_ENV_FILE", "per-user config dir", "which .env bridgectl and bridge read (default $XDG_CONFIG_HOME/deepseek-mcp-bridge/.env); a file named here must exist (bridgectl secret creates it)"},
 	{"BRIDGE_DEBUG_ADDR", "", "loopback HOST:PORT for pprof and the goroutine count (make bench); empty = off"},
+	{"BRIDGE_ALLOWED_ORIGINS", "", "browser origins served besides this machine's pages, comma separated (e.g. https://chatgpt.com, if its connector sends one); a request from any other Origin is refused with 403 and logged with the value to add"},
 }
 
 // Lookup reads one variable. Tests pass a map-backed Lookup instead of the process env.
@@ -307,6 +313,7 @@ func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 		WorkspaceLock:      p.onOff("BRIDGE_WORKSPACE_LOCK"),
 		CloudflaredBin:     get("BRIDGE_CLOUDFLARED_BIN"),
 		DebugAddr:          get("BRIDGE_DEBUG_ADDR"),
+		AllowedOrigins:     splitList(get("BRIDGE_ALLOWED_ORIGINS"), ","),
 	}
 	if p.err != nil {
 		return Config{}, p.err
@@ -340,6 +347,13 @@ func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 		if !filepath.IsAbs(r) {
 			return Config{}, fmt.Errorf("BRIDGE_RUNTIME_ROOTS: %q is not an absolute path", r)
 		}
+	}
+	for i, o := range c.AllowedOrigins {
+		norm, err := NormalizeOrigin(o)
+		if err != nil {
+			return Config{}, fmt.Errorf("BRIDGE_ALLOWED_ORIGINS: %w", err)
+		}
+		c.AllowedOrigins[i] = norm
 	}
 	return c, nil
 }

@@ -304,3 +304,29 @@ func TestSecretsIncludeBaseURLUserinfo(t *testing.T) {
 		})
 	}
 }
+
+func TestAllowedOriginsAreOrigins(t *testing.T) {
+	c, err := LoadFrom("", func(k string) (string, bool) {
+		if k == "BRIDGE_ALLOWED_ORIGINS" {
+			return "HTTPS://ChatGPT.com, http://localhost:6274/", true
+		}
+		return "", false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.AllowedOrigins) != 2 || c.AllowedOrigins[0] != "https://chatgpt.com" || c.AllowedOrigins[1] != "http://localhost:6274" {
+		t.Fatalf("origins %q", c.AllowedOrigins)
+	}
+	for _, bad := range []string{"chatgpt.com", "https://chatgpt.com/mcp", "ftp://x.example", "https://u@x.example"} {
+		_, err := LoadFrom("", func(k string) (string, bool) {
+			if k == "BRIDGE_ALLOWED_ORIGINS" {
+				return bad, true
+			}
+			return "", false
+		})
+		if err == nil || !strings.Contains(err.Error(), "is not an origin") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}

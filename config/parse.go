@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -117,4 +118,14 @@ func (p *parser) offOn(name string) bool {
 		p.fail(name, v, "on or off")
 		return false
 	}
+}
+
+// NormalizeOrigin is an origin as browsers send it, lower case:
+// scheme://host[:port] with scheme http or https, nothing after.
+func NormalizeOrigin(o string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(o))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("%q is not an origin: write scheme://host[:port], e.g. https://chatgpt.com", o)
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host), nil
 }

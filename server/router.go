@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -122,8 +123,9 @@ func (s *Server) mcpPost(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed: this endpoint takes POST (stateless Streamable HTTP)", http.StatusMethodNotAllowed)
 		return
 	}
-	if !originAllowed(r) {
-		s.log.Warn().Str("origin", r.Header.Get("Origin")).Msg("refused a request with a foreign Origin")
+	if !originAllowed(r, s.o.Config.AllowedOrigins) {
+		origin := r.Header.Get("Origin")
+		s.log.Warn().Str("origin", origin).Msg("refused a request with a foreign Origin; if it is your host's, add it to BRIDGE_ALLOWED_ORIGINS (comma separated) and restart: BRIDGE_ALLOWED_ORIGINS=" + logValue(origin))
 		http.Error(w, "forbidden: requests from a browser page on another site are refused", http.StatusForbidden)
 		return
 	}
@@ -174,8 +176,10 @@ func (s *Server) mcpPost(w http.ResponseWriter, r *http.Request) {
 // DNS-rebinding page sends (Host and Origin evil.example), and the bridge
 // serves no pages of its own that could legitimately call it. The Host
 // itself is not checked: behind a tunnel it is the tunnel's public name; the
-// capability path secret is what keeps strangers out.
-func originAllowed(r *http.Request) bool {
+// capability path secret is what keeps strangers out. The owner may allow
+// more origins by name (allowed, normalized by config.NormalizeOrigin): a
+// web host that calls the bridge from its pages.
+func originAllowed(r *http.Request, allowed []string) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true
@@ -188,7 +192,23 @@ func originAllowed(r *http.Request) bool {
 	case "localhost", "127.0.0.1", "::1":
 		return true
 	}
-	return false
+	norm, err := config.NormalizeOrigin(origin)
+	return err == nil && slices.Contains(allowed, norm)
+}
+
+// logValue is a header value fit for one log line: printable, at most 200
+// bytes.
+func logValue(v string) string {
+	v = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, v)
+	if len(v) > 200 {
+		v = v[:200]
+	}
+	return v
 }
 
 // limitBody enforces MaxBodyBytes before routing: a declared Content-Length

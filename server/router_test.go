@@ -12,6 +12,36 @@ import (
 	"time"
 )
 
+// An origin the owner allowed (BRIDGE_ALLOWED_ORIGINS) is served; any
+// other is refused, with a log line naming the setting and the value.
+func TestAllowedOrigins(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.AllowedOrigins = []string{"https://chatgpt.com"}
+	env := newTestEnv(t, Options{Config: cfg})
+	for _, tt := range []struct {
+		origin string
+		want   int
+	}{
+		{"https://chatgpt.com", 200},
+		{"HTTPS://ChatGPT.com", 200},
+		{"https://chatgpt.com.evil.example", 403},
+		{"http://chatgpt.com", 403},
+		{"https://evil.example", 403},
+	} {
+		if r := do(t, "POST", env.url, strings.NewReader(initializeBody(1)), map[string]string{"Origin": tt.origin}); r.status != tt.want {
+			t.Errorf("Origin %s: %d, want %d", tt.origin, r.status, tt.want)
+		}
+	}
+	if logs := env.logs.String(); !strings.Contains(logs, "BRIDGE_ALLOWED_ORIGINS=https://evil.example") {
+		t.Errorf("the refusal's log line does not name the setting and the value:\n%s", logs)
+	}
+	// Without the setting ChatGPT's origin is refused like any other.
+	plain := newTestEnv(t, Options{})
+	if r := do(t, "POST", plain.url, strings.NewReader(initializeBody(1)), map[string]string{"Origin": "https://chatgpt.com"}); r.status != 403 {
+		t.Errorf("https://chatgpt.com without the setting: %d, want 403", r.status)
+	}
+}
+
 func TestRouting(t *testing.T) {
 	env := newTestEnv(t, Options{Version: "v-test"})
 	base := env.http.URL

@@ -367,6 +367,7 @@ func TestDoctorOnAFreshMachine(t *testing.T) {
 		"WARN cloudflared: cloudflared is not installed",
 		"WARN allowed roots: none",
 		"OK   policy floor: none (BRIDGE_POLICY_FLOOR_FILE is not set)",
+		"OK   origins: browser requests are served from this machine's pages only",
 		"OK   clock:",
 	}
 	got := out.String()

@@ -139,6 +139,11 @@ func runDoctor(ctx context.Context, e *Env, args []string) error {
 
 	c.doctorRoots(r)
 	c.doctorFloor(r)
+	if len(c.cfg.AllowedOrigins) == 0 {
+		r.ok("origins: browser requests are served from this machine's pages only; a host whose requests carry another Origin is refused (403, logged with the value for BRIDGE_ALLOWED_ORIGINS)")
+	} else {
+		r.ok("origins: browser requests are served from this machine's pages and %s (BRIDGE_ALLOWED_ORIGINS)", strings.Join(c.cfg.AllowedOrigins, ", "))
+	}
 
 	switch {
 	case *dry:
