@@ -89,8 +89,11 @@ type Config struct {
 	MaxOutputTokens  int           // DEEPSEEK_MAX_OUTPUT_TOKENS
 	AnthropicBaseURL string        // BRIDGE_ANTHROPIC_BASE_URL (else DeepSeekBaseURL+"/anthropic")
 
-	AllowedRoots []string // DEEPSEEK_ALLOWED_ROOTS (path-list separated); empty = deny all
-	RuntimeRoots []string // BRIDGE_RUNTIME_ROOTS (path-list separated): toolchains jobs see read-only
+	AllowedRoots []string // DEEPSEEK_ALLOWED_ROOTS (path-list separated, or by ";"); empty = deny all
+	RuntimeRoots []string // BRIDGE_RUNTIME_ROOTS (separated like the roots): toolchains jobs see read-only
+	// RootsSemicolon: a ";" separated the roots (the TypeScript bridge's
+	// form), so a root whose name holds one was split (doctor says so).
+	RootsSemicolon bool
 
 	StateDir      string        // BRIDGE_STATE_DIR
 	LogFile       string        // BRIDGE_LOG_FILE (default <state>/bridge.log when started by bridgectl)
@@ -151,7 +154,7 @@ var Vars = []Var{
 	{"DEEPSEEK_TIMEOUT_MS", msText(DefaultFlashTimeout), "deadline of one deepseek_flash call"},
 	{"DEEPSEEK_MAX_OUTPUT_TOKENS", strconv.Itoa(DefaultMaxOutputTokens), "output cap of one deepseek_flash call"},
 	{"BRIDGE_ANTHROPIC_BASE_URL", "$DEEPSEEK_BASE_URL/anthropic", "where the harness's model calls go"},
-	{"DEEPSEEK_ALLOWED_ROOTS", "", "roots a job's workspace must lie in, separated by the OS path-list separator; empty = every workspace refused"},
+	{"DEEPSEEK_ALLOWED_ROOTS", "", "roots a job's workspace must lie in, separated by the OS path-list separator or by ; (the TypeScript bridge's form, so a root whose name holds ; is not supported); empty = every workspace refused"},
 	{"BRIDGE_RUNTIME_ROOTS", "", "toolchain dirs outside the system dirs that jobs may read and run (a venv, ~/.cargo, ~/go/pkg/mod), read-only, separated like the roots; nothing else outside the workspace is visible to a job"},
 	{"BRIDGE_STATE_DIR", "per-user state dir", "jobs, approvals, audit log, pid and log files (mode 0700)"},
 	{"BRIDGE_LOG_FILE", "", "JSON log file; empty = stderr"},
@@ -284,8 +287,9 @@ func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 		FlashTimeout:       p.ms("DEEPSEEK_TIMEOUT_MS", DefaultFlashTimeout),
 		MaxOutputTokens:    p.intv("DEEPSEEK_MAX_OUTPUT_TOKENS", DefaultMaxOutputTokens, 1, 400_000),
 		AnthropicBaseURL:   strings.TrimRight(get("BRIDGE_ANTHROPIC_BASE_URL"), "/"),
-		AllowedRoots:       splitList(get("DEEPSEEK_ALLOWED_ROOTS"), string(os.PathListSeparator)),
-		RuntimeRoots:       splitList(get("BRIDGE_RUNTIME_ROOTS"), string(os.PathListSeparator)),
+		AllowedRoots:       splitRoots(get("DEEPSEEK_ALLOWED_ROOTS")),
+		RuntimeRoots:       splitRoots(get("BRIDGE_RUNTIME_ROOTS")),
+		RootsSemicolon:     strings.Contains(get("DEEPSEEK_ALLOWED_ROOTS")+get("BRIDGE_RUNTIME_ROOTS"), ";"),
 		StateDir:           get("BRIDGE_STATE_DIR"),
 		LogFile:            get("BRIDGE_LOG_FILE"),
 		LogLevel:           p.str("BRIDGE_LOG_LEVEL", DefaultLogLevel),

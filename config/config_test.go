@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -328,5 +329,22 @@ func TestAllowedOriginsAreOrigins(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "is not an origin") {
 			t.Errorf("%q: %v", bad, err)
 		}
+	}
+}
+
+// ";" separates roots on every OS, as in the TypeScript bridge, beside the
+// OS's own separator.
+func TestRootsSplitAtSemicolonsToo(t *testing.T) {
+	c, err := LoadFrom("", func(k string) (string, bool) {
+		if k == "DEEPSEEK_ALLOWED_ROOTS" {
+			return "/srv/a;/srv/b" + string(os.PathListSeparator) + "/srv/c; ", true
+		}
+		return "", false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.AllowedRoots, []string{"/srv/a", "/srv/b", "/srv/c"}) || !c.RootsSemicolon {
+		t.Fatalf("roots %q (semicolon %v)", c.AllowedRoots, c.RootsSemicolon)
 	}
 }

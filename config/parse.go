@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -128,4 +129,16 @@ func NormalizeOrigin(o string) (string, error) {
 		return "", fmt.Errorf("%q is not an origin: write scheme://host[:port], e.g. https://chatgpt.com", o)
 	}
 	return strings.ToLower(u.Scheme + "://" + u.Host), nil
+}
+
+// splitRoots splits a list of roots at the OS path-list separator and at
+// ";", which the TypeScript bridge used on every OS.
+func splitRoots(s string) []string {
+	var out []string
+	for _, part := range strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == os.PathListSeparator }) {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
 }

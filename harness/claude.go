@@ -258,9 +258,10 @@ type run struct {
 	breach  atomic.Pointer[Breach] // the bound the run passed, if it did
 }
 
-// passLimit is the watcher's word that the run passed a bound, once it has
-// killed the tree it saw: the group is killed too (in the jail, the
-// group's bubblewrap takes its PID namespace with it), and watch reaps it.
+// passLimit is the watcher's word that the run passed a bound: it is
+// recorded before anything dies, the group is killed (in the jail, the
+// namespace's first process takes its PID namespace with it), then the
+// watcher kills the tree it saw, and watch reaps it.
 func (r *run) passLimit(b Breach) {
 	r.breach.CompareAndSwap(nil, &b)
 	signalGroup(r.pid, true)

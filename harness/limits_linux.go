@@ -51,14 +51,15 @@ type watched struct {
 	held atomic.Int64
 }
 
-// pass ends a run past a bound, once: SIGKILL to every process of its tree
-// as last seen, then the run's own word (its group).
+// pass ends a run past a bound, once: the run's own word (which records
+// the breach and kills its group), then SIGKILL to every process of its
+// tree as last seen.
 func (w *watched) pass(b Breach, procs []procRef) {
 	w.once.Do(func() {
+		w.breach(b) // first: the run must know why before it sees its exit
 		for _, p := range procs {
 			p.kill()
 		}
-		w.breach(b)
 	})
 }
 

@@ -27,7 +27,7 @@ const jobID = "0123456789abcdef0123456789abcdef"
 
 // Descriptions the refusals end with (the schema's own words).
 const (
-	descFlashTask = "what DeepSeek should do, self-contained: it sees nothing of this conversation"
+	descFlashTask = "what DeepSeek should do, self-contained: it sees nothing of this conversation; give task or messages"
 	descFiles     = "inline material the task is about, pasted as text (file contents, diffs, logs); optional"
 	descMode      = "analyze | review | code | summarize (default analyze)"
 	descAgentTask = "what the agent should do, self-contained: it sees only this text and the workspace"
@@ -66,11 +66,11 @@ func TestArgsRefused(t *testing.T) {
 		{"task null", "deepseek_flash", `{"task":null}`, "task must be a string, not null: " + descFlashTask},
 		{"null and an empty choice", "deepseek_flash", `{"task":"x","mode":"","files":null}`,
 			"files must be a string, not null: " + descFiles + `; mode must be one of analyze, review, code, summarize, not ""`},
-		{"no arguments", "deepseek_flash", `{}`, "task is required: " + descFlashTask},
+		{"no arguments", "deepseek_flash", `{}`, "the task is empty: say what DeepSeek should do (or give messages, a conversation ending with the user's turn)"},
 		{"arguments an array", "deepseek_flash", `["x"]`, "the arguments must be an object of named arguments, not an array"},
 		{"arguments a string", "deepseek_flash", `"x"`, "the arguments must be an object of named arguments, not a string"},
 		{"every wrong one at once", "deepseek_flash", `{"files":[],"mode":7}`,
-			"files must be a string, not an array: " + descFiles + "; mode must be a string, not a number: " + descMode + "; task is required: " + descFlashTask},
+			"files must be a string, not an array: " + descFiles + "; mode must be a string, not a number: " + descMode},
 
 		{"max_steps 1e30", "deepseek_agent_start", `{"task":"x",` + ws + `,"max_steps":1e30}`, steps + "1e30: " + descSteps},
 		{"max_steps 0", "deepseek_agent_start", `{"task":"x",` + ws + `,"max_steps":0}`, steps + "0: " + descSteps},
@@ -100,9 +100,9 @@ func TestArgsRefused(t *testing.T) {
 		{"list limit 0", "deepseek_agent_list", `{"limit":0}`, "limit must be a whole number from 1 to 100, not 0: at most this many jobs, 1 to 100 (default 20)"},
 		{"message mode outside its enum", "deepseek_agent_message", `{"job_id":"` + jobID + `","message":"m","mode":"now"}`, `mode must be one of follow_up, steer, not "now"`},
 
-		{"an unknown argument", "deepseek_flash", `{"task":"x","modle":"deepseek-v4-pro"}`, `unknown argument "modle": this tool takes files, mode, model, task, thinking`},
+		{"an unknown argument", "deepseek_flash", `{"task":"x","modle":"deepseek-v4-pro"}`, `unknown argument "modle": this tool takes files, messages, mode, model, response_format, task, thinking`},
 		{"unknown arguments of start", "deepseek_agent_start", `{"task":"x",` + ws + `,"tools":["Read"],"model_id":"x"}`,
-			`unknown argument "model_id", "tools": this tool takes max_steps, model, policy, task, thinking, timeout_seconds, workspace`},
+			`unknown argument "model_id", "tools": this tool takes acceptance, context, max_steps, mode, model, policy, task, thinking, timeout_seconds, workspace`},
 		{"an unknown policy field", "deepseek_agent_start", `{"task":"x",` + ws + `,"policy":{"tool":["Read"]}}`,
 			`unknown argument "tool": policy takes append_system_prompt, commands, deny_paths, land, max_cost_usd, max_steps, network, on_other_commands, timeout_seconds, tools, write_paths`},
 		{"a policy tool outside the list", "deepseek_agent_start", `{"task":"x",` + ws + `,"policy":{"tools":["Read","Sudo"]}}`,
@@ -346,7 +346,7 @@ func TestNoCallTakesTheTaskPath(t *testing.T) {
 	}
 	body := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"deepseek_flash","arguments":{"task":"x","modle":"m"},"task":{"ttl":60000}}}`
 	res := finalResult(t, messages(t, post(t, env.url, body, mcpHeaders)))
-	if want := `unknown argument "modle": this tool takes files, mode, model, task, thinking`; !res.IsError || res.text() != want {
+	if want := `unknown argument "modle": this tool takes files, messages, mode, model, response_format, task, thinking`; !res.IsError || res.text() != want {
 		t.Fatalf("IsError=%v text %q, want %q", res.IsError, res.text(), want)
 	}
 }

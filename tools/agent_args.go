@@ -30,6 +30,15 @@ type startArgs struct {
 	Workspace  string       `json:"workspace"`
 	Context    string       `json:"context"`
 	Acceptance []jobs.Check `json:"acceptance"`
+	// Mode is the TypeScript bridge's argument, accepted and ignored.
+	Mode string `json:"mode"`
+}
+
+// tsModeArg is the mode argument the TypeScript bridge took on
+// deepseek_agent_start and ignored: hosts configured for it still call
+// with it, so it is accepted, and ignored here too.
+func tsModeArg() mcp.ToolOption {
+	return mcp.WithString("mode", mcp.Description("ignored (accepted for callers of the TypeScript bridge): what a job may do is its policy's"))
 }
 
 // contextArg is deepseek_agent_start's context.

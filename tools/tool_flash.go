@@ -112,8 +112,11 @@ func FlashTool(c FlashClient, cat deepseek.Catalog) (mcp.Tool, mcpserver.ToolHan
 		if a.Mode == "" {
 			a.Mode = string(deepseek.ModeAnalyze)
 		}
-		if (strings.TrimSpace(a.Task) == "") == (len(a.Messages) == 0) {
-			return mcp.NewToolResultError("give exactly one of task (one self-contained request) or messages (a conversation ending with the user's turn)"), nil
+		switch blank := strings.TrimSpace(a.Task) == ""; {
+		case blank && len(a.Messages) == 0:
+			return mcp.NewToolResultError("the task is empty: say what DeepSeek should do (or give messages, a conversation ending with the user's turn)"), nil
+		case !blank && len(a.Messages) > 0:
+			return mcp.NewToolResultError("give exactly one of task (one self-contained request) or messages (a conversation ending with the user's turn), not both"), nil
 		}
 		model, thinking, err := cat.Resolve(a.Model, a.Thinking)
 		if err != nil {

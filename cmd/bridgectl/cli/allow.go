@@ -181,8 +181,8 @@ func (c *ctl) checkRoot(arg string, force bool) (string, error) {
 	if !fi.IsDir() {
 		return "", fmt.Errorf("%s is not a directory", real)
 	}
-	if strings.ContainsRune(real, os.PathListSeparator) {
-		return "", fmt.Errorf("%s contains %q, the separator of DEEPSEEK_ALLOWED_ROOTS: rename or pick another directory", real, string(os.PathListSeparator))
+	if strings.ContainsAny(real, string(os.PathListSeparator)+";") {
+		return "", fmt.Errorf("%s contains %q or \";\", which separate DEEPSEEK_ALLOWED_ROOTS: rename or pick another directory", real, string(os.PathListSeparator))
 	}
 	if why := broadRoot(real, c.home()); why != "" && !force {
 		return "", fmt.Errorf("refused: %s is %s, so an agent could work anywhere in it; allow a project directory instead, or pass --force if you really mean it", real, why)

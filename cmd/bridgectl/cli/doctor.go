@@ -338,7 +338,11 @@ func (c *ctl) doctorRoots(r *report) {
 		fi, err := os.Stat(root)
 		switch {
 		case err != nil:
-			r.fail("allowed root %s: %v — create it or `bridgectl allow --remove %s`", root, errors.Unwrap(err), root)
+			hint := ""
+			if c.cfg.RootsSemicolon {
+				hint = " (\";\" separates roots, as in the TypeScript bridge: a root whose name holds one is not supported)"
+			}
+			r.fail("allowed root %s: %v%s — create it or `bridgectl allow --remove %s`", root, errors.Unwrap(err), hint, root)
 			bad++
 		case !fi.IsDir():
 			r.fail("allowed root %s is not a directory — `bridgectl allow --remove %s`", root, root)

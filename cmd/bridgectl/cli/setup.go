@@ -224,7 +224,7 @@ func (s *setup) roots(flag string) error {
 		var roots []string
 		var bad error
 		if ans != "none" {
-			for _, r := range strings.Split(ans, string(os.PathListSeparator)) {
+			for _, r := range strings.FieldsFunc(ans, func(c rune) bool { return c == os.PathListSeparator || c == ';' }) {
 				if r = strings.TrimSpace(r); r == "" {
 					continue
 				}
