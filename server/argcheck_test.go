@@ -172,6 +172,16 @@ func TestArgsPassedAsSent(t *testing.T) {
 	if res.IsError || start.MaxSteps != 0 || start.Timeout != 0 {
 		t.Errorf("start without ceilings: IsError=%v, registry got %+v (0 = the configured ceilings)", res.IsError, start)
 	}
+	// The TypeScript bridge's mode is accepted and changes nothing; the
+	// context and the checks reach the registry as sent.
+	res = finalResult(t, messages(t, post(t, env.url, rawCall(12, "deepseek_agent_start",
+		`{"task":"t","workspace":"/ws","mode":"agent","context":"c","acceptance":[{"check":"tests pass","command":"make test"},{"check":"reads well"}]}`), mcpHeaders)))
+	f.mu.Lock()
+	start = f.starts[len(f.starts)-1]
+	f.mu.Unlock()
+	if res.IsError || start.Context != "c" || len(start.Acceptance) != 2 || start.Acceptance[0].Command != "make test" || start.Acceptance[1].Command != "" {
+		t.Errorf("start with mode, context and acceptance: IsError=%v %s, registry got %+v", res.IsError, res.text(), start)
+	}
 }
 
 // allTools are the tools a daemon with a full job registry serves.

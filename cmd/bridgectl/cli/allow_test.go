@@ -266,3 +266,17 @@ func TestAllowWarnsAboutARootHoldingADaemonPathDir(t *testing.T) {
 		t.Errorf("allow %s with a daemon whose PATH holds %s: exit %d, want\n%s\nstdout:\n%s\nstderr:\n%s", projC, venvC, code, want, out, errs)
 	}
 }
+
+// A directory whose name holds ";" cannot be a root: ";" separates the
+// roots, as in the TypeScript bridge.
+func TestAllowRefusesASemicolonInTheName(t *testing.T) {
+	te := newTestEnv(t)
+	dir := filepath.Join(te.dir, "a;b")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, errs, code := te.run("allow", dir)
+	if code == 0 || !strings.Contains(errs, `which separate DEEPSEEK_ALLOWED_ROOTS`) {
+		t.Fatalf("allow %s: exit %d %q", dir, code, errs)
+	}
+}
