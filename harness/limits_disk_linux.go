@@ -21,14 +21,13 @@ func watchDisk(w *watched) {
 	for {
 		began := time.Now()
 		held := w.heldOpen()
-		d := diskWalk{limit: -1, used: held.disk}
-		if w.limits.Disk > 0 {
-			d.limit = w.limits.Disk
+		d := diskWalk{limit: w.limits.Disk, used: held.disk}
+		if d.limit > 0 { // 0: no disk bound, only memory held outside RSS
+			for _, p := range w.limits.DiskPaths {
+				d.walk(p)
+			}
+			d.over = d.over || d.used > d.limit
 		}
-		for _, p := range w.limits.DiskPaths {
-			d.walk(p)
-		}
-		d.over = d.over || d.limit >= 0 && d.used > d.limit
 		w.held.Store(held.memory)
 		switch {
 		case d.over:
@@ -59,7 +58,7 @@ var (
 
 // diskWalk sums the blocks allocated under a tree, from directory
 // descriptors (no path is ever longer than a name, so no depth hides a
-// file), and stops once past its limit (-1: none).
+// file), and stops once past its limit.
 type diskWalk struct {
 	limit   int64
 	used    int64
@@ -98,7 +97,7 @@ func (d *diskWalk) dir(fd, depth int) {
 			d.used += st.Blocks * 512
 			d.entries++
 			switch {
-			case d.limit >= 0 && d.used > d.limit:
+			case d.used > d.limit:
 				d.over = true
 			case d.entries > maxDiskEntries:
 				d.over, d.why = true, fmt.Sprintf("more than %d files", maxDiskEntries)

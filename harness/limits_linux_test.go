@@ -69,6 +69,26 @@ time.sleep(300)
 	}
 }
 
+// A bound of 0 holds nothing: a job writing past what would be a bound, in
+// more files than a walk takes, ends on its own.
+func TestZeroDiskBoundHoldsNothing(t *testing.T) {
+	old := maxDiskEntries
+	maxDiskEntries = 10
+	t.Cleanup(func() { maxDiskEntries = old })
+	disk := t.TempDir()
+	body := "for i in $(seq 1 40); do head -c 65536 /dev/zero > " + disk + "/f$i; done; sleep 0.6\necho '" + initLine + "'\necho '" + resultLine + "'"
+	c := &ClaudeCode{Bin: fakeClaude(t, body), Environ: []string{"PATH=" + os.Getenv("PATH")}}
+	spec := testSpec(t, "job-nodisk")
+	spec.Limits = Limits{Memory: 1 << 30, DiskPaths: []string{disk}}
+	r, err := c.Start(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, exit := collect(t, r, 10*time.Second); exit.Limit != nil || exit.Code != 0 {
+		t.Fatalf("exit %+v limit %+v", exit, exit.Limit)
+	}
+}
+
 // A run within its bounds ends as it would without them, its Exit naming
 // none.
 func TestRunWithinItsLimitsEndsOnItsOwn(t *testing.T) {
