@@ -98,7 +98,9 @@ func TestCompareNeverBlocksOnAFIFOSwappedIn(t *testing.T) {
 	}
 	f, reg := filepath.Join(ws, "f.txt"), filepath.Join(ws, "f.reg")
 	var stop atomic.Bool
-	go func() {
+	swapped := make(chan struct{})
+	go func() { // owner: the test, which waits for it before its temp dirs go
+		defer close(swapped)
 		for !stop.Load() {
 			_ = os.Rename(f, reg)
 			_ = os.Rename(fifo, f)
@@ -106,7 +108,9 @@ func TestCompareNeverBlocksOnAFIFOSwappedIn(t *testing.T) {
 			_ = os.Rename(reg, f)
 		}
 	}()
-	defer stop.Store(true)
+	// The swapper ends before the temp dirs are removed: a rename into a
+	// dir being removed had failed the cleanup ("directory not empty").
+	defer func() { stop.Store(true); <-swapped }()
 	deadline := time.Now().Add(15 * time.Second)
 	for i := 0; time.Now().Before(deadline); i++ {
 		done := make(chan struct{})
