@@ -107,7 +107,8 @@ func TestGoSDKClient(t *testing.T) {
 			t.Errorf("deepseek_flash has no outputSchema")
 		}
 		in, _ := json.Marshal(flash.InputSchema)
-		for _, want := range []string{`"task"`, `"mode"`, `"files"`, `"required":["task"]`} {
+		// task or messages, exactly one: the tool says so, the schema cannot.
+		for _, want := range []string{`"task"`, `"messages"`, `"mode"`, `"files"`, `"response_format"`} {
 			if !strings.Contains(string(in), want) {
 				t.Errorf("deepseek_flash inputSchema lacks %s: %s", want, in)
 			}

@@ -58,7 +58,7 @@ func TestAgentModelAndThinkingPerCall(t *testing.T) {
 	}
 	for args, want := range map[string]string{
 		`{"model":"gpt-5"}`:   `unknown model "gpt-5"; known models: deepseek-flash, deepseek-v4-flash, deepseek-v4-pro`,
-		`{"modell":"x"}`:      `unknown argument "modell": this tool takes max_steps, model, policy, task, thinking, timeout_seconds, workspace`,
+		`{"modell":"x"}`:      `unknown argument "modell": this tool takes acceptance, context, max_steps, mode, model, policy, task, thinking, timeout_seconds, workspace`,
 		`{"thinking":"max!"}`: `thinking must be one of off, low, high, max, not "max!"`,
 	} {
 		var extra map[string]any
