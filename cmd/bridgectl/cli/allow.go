@@ -166,7 +166,7 @@ func sameDir(a, b string) bool {
 
 // checkRoot resolves dir and refuses what must not become a root.
 func (c *ctl) checkRoot(arg string, force bool) (string, error) {
-	abs, err := filepath.Abs(arg)
+	abs, err := filepath.Abs(c.expandHome(arg))
 	if err != nil {
 		return "", err
 	}
@@ -290,6 +290,15 @@ func pathDirsIn(root, path string) []string {
 // PATH, means.
 func pathWarning(d, whose string) string {
 	return fmt.Sprintf("a job in this root could write a program into %s, which is on %s; the bridge drops %s from its harness's PATH, but the daemon and your own shell still run what is there — remove it from the PATH the daemon starts with", d, whose, d)
+}
+
+// expandHome reads a leading ~ as the home, as a shell would: a path typed
+// at setup's prompt, or quoted, reaches bridgectl unexpanded.
+func (c *ctl) expandHome(p string) string {
+	if h := c.home(); h != "" && (p == "~" || strings.HasPrefix(p, "~/")) {
+		return filepath.Join(h, strings.TrimPrefix(p, "~"))
+	}
+	return p
 }
 
 func (c *ctl) home() string {

@@ -280,3 +280,20 @@ func TestAllowRefusesASemicolonInTheName(t *testing.T) {
 		t.Fatalf("allow %s: exit %d %q", dir, code, errs)
 	}
 }
+
+// A root typed with ~ (at setup's prompt, or quoted) is the home's, not a
+// directory named "~" in the working directory.
+func TestAllowExpandsTheHome(t *testing.T) {
+	te := newTestEnv(t)
+	home := filepath.Join(te.dir, "home")
+	proj := filepath.Join(home, "src", "myproject")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	te.environ = append(te.environ, "HOME="+home)
+	out, errs, code := te.run("allow", "~/src/myproject")
+	real, _ := filepath.EvalSymlinks(proj)
+	if code != 0 || !strings.Contains(out, "allowed "+real) {
+		t.Fatalf("allow ~/src/myproject: exit %d\n%s%s", code, out, errs)
+	}
+}

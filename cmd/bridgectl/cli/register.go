@@ -64,6 +64,10 @@ func runRegister(ctx context.Context, e *Env, args []string) error {
 			return errors.New("the port is not known yet: PORT=0 picks it at start — `bridgectl start` first, or register the command form (without --url)")
 		}
 		fmt.Fprint(e.Stdout, registerURL(host, *name, localEndpoint(d.Addr, c.cfg.PathSecret)))
+		if f.show == nil || !*f.show {
+			// A masked URL pasted into a host registers a broken one.
+			fmt.Fprintln(e.Stderr, "The URL's secret is masked above, so that line is not ready to paste: add --show to print it in full.")
+		}
 		return nil
 	}
 	bin, err := findBridge(e)

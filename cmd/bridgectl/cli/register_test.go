@@ -54,6 +54,13 @@ func TestRegisterPrintsPasteableConfig(t *testing.T) {
 	if out := te.must("register", "codex", "--url"); strings.Contains(out, testSecret) || !strings.Contains(out, "url = \"http://127.0.0.1:") {
 		t.Errorf("register codex --url printed the secret or no URL: %q", out)
 	}
+	// A masked line says it is not ready to paste; a shown one says nothing.
+	if _, errs, code := te.run("register", "claude", "--url"); code != 0 || !strings.Contains(errs, "add --show to print it in full") {
+		t.Errorf("register claude --url (masked): exit %d, stderr %q lacks the --show hint", code, errs)
+	}
+	if _, errs, _ := te.run("register", "claude", "--url", "--show"); strings.Contains(errs, "--show") {
+		t.Errorf("register --url --show still hints at --show: %q", errs)
+	}
 	for _, args := range [][]string{{"register"}, {"register", "vscode"}, {"register", "claude", "--name", "a b"}} {
 		if _, errs, code := te.run(args...); code != 2 || !strings.Contains(errs, "register") {
 			t.Errorf("%v: exit %d %q, want a usage error", args, code, errs)
