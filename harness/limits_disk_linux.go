@@ -185,14 +185,7 @@ func (w *watched) jobPIDs() (procRoot string, pids []int) {
 		}
 		return own, pids
 	}
-	t := readProcTable("/proc")
-	for queue := []int{w.root}; len(queue) > 0; queue = queue[1:] {
-		if _, ok := t.procs[queue[0]]; ok {
-			pids = append(pids, queue[0])
-			queue = append(queue, t.children[queue[0]]...)
-		}
-	}
-	return "/proc", pids
+	return "/proc", readProcTable("/proc").tree(w.root)
 }
 
 func isTmpfs(path string) bool {

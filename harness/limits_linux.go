@@ -331,6 +331,18 @@ func checkTree(w *watched, t procTable) {
 	}
 }
 
+// tree is root and every process below it in t.
+func (t procTable) tree(root int) []int {
+	var pids []int
+	for queue := []int{root}; len(queue) > 0; queue = queue[1:] {
+		if _, ok := t.procs[queue[0]]; ok {
+			pids = append(pids, queue[0])
+			queue = append(queue, t.children[queue[0]]...)
+		}
+	}
+	return pids
+}
+
 // refs are pids of t with their start times.
 func (t procTable) refs(pids []int) []procRef {
 	out := make([]procRef, 0, len(pids))
