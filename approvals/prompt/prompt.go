@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/rs/zerolog"
 
@@ -55,6 +56,33 @@ type Prompter struct {
 	log   zerolog.Logger
 	// decided, when set, sees how each queued request ended.
 	decided func(approvals.PendingRequest, approvals.Decision)
+
+	// asked are the tool_use_ids the job has asked about: a second question
+	// with one is refused, so that no forged question can write the
+	// ledger's verdict for a real call (its first line wins).
+	askedMu sync.Mutex
+	asked   map[string]bool
+}
+
+// maxAsked bounds the tool_use_ids a job's Prompter remembers; past it,
+// every question with an id is refused.
+const maxAsked = 100_000
+
+// firstAsk records toolUseID, and reports whether it is new.
+func (p *Prompter) firstAsk(toolUseID string) bool {
+	if toolUseID == "" {
+		return true // the ledger keys by id: a call without one writes no line
+	}
+	p.askedMu.Lock()
+	defer p.askedMu.Unlock()
+	if p.asked == nil {
+		p.asked = map[string]bool{}
+	}
+	if p.asked[toolUseID] || len(p.asked) >= maxAsked {
+		return false
+	}
+	p.asked[toolUseID] = true
+	return true
 }
 
 // testHookPending, when set by a test, sees each request once it is queued.
@@ -99,6 +127,11 @@ func (p *Prompter) Answer(ctx context.Context, req rules.Request) Answer {
 // own is the verdict (rules.Stricter), since a path can resolve elsewhere
 // in the job's overlay or jail than it does here.
 func (p *Prompter) AnswerCall(ctx context.Context, req rules.Request, toolUseID string, view *rules.Verdict) Answer {
+	if !p.firstAsk(toolUseID) {
+		_ = p.record(approvals.AuditRecord{Event: approvals.EventRefused, JobID: p.cfg.JobID, Tool: req.Tool,
+			Reason: "refused a second question for tool_use_id " + toolUseID + ": Claude Code asks once per call", By: "bridge"})
+		return denyAnswer("Denied: this tool call was already asked about. Do not try to work around this denial; report it in your final answer.")
+	}
 	v := rules.Classify(req, p.cfg.rules())
 	if view != nil {
 		if s := rules.Stricter(v, *view); s != v {

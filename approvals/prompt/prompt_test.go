@@ -136,7 +136,7 @@ func (c *rpcClient) call(id float64, tool string, input map[string]any) Answer {
 
 func (c *rpcClient) sendCall(id float64, tool string, input map[string]any) {
 	c.t.Helper()
-	args, _ := json.Marshal(map[string]any{"tool_name": tool, "input": input, "tool_use_id": "toolu_test"})
+	args, _ := json.Marshal(map[string]any{"tool_name": tool, "input": input, "tool_use_id": fmt.Sprintf("toolu_test%v", id)})
 	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"method":"tools/call","params":{"name":"approve","arguments":%s}}`, id, args))
 }
 

@@ -369,5 +369,10 @@ func readQuestion(body []byte) (question, error) {
 
 func writeAnswer(w http.ResponseWriter, ans Answer) {
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(ans)
+	// A child that stops reading must not hold the answer's buffer: the
+	// write has its own deadline.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(questionReadLimit))
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // an allow echoes the input: "<" must stay one byte, not six
+	_ = enc.Encode(ans)
 }

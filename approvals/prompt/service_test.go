@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -208,6 +209,15 @@ func TestServiceBoundsAJobsQuestionRate(t *testing.T) {
 // status and the answer (status 0 when the request failed).
 func postRaw(t *testing.T, url, token string, body []byte) (int, Answer) {
 	t.Helper()
+	status, raw := postBody(t, url, token, body)
+	var a Answer
+	_ = json.Unmarshal([]byte(raw), &a)
+	return status, a
+}
+
+// postBody is postRaw's request, with the answer as the bytes sent.
+func postBody(t *testing.T, url, token string, body []byte) (int, string) {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -215,12 +225,11 @@ func postRaw(t *testing.T, url, token string, body []byte) (int, Answer) {
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Error(err)
-		return 0, Answer{}
+		return 0, ""
 	}
 	defer resp.Body.Close()
-	var a Answer
-	_ = json.NewDecoder(resp.Body).Decode(&a)
-	return resp.StatusCode, a
+	raw, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(raw)
 }
 
 // An attack review's forgery (a job's command holding the token): a
@@ -303,5 +312,38 @@ func TestServiceWaitingQuestionHoldsNoBudget(t *testing.T) {
 	<-queued
 	if _, a := post(t, svc.URL(), child.Token, read); a.Behavior != "allow" {
 		t.Errorf("a Read while a question waits for a person: %+v", a)
+	}
+}
+
+// A second question for the same tool_use_id is refused: a forged one
+// cannot write the ledger's verdict (the first line of an id wins) for a
+// real call still waiting for a human.
+func TestServiceRefusesASecondQuestionForOneCall(t *testing.T) {
+	w := newWorld(t)
+	svc := newService(t, w)
+	cfg := promptConfig(t, w)
+	cfg.Ledger = filepath.Join(w.root, "ledger.jsonl")
+	child, err := svc.Register(cfg)
+	mustDo(t, err)
+	read := question{ToolName: "Read", ToolUseID: "toolu_1", Input: map[string]any{"file_path": filepath.Join(w.ws, "a")}}
+	if _, a := post(t, svc.URL(), child.Token, read); a.Behavior != "allow" {
+		t.Fatalf("the first question: %+v", a)
+	}
+	if _, a := post(t, svc.URL(), child.Token, read); a.Behavior != "deny" || !strings.Contains(a.Message, "already asked") {
+		t.Fatalf("the second question for toolu_1: %+v", a)
+	}
+	ledger, _ := os.ReadFile(cfg.Ledger)
+	if n := strings.Count(string(ledger), `"toolu_1"`); n != 1 {
+		t.Errorf("the ledger has %d lines for toolu_1, want 1:\n%s", n, ledger)
+	}
+	audit, _ := os.ReadFile(filepath.Join(w.state, "audit.log"))
+	if !strings.Contains(string(audit), "refused a second question for tool_use_id toolu_1") {
+		t.Errorf("no refused record in the audit log:\n%s", audit)
+	}
+	// An allow echoes the input as sent: "<" is one byte, not \u003c.
+	html := question{ToolName: "Read", ToolUseID: "toolu_2", Input: map[string]any{"file_path": filepath.Join(w.ws, "<b>")}}
+	b, _ := json.Marshal(html)
+	if status, raw := postBody(t, svc.URL(), child.Token, b); status != 200 || !strings.Contains(raw, "<b>") {
+		t.Errorf("the answer escaped the input: %d %s", status, raw)
 	}
 }
