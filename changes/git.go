@@ -3,12 +3,8 @@ package changes
 import (
 	"bytes"
 	"context"
-	"crypto/sha1"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -249,18 +245,10 @@ func blob(git Git, ws, id string, limit int64) ([]byte, error) {
 	if int64(len(out)) > limit {
 		return nil, errTooLarge
 	}
-	var h hash.Hash
-	switch len(id) {
-	case 40:
-		h = sha1.New()
-	case 64:
-		h = sha256.New()
-	default:
+	if len(id) != 40 && len(id) != 64 {
 		return nil, fmt.Errorf("object id %q of an unknown hash", id)
 	}
-	fmt.Fprintf(h, "blob %d\x00", len(out))
-	h.Write(out)
-	if hex.EncodeToString(h.Sum(nil)) != id {
+	if blobID(id, out) != id {
 		return nil, fmt.Errorf("object %s does not hold what its id says: it was changed since the start", id)
 	}
 	return out, nil
