@@ -30,6 +30,7 @@ var layers = map[string]int{
 	"deepseek":              20,
 	"deepseek/deepseektest": 20,
 	"changes":               25, // what a job changed on disk (uses the sandbox's walk)
+	"review":                27, // deepseek_review's policy, prompt and findings (over changes' scope)
 	"approvals/rules":       30, // the pure rules
 	"approvals":             32, // the queue and audit log
 	"approvals/prompt":      34, // the approval child: rules + queue

@@ -2,16 +2,11 @@ package changes
 
 import (
 	"bytes"
-	"crypto/sha1"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/sandbox"
@@ -327,251 +322,28 @@ func (sc *scoper) commits() error {
 	return sc.countAt(want)
 }
 
-// countAt sets the lines of each scope file from the objects named (as
-// <commit>:<path>), read in one `cat-file --batch`.
-func (sc *scoper) countAt(names []string) error {
-	if len(names) == 0 {
-		return nil
-	}
-	out, err := sc.git.runIn(sc.ws, []byte(strings.Join(names, "\n")+"\n"), "cat-file", "--batch")
+// ReadTop reads the regular files names of ws's top that exist, through
+// the workspace opened once (no link followed), at most limit bytes in all
+// (a file past it is cut), leaving out secret files; each is headed by its
+// name.
+func ReadTop(ws string, names []string, limit int) (string, error) {
+	tree, err := sandbox.OpenTree(ws)
 	if err != nil {
-		return fmt.Errorf("scope: read the files: %w", err)
+		return "", fmt.Errorf("open the workspace: %w", err)
 	}
-	lines := map[string]int{}
+	defer tree.Close()
+	var b strings.Builder
 	for _, name := range names {
-		nl := bytes.IndexByte(out, '\n')
-		if nl < 0 {
-			break
-		}
-		f := strings.Fields(string(out[:nl]))
-		out = out[nl+1:]
-		if len(f) != 3 || f[1] != "blob" {
-			continue // missing, or not a blob
-		}
-		size, err := strconv.Atoi(f[2])
-		if err != nil || size+1 > len(out) {
-			break
-		}
-		_, rel, _ := strings.Cut(name, ":")
-		lines[rel] = countLines(out[:size])
-		out = out[size+1:]
-	}
-	for i := range sc.scope.Files {
-		if n, ok := lines[sc.scope.Files[i].Path]; ok {
-			sc.scope.Files[i].Lines = n
-		}
-	}
-	return nil
-}
-
-// diffSection is one file's part of a unified diff.
-type diffSection struct {
-	path, change, text string
-	hunks              []LineRange
-	binary             bool
-}
-
-var hunkHeader = regexp.MustCompile(`^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@`)
-
-// splitDiff cuts a git-style unified diff into its files.
-func splitDiff(diff string) []diffSection {
-	var out []diffSection
-	for _, part := range strings.SplitAfter(diff, "\n") {
-		if strings.HasPrefix(part, "diff --git ") {
-			out = append(out, diffSection{change: Modified})
-		}
-		if len(out) == 0 {
+		if sandbox.IsSecretName(name) || b.Len() >= limit {
 			continue
 		}
-		s := &out[len(out)-1]
-		s.text += part
-		line := strings.TrimSuffix(part, "\n")
-		switch {
-		case strings.HasPrefix(line, "new file"):
-			s.change = Created
-		case strings.HasPrefix(line, "deleted file"):
-			s.change = Deleted
-		case strings.HasPrefix(line, "Binary files "):
-			s.binary = true
-		case strings.HasPrefix(line, "--- a/") && s.path == "":
-			s.path = strings.TrimPrefix(line, "--- a/")
-		case strings.HasPrefix(line, "+++ b/"):
-			s.path = strings.TrimPrefix(line, "+++ b/")
-		default:
-			if m := hunkHeader.FindStringSubmatch(line); m != nil {
-				from, _ := strconv.Atoi(m[1])
-				n := 1
-				if m[2] != "" {
-					n, _ = strconv.Atoi(m[2])
-				}
-				if n > 0 {
-					s.hunks = append(s.hunks, LineRange{From: from, To: from + n - 1})
-				}
-			}
+		c, err := readSmall(tree, name, MaxDiffFile)
+		if err != nil || bytes.IndexByte(c, 0) >= 0 {
+			continue // absent, a link, too large or binary: not instructions
 		}
+		b.WriteString("# " + name + "\n")
+		b.Write(c[:min(len(c), limit-b.Len())])
+		b.WriteString("\n")
 	}
-	for i := range out {
-		if out[i].path == "" { // a binary or mode-only section: the header's name
-			out[i].path = headerPath(out[i].text)
-		}
-	}
-	return out
-}
-
-// headerPath is the b/ name of a "diff --git a/X b/X" line.
-func headerPath(text string) string {
-	line, _, _ := strings.Cut(text, "\n")
-	rest := strings.TrimPrefix(line, "diff --git ")
-	if i := strings.LastIndex(rest, " b/"); i >= 0 {
-		return rest[i+3:]
-	}
-	return rest
-}
-
-// uncommitted: the work tree against HEAD, diffed here (see the package's
-// note on scopes).
-func (sc *scoper) uncommitted() error {
-	head, err := sc.top()
-	if err != nil {
-		return err
-	}
-	sc.scope.From = head
-	scan, err := sandbox.WorkspaceScan(sc.ws, sandbox.DefaultSecretScanLimit, true)
-	if err != nil {
-		return fmt.Errorf("scope: list the workspace: %w", err)
-	}
-	if scan.Truncated {
-		sc.scope.Note = fmt.Sprintf("the workspace has more entries than the walk lists (%d): files in %d directories it did not reach are not in the scope", scan.Visited, scan.Unlisted)
-	}
-	_, clean := gitStart(sc.git, sc.ws, scan.Files)
-	committed := map[string]string{} // path → blob id at HEAD
-	if head != "" {
-		out, err := sc.git.run(sc.ws, "ls-tree", "-r", "-z", "--full-tree", head)
-		if err != nil {
-			return fmt.Errorf("scope: %w", err)
-		}
-		for _, e := range strings.Split(string(out), "\x00") {
-			meta, p, ok := strings.Cut(e, "\t")
-			if f := strings.Fields(meta); ok && len(f) == 3 && f[1] == "blob" && strings.HasPrefix(f[0], "100") {
-				committed[p] = f[2]
-			}
-		}
-	}
-	var created []string
-	present := map[string]bool{}
-	var diffs []string
-	for _, f := range scan.Files {
-		if !f.Mode.IsRegular() {
-			continue
-		}
-		present[f.Path] = true
-		id, tracked := committed[f.Path]
-		if tracked && clean[f.Path] == id {
-			continue // the index says it is as committed
-		}
-		if !tracked {
-			created = append(created, f.Path)
-			continue
-		}
-		if sc.leaveOut(f.Path) {
-			continue
-		}
-		if d, ok := sc.modified(f.Path, id); ok {
-			diffs = append(diffs, d)
-		}
-	}
-	ignored, err := sc.git.ignored(sc.ws, created)
-	if err != nil {
-		return fmt.Errorf("scope: %w", err)
-	}
-	for _, p := range created {
-		if ignored[p] || sc.leaveOut(p) {
-			continue
-		}
-		b, err := readSmall(sc.tree, p, MaxDiffFile)
-		ch := Change{Path: p, Change: Created}
-		f := fileOf(p, Created, b)
-		switch {
-		case err != nil:
-			diffs = append(diffs, header(ch)+"(not shown: "+readWhy(err)+")\n")
-			f.Binary = true
-		case f.Binary:
-			diffs = append(diffs, binaryDiff(ch))
-		default:
-			d := unified(ch, "", string(b))
-			f.Hunks = hunksOf(d)
-			diffs = append(diffs, d)
-		}
-		sc.scope.Files = append(sc.scope.Files, f)
-	}
-	if !scan.Truncated {
-		for p, id := range committed {
-			if present[p] || sc.leaveOut(p) {
-				continue
-			}
-			ch := Change{Path: p, Change: Deleted}
-			old, err := blob(sc.git, sc.ws, id, MaxDiffFile)
-			switch {
-			case err != nil:
-				diffs = append(diffs, header(ch)+"(not shown: "+readWhy(err)+")\n")
-			case bytes.IndexByte(old, 0) >= 0:
-				diffs = append(diffs, binaryDiff(ch))
-			default:
-				diffs = append(diffs, unified(ch, string(old), ""))
-			}
-			sc.scope.Files = append(sc.scope.Files, ScopeFile{Path: p, Change: Deleted})
-		}
-	}
-	slices.SortFunc(diffs, func(a, b string) int { return strings.Compare(headerPath(a), headerPath(b)) })
-	sc.scope.Diff = strings.Join(diffs, "")
-	return nil
-}
-
-// modified is the diff of a tracked file whose committed blob is id, if
-// its contents differ (its file is added to the scope).
-func (sc *scoper) modified(rel, id string) (string, bool) {
-	ch := Change{Path: rel, Change: Modified}
-	now, err := readSmall(sc.tree, rel, MaxDiffFile)
-	if err != nil {
-		sc.scope.Files = append(sc.scope.Files, ScopeFile{Path: rel, Change: Modified, Binary: true})
-		return header(ch) + "(not shown: " + readWhy(err) + ")\n", true
-	}
-	if blobID(id, now) == id {
-		return "", false // touched, not changed
-	}
-	f := fileOf(rel, Modified, now)
-	old, err := blob(sc.git, sc.ws, id, MaxDiffFile)
-	var d string
-	switch {
-	case err != nil:
-		d = header(ch) + "(the committed version is not shown: " + readWhy(err) + ")\n"
-	case f.Binary || bytes.IndexByte(old, 0) >= 0:
-		f.Binary = true
-		d = binaryDiff(ch)
-	default:
-		d = unified(ch, string(old), string(now))
-		f.Hunks = hunksOf(d)
-	}
-	sc.scope.Files = append(sc.scope.Files, f)
-	return d, true
-}
-
-// blobID is the git object id of contents b, in the hash of id's length.
-func blobID(id string, b []byte) string {
-	var h hash.Hash = sha1.New()
-	if len(id) == 64 {
-		h = sha256.New()
-	}
-	fmt.Fprintf(h, "blob %d\x00", len(b))
-	h.Write(b)
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// hunksOf are the new side's changed ranges of one file's diff.
-func hunksOf(d string) []LineRange {
-	secs := splitDiff(d)
-	if len(secs) == 0 {
-		return nil
-	}
-	return secs[0].hunks
+	return b.String(), nil
 }

@@ -29,7 +29,7 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/ids"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/review"
 )
 
 // Bounds of a job's request and of its reason for ending.
@@ -71,39 +71,6 @@ type Metered struct {
 	UpstreamError string
 }
 
-// Options configure a Registry. Zero limits take the config defaults.
-type Options struct {
-	Dir     statedir.Dir
-	Harness harness.Harness
-	Gateway ModelGateway
-	Model   string // DEEPSEEK_MODEL: the harness's model and the price of its usage
-	// Price is a model's price (the daemon's catalog: built-in or
-	// DEEPSEEK_MODELS); nil = deepseek.PriceFor.
-	Price func(model string) deepseek.Price
-
-	MaxConcurrent int           // BRIDGE_MAX_CONCURRENT (0 = config.DefaultMaxConcurrent)
-	MaxQueue      int           // BRIDGE_MAX_QUEUE (0 = no queue: busy means refused)
-	MaxSteps      int           // BRIDGE_MAX_STEPS (0 = config.DefaultMaxSteps)
-	JobTimeout    time.Duration // BRIDGE_JOB_TIMEOUT_MS (0 = config.DefaultJobTimeout)
-	ResultTTL     time.Duration // never shorter than JobTimeout
-	TraceInterval time.Duration // snapshot writes while running, at most one per interval
-
-	// Guard admits each workspace and prepares each harness spec.
-	Guard Guard
-
-	// Floor is the owner's policy floor (BRIDGE_POLICY_FLOOR_FILE), merged
-	// over every job's policy; FloorFile names it ("" when there is none).
-	// RequirePolicy refuses a start without a policy (BRIDGE_REQUIRE_POLICY).
-	Floor         policy.Policy
-	FloorFile     string
-	RequirePolicy bool
-	// WorkspaceLock refuses a job on a workspace a live job holds (or one
-	// inside or around it): BRIDGE_WORKSPACE_LOCK.
-	WorkspaceLock bool
-
-	Logger *zerolog.Logger
-}
-
 // StartRequest is one deepseek_agent_start call.
 type StartRequest struct {
 	Task       string
@@ -115,6 +82,9 @@ type StartRequest struct {
 	Policy     *policy.Policy
 	Context    string  // told the harness after the task
 	Acceptance []Check // read against the job's tool calls (ValidateChecks)
+	// Review, when set, makes the job a review (ReviewRequest): Task and
+	// Policy are then the review's.
+	Review *ReviewRequest
 }
 
 // Registry runs the jobs of one daemon.
@@ -142,7 +112,10 @@ type job struct {
 	done     chan struct{} // closed once the job is final
 	timeout  time.Duration
 
-	run    harness.Run
+	run harness.Run
+	// prompt, when set, is the harness's task in place of harnessTask's
+	// (a review's: too large for the snapshot's task).
+	prompt string
 	ledger *ledgerReader // the approval child's verdicts; used by the job's runner only
 	stop   *Stop         // set by the first stop request: why the job ends
 	slot   bool          // holds a running slot
@@ -238,7 +211,7 @@ func (r *Registry) start(ctx context.Context, req StartRequest, parent *Snapshot
 	}
 	task := strings.TrimSpace(req.Task)
 	switch {
-	case task == "":
+	case task == "" && req.Review == nil:
 		return Snapshot{}, fmt.Errorf("%w: task is empty: say what the agent should do", ErrBadInput)
 	case len(req.Task) > maxTaskBytes:
 		return Snapshot{}, fmt.Errorf("%w: task is %d bytes, at most %d: put long material in a file in the workspace and refer to it", ErrBadInput, len(req.Task), maxTaskBytes)
@@ -246,6 +219,13 @@ func (r *Registry) start(ctx context.Context, req StartRequest, parent *Snapshot
 		return Snapshot{}, fmt.Errorf("%w: max_steps must be positive (at most %d)", ErrBadInput, r.opts.MaxSteps)
 	case req.Timeout < 0:
 		return Snapshot{}, fmt.Errorf("%w: timeout_seconds must be positive (at most %d)", ErrBadInput, int(r.opts.JobTimeout/time.Second))
+	}
+	if req.Review != nil {
+		if parent != nil {
+			return Snapshot{}, fmt.Errorf("%w: a continued job cannot become a review", ErrBadInput)
+		}
+		rp := review.Policy()
+		req.Policy = &rp
 	}
 	var enforced policy.Enforced
 	var err error
@@ -262,6 +242,13 @@ func (r *Registry) start(ctx context.Context, req StartRequest, parent *Snapshot
 	ws, err := r.opts.Guard.Admit(req.Workspace)
 	if err != nil {
 		return Snapshot{}, err
+	}
+	var rv *ReviewState
+	var prompt string
+	if req.Review != nil {
+		if rv, req.Task, prompt, err = r.reviewTask(ws, req.Review, enforced.Denied); err != nil {
+			return Snapshot{}, err
+		}
 	}
 	maxSteps := r.opts.MaxSteps
 	for _, n := range []int{req.MaxSteps, enforced.MaxSteps} {
@@ -286,10 +273,12 @@ func (r *Registry) start(ctx context.Context, req StartRequest, parent *Snapshot
 		CreatedAt: now, MaxSteps: maxSteps, TimeoutMS: timeout.Milliseconds(),
 		FilesWritten: []string{}, Commands: []Command{},
 		Model: cmp.Or(req.Model, r.opts.Model), Thinking: thinking, Policy: &enforced,
-		Context: req.Context, Acceptance: newChecks(req.Acceptance),
+		Context: req.Context, Acceptance: newChecks(req.Acceptance), Review: rv,
 	})
+	j.prompt = prompt
 	if parent != nil {
 		j.snap.Parent, j.snap.ResumeSession = parent.ID, parent.SessionID
+		j.snap.Review = parent.Review // a review's continuation is read against the same scope
 	}
 	j.timeout = timeout
 	j.spawnTimes = spawnTimes{accepted: accepted, admission: time.Since(accepted)}

@@ -69,7 +69,7 @@ func (r *Registry) audit(j *job) {
 func (r *Registry) execute(j *job, baseURL, token string) outcome {
 	r.mu.Lock()
 	spec := harness.Spec{
-		JobID: j.id, Task: harnessTask(j.snap), Workspace: j.snap.Workspace,
+		JobID: j.id, Task: cmp.Or(j.prompt, harnessTask(j.snap)), Workspace: j.snap.Workspace,
 		ConfigDir: r.opts.Dir.HarnessDir(j.id), BaseURL: baseURL, Token: token, Model: cmp.Or(j.snap.Model, r.opts.Model),
 		Thinking: j.snap.Thinking, Policy: j.snap.Policy,
 	}

@@ -225,6 +225,8 @@ type Snapshot struct {
 	// checks with what the job's tool calls say of each.
 	Context    string        `json:"context,omitempty"`
 	Acceptance []CheckStatus `json:"acceptance,omitempty"`
+	// Review is set on a review job (deepseek_review) and its continuations.
+	Review *ReviewState `json:"review,omitempty"`
 
 	CreatedAt time.Time  `json:"created_at"`
 	StartedAt *time.Time `json:"started_at,omitempty"`

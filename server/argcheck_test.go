@@ -186,7 +186,7 @@ func TestArgsPassedAsSent(t *testing.T) {
 
 // allTools are the tools a daemon with a full job registry serves.
 var allTools = []string{"deepseek_flash", "deepseek_models", "deepseek_agent_start", "deepseek_agent_poll",
-	"deepseek_agent_cancel", "deepseek_agent_continue", "deepseek_agent_message", "deepseek_agent_list"}
+	"deepseek_agent_cancel", "deepseek_agent_continue", "deepseek_agent_message", "deepseek_agent_list", "deepseek_review"}
 
 // TestUnknownArgumentRefusedByEveryTool: every tool refuses an argument its
 // schema does not name, naming it and every argument the tool takes.

@@ -46,6 +46,9 @@ type AgentJobPayload struct {
 	Acceptance      []jobs.CheckStatus `json:"acceptance,omitempty" jsonschema:"the acceptance checks given at the start, each with its status and evidence"`
 	AcceptanceReady *bool              `json:"acceptance_ready,omitempty" jsonschema:"set when checks were given: true only when the job is done, has a check with a command, and every such check is met by the job's own run of its command after its last change"`
 
+	// A review's findings (deepseek_review), read against its scope.
+	Review *ReviewPayload `json:"review,omitempty" jsonschema:"set on a review job: its scope and, once done, the verdict and the findings the bridge read from the answer and checked against the scope"`
+
 	// Sessions: the job this one continues, and whether it can be continued.
 	Parent      string `json:"parent,omitempty" jsonschema:"the job this one continues (deepseek_agent_continue)"`
 	CanContinue bool   `json:"can_continue,omitempty" jsonschema:"the job has ended and deepseek_agent_continue can resume its conversation"`
@@ -88,6 +91,9 @@ func Payload(s jobs.Snapshot, now time.Time) AgentJobPayload {
 	if len(s.Acceptance) > 0 {
 		ready := jobs.AcceptanceReady(s)
 		p.Acceptance, p.AcceptanceReady = s.Acceptance, &ready
+	}
+	if s.Review != nil {
+		p.Review = reviewPayload(s)
 	}
 	if !s.Status.Done() { // belt and braces: never a nonce or result off done
 		p.Nonce, p.Result = "", ""
@@ -174,6 +180,7 @@ func tally(counts map[string]int) string {
 }
 
 func writeWork(b *strings.Builder, p AgentJobPayload) {
+	writeReview(b, p.Review)
 	if p.AcceptanceReady != nil {
 		verdict := "NOT READY: not every check with a command is met by the job's own run of it"
 		if *p.AcceptanceReady {

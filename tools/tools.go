@@ -1,6 +1,6 @@
 // Package tools is the bridge's MCP tools: one constructor per tool
 // (deepseek_flash, deepseek_models, deepseek_agent_start, _poll, _cancel,
-// _continue, _message, _list) returning its schema and handler together, the
+// _continue, _message, _list, deepseek_review) returning its schema and handler together, the
 // agent job payload and its handoff, and the progress a blocking call
 // reports. List is the one list of what the bridge serves; package server
 // registers it and carries the calls (HTTP, the unix socket), checks the
@@ -57,6 +57,7 @@ func List(o Options) []mcpserver.ServerTool {
 		serverTool(AgentStartTool(o.Jobs, ao)),
 		serverTool(AgentPollTool(o.Jobs, ao)),
 		serverTool(AgentCancelTool(o.Jobs, ao)),
+		serverTool(ReviewTool(o.Jobs, ao)),
 	)
 	if c, ok := o.Jobs.(AgentContinuer); ok {
 		tools = append(tools, serverTool(AgentContinueTool(o.Jobs, c, ao)))
@@ -81,7 +82,8 @@ func Instructions(agent bool) string {
 	if agent {
 		s += " For work that needs to read, run or change files in a workspace, deepseek_agent_start runs a DeepSeek agent job there" +
 			" (commands may wait for a human's approval); follow it with deepseek_agent_poll until it finishes, or stop it with deepseek_agent_cancel;" +
-			" deepseek_agent_continue picks up a job that ended (a ceiling, a cancel, a restart) with a new message; deepseek_agent_list shows the jobs any session started."
+			" deepseek_agent_continue picks up a job that ended (a ceiling, a cancel, a restart) with a new message; deepseek_agent_list shows the jobs any session started." +
+			" deepseek_review has DeepSeek review the uncommitted changes, a branch, a commit or files of a workspace, read-only, and returns a verdict with findings by file and line."
 	}
 	return s
 }
