@@ -133,6 +133,9 @@ type Config struct {
 	// case) whose requests are served besides this machine's pages
 	// (BRIDGE_ALLOWED_ORIGINS, comma separated).
 	AllowedOrigins []string
+	// Tools are the tools the bridge offers (BRIDGE_TOOLS): a profile
+	// (all, flash, agent, review) or tool names, comma separated; nil = all.
+	Tools []string
 }
 
 // Var documents one environment variable; .env.example and `bridgectl doctor`
@@ -184,6 +187,7 @@ var Vars = []Var{
 	{"BRIDGE_CLOUDFLARED_BIN", "cloudflared on PATH", "the cloudflared binary for bridgectl tunnel"},
 	{"BRIDGE_ENV_FILE", "per-user config dir", "which .env bridgectl and bridge read (default $XDG_CONFIG_HOME/deepseek-mcp-bridge/.env); a file named here must exist (bridgectl secret creates it)"},
 	{"BRIDGE_DEBUG_ADDR", "", "loopback HOST:PORT for pprof and the goroutine count (make bench); empty = off"},
+	{"BRIDGE_TOOLS", "all", "which tools hosts are offered: all, flash (deepseek_flash, deepseek_models), agent (the agent tools, deepseek_review and deepseek_models), review (deepseek_review with poll, cancel and deepseek_models), or tool names, comma separated; fewer tools cost each host's model fewer tokens"},
 	{"BRIDGE_ALLOWED_ORIGINS", "", "browser origins served besides this machine's pages, comma separated (e.g. https://chatgpt.com, if its connector sends one); a request from any other Origin is refused with 403 and logged with the value to add"},
 }
 
@@ -318,6 +322,7 @@ func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 		CloudflaredBin:     get("BRIDGE_CLOUDFLARED_BIN"),
 		DebugAddr:          get("BRIDGE_DEBUG_ADDR"),
 		AllowedOrigins:     splitList(get("BRIDGE_ALLOWED_ORIGINS"), ","),
+		Tools:              splitList(get("BRIDGE_TOOLS"), ","),
 	}
 	if p.err != nil {
 		return Config{}, p.err

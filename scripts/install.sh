@@ -11,6 +11,7 @@ CLAUDE_VERSION=2.1.328
 NODE22_VERSION=22
 TS_SDK_VERSION=1.32.2
 CONFORMANCE_VERSION=0.1.16
+INSPECTOR_VERSION=2.12.0
 GOTESTSUM_VERSION=v1.13.0
 
 log() { printf 'install: %s\n' "$*" >&2; }
@@ -47,11 +48,13 @@ install_node22() {
 
 install_npm() {
   local dir="$cache/npm"
-  if [ ! -d "$dir/node_modules/@modelcontextprotocol/sdk" ] || [ ! -d "$dir/node_modules/@modelcontextprotocol/conformance" ]; then
-    log "MCP TypeScript SDK $TS_SDK_VERSION and conformance suite $CONFORMANCE_VERSION"
+  if [ ! -d "$dir/node_modules/@modelcontextprotocol/sdk" ] || [ ! -d "$dir/node_modules/@modelcontextprotocol/conformance" ] ||
+    [ ! -d "$dir/node_modules/@modelcontextprotocol/inspector" ]; then
+    log "MCP TypeScript SDK $TS_SDK_VERSION, conformance suite $CONFORMANCE_VERSION and Inspector $INSPECTOR_VERSION"
     mkdir -p "$dir"
     npm install --silent --no-audit --no-fund --prefix "$dir" \
-      "@modelcontextprotocol/sdk@$TS_SDK_VERSION" "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" >/dev/null
+      "@modelcontextprotocol/sdk@$TS_SDK_VERSION" "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" \
+      "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >/dev/null
   fi
 }
 

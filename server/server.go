@@ -135,19 +135,23 @@ func New(o Options) (*Server, error) {
 		mcpserver.WithRecovery(),
 		mcpserver.WithToolHandlerMiddleware(s.answerShutdown),
 		mcpserver.WithToolHandlerMiddleware(s.toolMiddleware),
-		mcpserver.WithInstructions(tools.Instructions(o.Jobs != nil)),
 	}
+	cfg := o.Config
+	offered, err := tools.Select(tools.List(tools.Options{
+		Flash: o.Flash, Lister: o.Lister, Models: o.Models, Jobs: o.Jobs,
+		Agent: tools.AgentToolOptions{SyncWindow: cfg.SyncWindow, MaxSteps: cfg.MaxSteps, JobTimeout: cfg.JobTimeout, OwnerToken: o.OwnerToken, Host: o.HostApprovals},
+	}), cfg.Tools)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	opts = append(opts, mcpserver.WithInstructions(tools.Instructions(offered)))
 	s.mcp = mcpserver.NewMCPServer("deepseek-mcp-bridge", o.Version, opts...)
 	// Tasks (mcpserver.WithTaskCapabilities, AddTaskTool, a tool with
 	// mcp.WithTaskSupport) are not offered. mcp-go v1.2.1 routes a
 	// task-augmented call (handleTaskAugmentedToolCall) before it checks the
 	// arguments, so whoever registers one here must check them on that path
 	// too (TestNoCallTakesTheTaskPath).
-	cfg := o.Config
-	s.mcp.AddTools(append(tools.List(tools.Options{
-		Flash: o.Flash, Lister: o.Lister, Models: o.Models, Jobs: o.Jobs,
-		Agent: tools.AgentToolOptions{SyncWindow: cfg.SyncWindow, MaxSteps: cfg.MaxSteps, JobTimeout: cfg.JobTimeout, OwnerToken: o.OwnerToken, Host: o.HostApprovals},
-	}), conformanceTools()...)...)
+	s.mcp.AddTools(append(offered, conformanceTools()...)...)
 	schemas, err := checkToolSchemas(s.mcp.ListTools())
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,5 +97,37 @@ func TestServedToolsAreTheList(t *testing.T) {
 			g, _ := json.MarshalIndent(got, "", "  ")
 			t.Errorf("tools/list shows %s differently from its snapshot:\n%s", name, g)
 		}
+	}
+}
+
+// BRIDGE_TOOLS chooses what tools/list offers, the instructions follow it,
+// and a tool it leaves out is unknown to tools/call.
+func TestToolsSettingChoosesTheOfferedTools(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Tools = []string{"flash"}
+	env := newTestEnv(t, Options{Config: cfg, Jobs: &stubJobs{}})
+	msgs := messages(t, post(t, env.url, listBody(1), mcpHeaders))
+	var list struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if len(msgs) != 1 || json.Unmarshal(msgs[0].Result, &list) != nil {
+		t.Fatalf("tools/list: %+v", msgs)
+	}
+	var names []string
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+	}
+	if !slices.Equal(names, []string{"deepseek_flash", "deepseek_models"}) {
+		t.Fatalf("BRIDGE_TOOLS=flash offers %v", names)
+	}
+	call := messages(t, post(t, env.url, callBody(2, "deepseek_agent_start", map[string]any{"task": "x", "workspace": "/w"}, nil), mcpHeaders))
+	if last := call[len(call)-1]; last.Error == nil && !strings.Contains(string(last.Result), `"isError":true`) {
+		t.Errorf("a tool the profile leaves out was served: %s", last.Result)
+	}
+	cfg.Tools = []string{"flsh"}
+	if _, err := New(Options{Config: cfg, Flash: &fakeFlash{}, Jobs: &stubJobs{}}); err == nil || !strings.Contains(err.Error(), `BRIDGE_TOOLS: "flsh" is neither a profile`) {
+		t.Errorf("an unknown name: %v", err)
 	}
 }

@@ -49,8 +49,7 @@ func contextArg() mcp.ToolOption {
 // acceptanceArg is deepseek_agent_start's acceptance checks.
 func acceptanceArg() mcp.ToolOption {
 	return mcp.WithArray("acceptance", mcp.MaxItems(jobs.MaxChecks), mcp.Description(
-		"checks the job's work must pass. The bridge runs nothing itself: a check with a command is met only when the job ran exactly that command, exit 0, after its last change to the workspace; "+
-			"the payload's acceptance says met, not_met, not_checked or judgement (no command: only the model's word) for each, and acceptance_ready is true only when the job is done, has a check with a command, and every such check is met"),
+		"checks the work must pass: one with a command is met only when the job itself ran exactly that command, exit 0, after its last change; the payload says met, not_met, not_checked or judgement (no command) for each, and acceptance_ready"),
 		mcp.Items(map[string]any{
 			"type": "object", "additionalProperties": false, "required": []string{"check"},
 			"properties": map[string]any{
@@ -92,7 +91,7 @@ func policyArg(o AgentToolOptions) mcp.ToolOption {
 			"commands":             strs(`exact command lines, or program names, that may run unattended (within the owner's allow list); anything else goes to a human, or is refused with on_other_commands "deny"`),
 			"on_other_commands":    map[string]any{"type": "string", "enum": modes, "description": "ask (default): a command not in commands goes to a human; deny: it is refused"},
 			"network":              map[string]any{"type": "string", "enum": modes, "description": "ask (default): WebFetch and WebSearch go to a human; deny: they are not offered"},
-			"land":                 map[string]any{"type": "string", "enum": []string{policy.LandAuto, policy.LandReview}, "description": "auto (default): the job's visible changes land in the workspace when it ends; review: they wait for the owner's `bridgectl jobs ID --apply`. Changes a person does not read in a diff (dotfiles, dependency folders, bytecode, binaries, git's internals) are held back either way until the owner promotes them"},
+			"land":                 map[string]any{"type": "string", "enum": []string{policy.LandAuto, policy.LandReview}, "description": "auto (default): the job's changes land in the workspace when it ends; review: they wait for the owner's `bridgectl jobs ID --apply`. Dotfiles, dependencies, binaries and git's internals wait for the owner either way"},
 			"max_steps":            map[string]any{"type": "integer", "minimum": 1, "maximum": o.MaxSteps, "description": "tool-call ceiling"},
 			"timeout_seconds":      map[string]any{"type": "number", "minimum": 1, "maximum": int(o.JobTimeout / time.Second), "description": "wall-clock ceiling in seconds"},
 			"max_cost_usd":         map[string]any{"type": "number", "minimum": 0, "description": "the job is stopped once its model calls cost more than this (USD, at DeepSeek prices)"},

@@ -25,9 +25,9 @@ var _ AgentContinuer = (*jobs.Registry)(nil)
 func AgentContinueTool(j AgentJobs, c AgentContinuer, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHandlerFunc) {
 	o = o.withDefaults()
 	tool := mcp.NewTool("deepseek_agent_continue",
-		mcp.WithDescription(fmt.Sprintf("Continue an agent job that has ended — done, error (a ceiling), cancelled or interrupted (a bridge restart) — with a new message, e.g. \"go on\". "+
-			"It starts a new job (new job_id, its own nonce) that resumes the ended job's conversation in the same workspace, with the same permissions (a policy here can only narrow them) and fresh ceilings. "+
-			"Blocks up to %d s like deepseek_agent_start. Jobs can be continued until their results expire.", int(o.SyncWindow/time.Second))),
+		mcp.WithDescription(fmt.Sprintf("Continue an agent job that has ended (done, a ceiling, cancelled, a bridge restart) with a new message, e.g. \"go on\": "+
+			"a new job (own job_id and nonce) resumes its conversation in the same workspace with the same permissions (a policy here only narrows them) and fresh ceilings. "+
+			"Blocks up to %d s like deepseek_agent_start.", int(o.SyncWindow/time.Second))),
 		mcp.WithTitleAnnotation("Continue a DeepSeek agent job"),
 		mcp.WithReadOnlyHintAnnotation(false),
 		mcp.WithDestructiveHintAnnotation(true),

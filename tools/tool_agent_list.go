@@ -63,7 +63,7 @@ type AgentListEntry struct {
 func AgentListTool(l AgentLister) (mcp.Tool, mcpserver.ToolHandlerFunc) {
 	tool := mcp.NewTool("deepseek_agent_list",
 		mcp.WithDescription("List the bridge's agent jobs, newest first, whichever session or host started them: "+
-			"id, status, task, workspace, model, steps, elapsed time, cost, the job it continues and those that continue it, and whether it can be continued (deepseek_agent_continue). To read a job's result (and its nonce), pass its job_id to deepseek_agent_poll."),
+			"status, task, workspace, model, steps, time, cost, the jobs it continues or that continue it, and whether it can be continued. For a job's result and nonce, pass its job_id to deepseek_agent_poll."),
 		mcp.WithTitleAnnotation("List DeepSeek agent jobs"),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),

@@ -16,8 +16,7 @@ import (
 func AgentPollTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHandlerFunc) {
 	o = o.withDefaults()
 	tool := mcp.NewTool("deepseek_agent_poll",
-		mcp.WithDescription("Check on an agent job started with deepseek_agent_start. Waits up to wait_seconds and returns as soon as the job settles, starts waiting for a person's approval, or gets that person's answer "+
-			"(a job already waiting for approval keeps the poll waiting for the person). "+
+		mcp.WithDescription("Check on an agent or review job. Waits up to wait_seconds and returns as soon as the job settles, starts waiting for a person's approval, or gets that person's answer. "+
 			"Until status is done there is no result to report; on done, quote the nonce with the result."),
 		mcp.WithTitleAnnotation("Poll a DeepSeek agent job"),
 		mcp.WithReadOnlyHintAnnotation(true),

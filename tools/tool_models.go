@@ -51,7 +51,7 @@ func ModelsTool(l ModelLister, cat deepseek.Catalog) (mcp.Tool, mcpserver.ToolHa
 	tool := mcp.NewTool("deepseek_models",
 		mcp.WithDescription("List the DeepSeek models calls may name (the model argument of deepseek_flash and deepseek_agent_start): "+
 			"id, context window, output cap, thinking support, prices per million tokens, and which is the default. "+
-			"Merges DeepSeek's own model list with the bridge's price table; says so when DeepSeek cannot be reached."),
+			"Says so when DeepSeek's own list cannot be reached."),
 		mcp.WithTitleAnnotation("List DeepSeek models"),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),

@@ -32,9 +32,8 @@ type reviewArgs struct {
 func ReviewTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHandlerFunc) {
 	o = o.withDefaults()
 	tool := mcp.NewTool("deepseek_review",
-		mcp.WithDescription(fmt.Sprintf("An independent review by DeepSeek of code in a workspace the owner granted: the bridge computes the scope's diff itself and hands it to a read-only agent job "+
-			"(it reads and searches files; it writes nothing and runs no command, held by the OS jail). Returns a verdict and findings (title, body, priority 0-3, confidence, file, line range) in structuredContent's review, "+
-			"each checked against the scope: a finding outside it, or past a file's end, is dropped and counted. Blocks up to %d s; otherwise poll its job_id with deepseek_agent_poll.", int(o.SyncWindow/time.Second))),
+		mcp.WithDescription(fmt.Sprintf("An independent, read-only DeepSeek review of a workspace: the bridge computes the scope's diff and hands it to an agent that only reads and searches files. "+
+			"Returns structuredContent.review: a verdict and findings (title, body, priority 0-3, confidence, file, lines), those outside the scope dropped and counted. Blocks up to %d s; then poll its job_id.", int(o.SyncWindow/time.Second))),
 		mcp.WithTitleAnnotation("Review code with DeepSeek"),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),

@@ -10,6 +10,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -72,20 +73,29 @@ func List(o Options) []mcpserver.ServerTool {
 }
 
 func serverTool(t mcp.Tool, h mcpserver.ToolHandlerFunc) mcpserver.ServerTool {
-	return mcpserver.ServerTool{Tool: t, Handler: h}
+	return compactOutput(mcpserver.ServerTool{Tool: t, Handler: h})
 }
 
-// Instructions tell the host's model which tool to reach for (agent: the
-// agent tools are served).
-func Instructions(agent bool) string {
-	s := "deepseek_flash hands a self-contained task (plus pasted material) to DeepSeek and returns its answer with token usage and cost."
-	if agent {
-		s += " For work that needs to read, run or change files in a workspace, deepseek_agent_start runs a DeepSeek agent job there" +
-			" (commands may wait for a human's approval); follow it with deepseek_agent_poll until it finishes, or stop it with deepseek_agent_cancel;" +
-			" deepseek_agent_continue picks up a job that ended (a ceiling, a cancel, a restart) with a new message; deepseek_agent_list shows the jobs any session started." +
-			" deepseek_review has DeepSeek review the uncommitted changes, a branch, a commit or files of a workspace, read-only, and returns a verdict with findings by file and line."
+// Instructions tell the host's model which tool to reach for, of those
+// offered.
+func Instructions(offered []mcpserver.ServerTool) string {
+	has := map[string]bool{}
+	for _, t := range offered {
+		has[t.Tool.Name] = true
 	}
-	return s
+	var s []string
+	if has["deepseek_flash"] {
+		s = append(s, "deepseek_flash hands a self-contained task (plus pasted material) to DeepSeek and returns its answer with token usage and cost.")
+	}
+	if has["deepseek_agent_start"] {
+		s = append(s, "For work that needs to read, run or change files in a workspace, deepseek_agent_start runs a DeepSeek agent job there"+
+			" (commands may wait for a human's approval); follow it with deepseek_agent_poll until it finishes, or stop it with deepseek_agent_cancel;"+
+			" deepseek_agent_continue picks up a job that ended (a ceiling, a cancel, a restart) with a new message; deepseek_agent_list shows the jobs any session started.")
+	}
+	if has["deepseek_review"] {
+		s = append(s, "deepseek_review has DeepSeek review the uncommitted changes, a branch, a commit or files of a workspace, read-only, and returns a verdict with findings by file and line; poll a long one with deepseek_agent_poll.")
+	}
+	return strings.Join(s, " ")
 }
 
 // builtinCatalog is the built-in model list with def as its default
