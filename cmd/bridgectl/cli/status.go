@@ -352,12 +352,8 @@ func (c *ctl) status(ctx context.Context) statusReport {
 	}
 	r.PolicyFloor = c.floorLine(d)
 	r.Harness = c.harnessLine(d)
-	snaps, trouble := loadJobs(c.dir)
-	for _, s := range snaps {
-		if !s.Status.Final() {
-			r.Jobs = append(r.Jobs, jobLine{ID: s.ID, Status: string(s.Status), Steps: s.Steps, Task: truncate(s.Task, 60)})
-		}
-	}
+	js, trouble := unfinishedJobs(c)
+	r.Jobs = append(r.Jobs, js...)
 	r.DamagedJobs = len(trouble)
 	return r
 }
