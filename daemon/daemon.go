@@ -237,6 +237,7 @@ func (d *Daemon) writeInfo() error {
 		Record: d.agent.guard.RecordLine(),
 		Path:   d.agent.path, PolicyFloor: cmp.Or(d.cfg.PolicyFloorFile, "none"),
 		Socket: d.socket, SecretReload: d.socket != "", EnvFile: d.cfg.EnvFile,
+		DeepSeekBaseURL: d.cfg.DeepSeekBaseURL, DeepSeekBaseURLFrom: cmp.Or(d.cfg.Origin("DEEPSEEK_BASE_URL"), "default"),
 		AllowedRoots: append([]string{}, d.cfg.AllowedRoots...),
 	}
 	if self, err := statedir.Identify(os.Getpid()); err == nil {
