@@ -103,6 +103,7 @@ func New(cfg config.Config, o Options) (*Daemon, error) {
 	}
 	d.stopCtx, d.stop = context.WithCancel(context.Background())
 	d.srv, err = server.New(server.Options{Config: cfg, Flash: o.Flash, Jobs: d.agent.reg, Models: d.agent.models, Logger: d.log, Version: o.Version, OwnerToken: owner,
+		ReloadSecret:  d.reloadSecret,
 		HostApprovals: approvals.NewQueue(d.dir, d.log)})
 	if err != nil {
 		d.log.Error().Err(err).Msg("build server")
@@ -210,6 +211,23 @@ func ListenHint(err error, cfg config.Config) string {
 	return fmt.Sprintf("port %d on %s is taken: stop whatever listens there (`ss -ltnp 'sport = :%d'`; a bridge already running? `bridgectl status`); or %s", cfg.Port, cfg.Host, cfg.Port, cfg.PortAdvice(""))
 }
 
+// reloadSecret reads MCP_PATH_SECRET again from the .env the daemon started
+// with (the environment still wins, as at start) for the socket's secret
+// reload; a daemon started without a file keeps its secret.
+func (d *Daemon) reloadSecret() (string, error) {
+	if d.cfg.EnvFile == "" {
+		return d.cfg.PathSecret, nil
+	}
+	cfg, err := config.Load(d.cfg.EnvFile)
+	if err != nil {
+		return "", err
+	}
+	if err := cfg.CheckSecret(); err != nil {
+		return "", err
+	}
+	return cfg.PathSecret, nil
+}
+
 func (d *Daemon) writeInfo() error {
 	harness := d.agent.info
 	info := statedir.DaemonInfo{
@@ -218,7 +236,8 @@ func (d *Daemon) writeInfo() error {
 		Harness:   &harness, Sandbox: string(d.agent.guard.SandboxMode()), Approval: string(d.agent.guard.ApprovalMode()),
 		Record: d.agent.guard.RecordLine(),
 		Path:   d.agent.path, PolicyFloor: cmp.Or(d.cfg.PolicyFloorFile, "none"),
-		Socket: d.socket, EnvFile: d.cfg.EnvFile,
+		Socket: d.socket, SecretReload: d.socket != "", EnvFile: d.cfg.EnvFile,
+		DeepSeekBaseURL: d.cfg.DeepSeekBaseURL, DeepSeekBaseURLFrom: cmp.Or(d.cfg.Origin("DEEPSEEK_BASE_URL"), "default"),
 		AllowedRoots: append([]string{}, d.cfg.AllowedRoots...),
 	}
 	if self, err := statedir.Identify(os.Getpid()); err == nil {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/termtext"
 	"io"
+	"log"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,12 +13,15 @@ import (
 	"sync"
 	"time"
 
+	mcpserver "github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/termtext"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/logging"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/mcpsock"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
 // reachWait is how long `bridge stdio` waits for a daemon that stopped
@@ -38,6 +41,8 @@ type StdioOptions struct {
 	Stdin  io.Reader
 	Stdout io.Writer // the host's: MCP messages only
 	Stderr io.Writer // what the host logs: every note and error
+	// Version is what the not-set-up session's initialize reports.
+	Version string
 }
 
 // Stdio is `bridge stdio`: it forwards the host's MCP session to the daemon
@@ -47,7 +52,11 @@ type StdioOptions struct {
 // with this process's environment, and nothing run in between — and the
 // daemon keeps running afterwards. Every failure is said on Stderr (secrets
 // redacted) before it is returned (config.MustFix tells the configuration's
-// errors); nothing but MCP reaches Stdout.
+// errors); nothing but MCP reaches Stdout. When no daemon can start because
+// the bridge is not set up (a configuration the owner must fix, such as no
+// MCP_PATH_SECRET), it still speaks MCP until the host goes — initialize,
+// tools/list, and every tools/call answered as an error result naming what to
+// run — so the host shows the reason, and then returns that error.
 func Stdio(ctx context.Context, o StdioOptions) error {
 	cfg, err := config.Load(o.EnvFile)
 	if err != nil {
@@ -61,6 +70,12 @@ func Stdio(ctx context.Context, o StdioOptions) error {
 	}
 	defer closer.Close()
 	log = log.With().Str("cmd", "stdio").Logger()
+	// What is said on stderr as a line of text goes to the log only when
+	// the log is a file: on stderr it would be the same event twice.
+	textLog := zerolog.Nop()
+	if cfg.LogFile != "" {
+		textLog = log
+	}
 	named := config.ResolveEnvFile(o.EnvFile, os.LookupEnv)
 	if cfg.IgnoredLocalEnv != "" {
 		fmt.Fprintf(o.Stderr, "bridge stdio: note: %s\n", config.LocalEnvNote(cfg.IgnoredLocalEnv, named))
@@ -75,10 +90,18 @@ func Stdio(ctx context.Context, o StdioOptions) error {
 		Environ: os.Environ(), Bin: o.Bridge, Stdout: stderr, Stderr: stderr,
 		For: "bridge stdio pid " + strconv.Itoa(os.Getpid()),
 	}
-	r := &reacher{c: c, sock: c.Dir.SocketFile(), log: log, stderr: stderr}
+	r := &reacher{c: c, sock: c.Dir.SocketFile(), log: log, textLog: textLog, stderr: stderr}
 	if err := r.reach(ctx, 0); err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
-		log.Error().Err(err).Msg("no daemon to forward to")
+		textLog.Error().Err(err).Msg("no daemon to forward to")
+		if !config.MustFix(err) {
+			return err
+		}
+		fmt.Fprintln(stderr, "the bridge is not set up: every tool answers with an error that says to run `bridgectl setup`, until the host disconnects")
+		why := logging.Redact(notSetUp(err), cfg.Secrets())
+		if serr := serveNotSetUp(ctx, why, o, stderr); serr != nil && !errors.Is(serr, context.Canceled) {
+			fmt.Fprintf(stderr, "%v\n", serr)
+		}
 		return err
 	}
 	log.Info().Str("socket", r.sock).Msg("forwarding MCP from stdio to the daemon")
@@ -90,13 +113,32 @@ func Stdio(ctx context.Context, o StdioOptions) error {
 	return nil
 }
 
+// notSetUp is the error result of every tool while no daemon can start.
+func notSetUp(err error) string {
+	return "The DeepSeek bridge is not set up on this machine, so no tool can run: " + err.Error() +
+		". Fix: run `bridgectl setup` in a terminal (it writes the API key, the secret and the allowed roots, and starts the daemon), then reconnect this MCP server."
+}
+
+// serveNotSetUp is the MCP session of a bridge that is not set up: the
+// tools' schemas, each call an error result saying why.
+func serveNotSetUp(ctx context.Context, why string, o StdioOptions, stderr io.Writer) error {
+	s := mcpserver.NewMCPServer("deepseek-mcp-bridge", o.Version, mcpserver.WithToolCapabilities(false),
+		mcpserver.WithInstructions("Not set up: every tool of this server answers with an error until its owner runs `bridgectl setup`."))
+	s.AddTools(tools.Unavailable(why)...)
+	ss := mcpserver.NewStdioServer(s)
+	ss.SetErrorLogger(log.New(stderr, "", 0))
+	return ss.Listen(ctx, o.Stdin, o.Stdout)
+}
+
 // reacher finds the daemon's socket, and starts the daemon when none answers.
 type reacher struct {
-	mu     sync.Mutex // one reach at a time: calls that fail together wait for one restart
-	c      *Controller
-	sock   string
-	log    zerolog.Logger
-	stderr io.Writer
+	mu   sync.Mutex // one reach at a time: calls that fail together wait for one restart
+	c    *Controller
+	sock string
+	log  zerolog.Logger
+	// textLog: events also said on stderr as text (a no-op when the log is stderr)
+	textLog zerolog.Logger
+	stderr  io.Writer
 }
 
 // reach returns once a daemon answers on the socket. It waits up to wait for
@@ -111,7 +153,7 @@ func (r *reacher) reach(ctx context.Context, wait time.Duration) error {
 		return ctx.Err()
 	}
 	fmt.Fprintf(r.stderr, "no bridge daemon answers on %s: starting one, as `bridgectl start` does; it keeps running after this session, `bridgectl stop` ends it\n", r.sock)
-	r.log.Info().Str("socket", r.sock).Msg("no daemon answers: starting one")
+	r.textLog.Info().Str("socket", r.sock).Msg("no daemon answers: starting one")
 	startErr := r.start(ctx)
 	if startErr != nil {
 		// Another host's bridge stdio may be starting one at the same
@@ -169,7 +211,7 @@ func (r *reacher) start(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(r.stderr, "daemon started: pid %d, listening on http://%s\n", st.PID, st.Addr)
-	r.log.Info().Int("pid", st.PID).Str("addr", st.Addr).Msg("daemon started")
+	r.textLog.Info().Int("pid", st.PID).Str("addr", st.Addr).Msg("daemon started")
 	return nil
 }
 

@@ -2,13 +2,18 @@ package daemonctl
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"time"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/guard"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/mcpsock"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/server"
 )
 
 // Stop stops the daemon's process group (SIGTERM, StopGrace, SIGKILL) and
@@ -86,4 +91,41 @@ func (c *Controller) CheckBeforeStop(running Status) error {
 		ln.Close()
 	}
 	return nil
+}
+
+// CanReloadSecret reports whether the running daemon takes a new path secret
+// without a restart (its socket serves server.SecretReloadRoute).
+func CanReloadSecret(running Status) bool {
+	return running.Info != nil && running.Info.SecretReload && running.Info.Socket != ""
+}
+
+// ReloadSecret has the running daemon read its path secret again, over its
+// unix socket: from its answer on, the HTTP endpoint admits only the secret
+// now in its .env, and every call and agent job runs on. changed is false
+// when the daemon still has the secret it had (its environment sets it).
+func (c *Controller) ReloadSecret(ctx context.Context, running Status) (changed bool, err error) {
+	if !CanReloadSecret(running) {
+		return false, errors.New("the running daemon cannot take a new secret without a restart")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, mcpsock.BaseURL+server.SecretReloadRoute, nil)
+	if err != nil {
+		return false, err
+	}
+	hc := mcpsock.HTTPClient(running.Info.Socket)
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false, fmt.Errorf("ask the daemon over %s: %w", running.Info.Socket, err)
+	}
+	defer resp.Body.Close()
+	var ans server.SecretReload
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&ans); err != nil {
+		return false, fmt.Errorf("the daemon answered %d, not its secret reload: %w", resp.StatusCode, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("the daemon did not take the new secret: %s", ans.Error)
+	}
+	return ans.Changed, nil
 }

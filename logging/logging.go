@@ -124,6 +124,13 @@ func NewRedactor(w io.Writer, secrets []string) *Redactor {
 	return r
 }
 
+// Redact is s with every secret replaced, as a Redactor writes it.
+func Redact(s string, secrets []string) string {
+	var b bytes.Buffer
+	NewRedactor(&b, secrets).Write([]byte(s))
+	return b.String()
+}
+
 // Write writes p with every secret replaced; it reports len(p) on success so
 // callers never see a short write because of the replacement.
 func (r *Redactor) Write(p []byte) (int, error) {

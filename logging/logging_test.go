@@ -104,3 +104,17 @@ func TestLevels(t *testing.T) {
 		})
 	}
 }
+
+// Redact replaces every secret in a string, as the log's writer does.
+func TestRedact(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"the secret s3cr3t-value here", "the secret " + Redacted + " here"},
+		{"nothing to hide", "nothing to hide"},
+	} {
+		t.Run(tt.in, func(t *testing.T) {
+			if got := Redact(tt.in, []string{"s3cr3t-value"}); got != tt.want {
+				t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}

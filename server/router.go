@@ -3,8 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -38,12 +36,16 @@ const mcpRoute = "/mcp/{secret}"
 // POST is the one allowed (405 otherwise).
 func (s *Server) router() http.Handler { return s.routes(mcpRoute, s.mcpEntry) }
 
-// routes is /health and the MCP endpoint at route, behind the limits.
-func (s *Server) routes(route string, mcp http.HandlerFunc) http.Handler {
+// routes is /health and the MCP endpoint at route, behind the limits, and
+// the owner's routes (the socket's only).
+func (s *Server) routes(route string, mcp http.HandlerFunc, owner ...func(chi.Router)) http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.limitBody, s.accessLog)
 	r.Get("/health", s.health)
 	r.HandleFunc(route, mcp)
+	for _, f := range owner {
+		f(r)
+	}
 	return r
 }
 
@@ -51,16 +53,6 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	json.NewEncoder(w).Encode(map[string]string{"status": "ok", "version": s.o.Version})
-}
-
-// secretOK compares in constant time; hashing first makes the time
-// independent of the length of the guess too.
-func (s *Server) secretOK(got string) bool {
-	if got == "" || s.o.Config.PathSecret == "" {
-		return false
-	}
-	h := sha256.Sum256([]byte(got))
-	return subtle.ConstantTimeCompare(h[:], s.secretHash[:]) == 1
 }
 
 // socketRoute is the MCP route on the daemon's unix socket: no secret, the
@@ -73,7 +65,7 @@ func (s *Server) socketRouter() http.Handler {
 	return s.routes(socketRoute, func(w http.ResponseWriter, r *http.Request) {
 		via := viaSocket{elicits: r.Header.Get(HeaderHostElicits) == "1"}
 		s.mcpPost(w, r.WithContext(context.WithValue(r.Context(), viaSocketKey{}, via)))
-	})
+	}, s.secretRoutes)
 }
 
 // viaSocket marks a request that came over the daemon's unix socket (a

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -56,8 +57,13 @@ type Options struct {
 	// a request of through its host's user (BRIDGE_HOST_APPROVALS says on
 	// which transports).
 	HostApprovals tools.HostApprovals
-	Logger        zerolog.Logger
-	Version       string // shown by /health and in serverInfo ("dev" when empty)
+	// ReloadSecret reads the path secret again (the daemon's .env): the
+	// socket's POST /secret/reload calls it and swaps the secret the HTTP
+	// endpoint admits, so `bridgectl rotate` revokes the old URL without a
+	// restart. nil: the route is not served.
+	ReloadSecret func() (string, error)
+	Logger       zerolog.Logger
+	Version      string // shown by /health and in serverInfo ("dev" when empty)
 
 	// KeepaliveInterval bounds the silence during a tools/call: bytes go out
 	// after three quarters of it without any, so a gap stays under it
@@ -71,14 +77,16 @@ type Options struct {
 
 // Server is the bridge daemon's HTTP and MCP side.
 type Server struct {
-	o          Options
-	log        zerolog.Logger
-	mcp        *mcpserver.MCPServer
-	stream     *mcpserver.StreamableHTTPServer
-	handler    http.Handler
-	socket     http.Handler // handler without the path secret, for the daemon's unix socket
-	limiter    *callLimiter
-	secretHash [sha256.Size]byte
+	o       Options
+	log     zerolog.Logger
+	mcp     *mcpserver.MCPServer
+	stream  *mcpserver.StreamableHTTPServer
+	handler http.Handler
+	socket  http.Handler // handler without the path secret, for the daemon's unix socket
+	limiter *callLimiter
+	// secretHash is the path secret's hash, nil when there is none; a
+	// rotation swaps it whole (secret.go).
+	secretHash atomic.Pointer[[sha256.Size]byte]
 
 	calls     context.Context         // ends every tool handler's context (cause ErrShuttingDown)
 	stopCalls context.CancelCauseFunc // called by Serve once the grace period is over
@@ -112,11 +120,11 @@ func New(o Options) (*Server, error) {
 		perMinute = 60
 	}
 	s := &Server{
-		o:          o,
-		log:        o.Logger.With().Str("component", "server").Logger(),
-		limiter:    newCallLimiter(perMinute, o.Now),
-		secretHash: sha256.Sum256([]byte(o.Config.PathSecret)),
+		o:       o,
+		log:     o.Logger.With().Str("component", "server").Logger(),
+		limiter: newCallLimiter(perMinute, o.Now),
 	}
+	s.setSecret(o.Config.PathSecret)
 	s.calls, s.stopCalls = context.WithCancelCause(context.Background())
 	hooks := &mcpserver.Hooks{}
 	opts := []mcpserver.ServerOption{

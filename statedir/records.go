@@ -36,6 +36,14 @@ type DaemonInfo struct {
 	// Socket is the unix socket serving MCP without the path secret ("" when
 	// it could not be made: the log says why).
 	Socket string `json:"socket,omitempty"`
+	// DeepSeekBaseURL is the API the daemon calls, DeepSeekBaseURLFrom where
+	// that came from: "the environment", the .env file's path, or "default"
+	// ("" when the daemon did not say).
+	DeepSeekBaseURL     string `json:"deepseek_base_url,omitempty"`
+	DeepSeekBaseURLFrom string `json:"deepseek_base_url_from,omitempty"`
+	// SecretReload: the socket serves POST /secret/reload, so a new
+	// MCP_PATH_SECRET takes effect without a restart (`bridgectl rotate`).
+	SecretReload bool `json:"secret_reload,omitempty"`
 	// EnvFile is the .env the daemon was started with ("" when none: the
 	// environment alone); bridgectl acts on this file from any directory.
 	EnvFile string `json:"env_file,omitempty"`

@@ -28,7 +28,7 @@ var commands = map[string]command{
 	}},
 	"stdio": {"env", "the .env file to read", stdioUsage, false, func(ctx context.Context, file string, stdin io.Reader, stdout, stderr io.Writer) error {
 		self, _ := executable() // "": daemonctl finds bridge as bridgectl does
-		return daemonctl.Stdio(ctx, daemonctl.StdioOptions{EnvFile: file, Bridge: self, Stdin: stdin, Stdout: stdout, Stderr: stderr})
+		return daemonctl.Stdio(ctx, daemonctl.StdioOptions{EnvFile: file, Bridge: self, Stdin: stdin, Stdout: stdout, Stderr: stderr, Version: version})
 	}},
 	"approval-prompt": {"config", "the job's approval config (written by the daemon)", approvalHelp, true, func(ctx context.Context, file string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return prompt.Main(ctx, file, version, stdin, stdout, stderr)

@@ -17,6 +17,7 @@ import (
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/syncbuf"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/internal/testenv"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/statedir"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // `bridge stdio` with no daemon running starts one itself — no bridgectl
@@ -120,5 +121,74 @@ func TestStdioStartsTheDaemonItself(t *testing.T) {
 	}
 	if !poll.Until(time.Second, func() bool { return daemonctl.Alive(info.Process()) }) {
 		t.Fatal("the daemon ended with the session")
+	}
+}
+
+// Before setup (no daemon, none can start: no secret, or one too short),
+// bridge stdio still speaks MCP to a real client — the official SDK's —
+// listing every tool and answering each call with an error result that names
+// `bridgectl setup`; its stderr says each thing once, with one prefix and no
+// JSON copy of a line; it exits 2 (the owner's to fix) when the host goes.
+func TestStdioBeforeSetup(t *testing.T) {
+	for _, tt := range []struct{ name, secret, why string }{
+		{"no secret", "", "MCP_PATH_SECRET is not set"},
+		{"short secret", "x7q2k", "MCP_PATH_SECRET is 5 characters"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cleanEnv(t, map[string]string{"MCP_PATH_SECRET": tt.secret, "BRIDGE_LOG_FILE": ""})
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			var errb syncbuf.Buffer
+			done := make(chan int, 1)
+			go func() { // owner: the test; joined below
+				done <- run(t.Context(), []string{"stdio"}, inR, outW, &errb)
+				outW.Close()
+			}()
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "host", Version: "1"}, nil).Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
+			if err != nil {
+				t.Fatalf("initialize: %v\nstderr:\n%s", err, errb.String())
+			}
+			list, err := cs.ListTools(ctx, nil)
+			if err != nil || len(list.Tools) != 9 {
+				t.Fatalf("tools/list: %v %d tools", err, len(list.Tools))
+			}
+			for _, tool := range list.Tools {
+				res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool.Name, Arguments: map[string]any{}})
+				if err != nil {
+					t.Fatalf("%s: %v", tool.Name, err)
+				}
+				text := ""
+				if len(res.Content) == 1 {
+					if tc, ok := res.Content[0].(*sdk.TextContent); ok {
+						text = tc.Text
+					}
+				}
+				if !res.IsError || !strings.Contains(text, "run `bridgectl setup` in a terminal") || !strings.Contains(text, tt.why) {
+					t.Errorf("%s: isError %v %q", tool.Name, res.IsError, text)
+				}
+			}
+			cs.Close()
+			select {
+			case code := <-done:
+				if code != exitConfig {
+					t.Errorf("exit %d, want %d", code, exitConfig)
+				}
+			case <-ctx.Done():
+				t.Fatal("stdio did not end when the host went")
+			}
+			lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+			seen := map[string]bool{}
+			for _, l := range lines {
+				if seen[l] || !strings.HasPrefix(l, "bridge stdio: ") || strings.HasPrefix(l, "bridge stdio: bridge stdio:") || strings.Contains(l, `"level"`) {
+					t.Errorf("stderr line twice, without its one prefix, or as JSON: %q", l)
+				}
+				seen[l] = true
+			}
+			if !strings.Contains(errb.String(), tt.why) || !strings.Contains(errb.String(), "every tool answers with an error that says to run `bridgectl setup`") {
+				t.Errorf("stderr:\n%s", errb.String())
+			}
+		})
 	}
 }

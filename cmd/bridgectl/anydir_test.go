@@ -140,8 +140,8 @@ func TestCommandsActOnTheRunningDaemonFromAnyDirectory(t *testing.T) {
 		t.Errorf("the daemon's .env after rotate:\n%s", b)
 	}
 	pid2 := w.pid()
-	if pid2 == pid1 {
-		t.Error("rotate did not reload the daemon")
+	if pid2 != pid1 {
+		t.Errorf("rotate restarted the daemon (pid %d → %d): it takes the new secret over its socket", pid1, pid2)
 	}
 	out, _ = w.must(w.other, "reload")
 	if pid3 := w.pid(); pid3 == pid2 || !strings.Contains(out, "reloaded: pid "+strconv.Itoa(pid3)) {

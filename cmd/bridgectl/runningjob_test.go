@@ -22,11 +22,18 @@ import (
 // workspace ("workspace", in the world's dir).
 func startRunningJob(t *testing.T, task string, extraDirs ...string) (w *world, ws, jobID string) {
 	t.Helper()
+	return startScriptedJob(t, task, "off", []deepseektest.Turn{{Delay: time.Minute, Text: "too late"}}, extraDirs...)
+}
+
+// startScriptedJob is startRunningJob with the model's turns scripted and
+// BRIDGE_CC_APPROVAL set to approval.
+func startScriptedJob(t *testing.T, task, approval string, turns []deepseektest.Turn, extraDirs ...string) (w *world, ws, jobID string) {
+	t.Helper()
 	build(t)
 	claude := testenv.ClaudeBin(t)
 	double := deepseektest.New(deepseektest.WithKey(testKey))
 	t.Cleanup(double.Close)
-	double.ScriptAnthropic(deepseektest.Turn{Delay: time.Minute, Text: "too late"})
+	double.ScriptAnthropic(turns...)
 
 	w = newWorld(t)
 	ws = filepath.Join(w.dir, "workspace")
@@ -39,7 +46,7 @@ func startRunningJob(t *testing.T, task string, extraDirs ...string) (w *world, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.WriteString("DEEPSEEK_BASE_URL=" + double.URL() + "\nBRIDGE_CLAUDE_BIN=" + claude + "\nBRIDGE_SYNC_WINDOW_MS=500\nBRIDGE_SANDBOX=off\nBRIDGE_CC_APPROVAL=off\n")
+	_, err = f.WriteString("DEEPSEEK_BASE_URL=" + double.URL() + "\nBRIDGE_CLAUDE_BIN=" + claude + "\nBRIDGE_SYNC_WINDOW_MS=500\nBRIDGE_SANDBOX=off\nBRIDGE_CC_APPROVAL=" + approval + "\n")
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

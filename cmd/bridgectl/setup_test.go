@@ -145,6 +145,8 @@ func TestSetupInAPty(t *testing.T) {
 	term := newTerminal(t, ptmx)
 
 	const wrongKey = "sk-not-the-right-key-0000"
+	term.expect("base URL: the DeepSeek API (OpenAI-compatible) [" + w.double.URL() + "]: ")
+	term.typeLine("")
 	term.expect("key: DeepSeek API key, typed without echo [none set")
 	term.typeSecret(wrongKey)
 	term.expect("key: rejected by " + w.double.URL() + " (401): check the key")
@@ -194,7 +196,8 @@ func TestSetupInAPty(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := envValue(string(env), "MCP_PATH_SECRET")
-	if envValue(string(env), "DEEPSEEK_API_KEY") != testKey || len(secret) < 32 || envValue(string(env), "DEEPSEEK_ALLOWED_ROOTS") != root || envValue(string(env), "BRIDGE_CLAUDE_BIN") != claude {
+	if envValue(string(env), "DEEPSEEK_API_KEY") != testKey || len(secret) < 32 || envValue(string(env), "DEEPSEEK_ALLOWED_ROOTS") != root || envValue(string(env), "BRIDGE_CLAUDE_BIN") != claude ||
+		envValue(string(env), "DEEPSEEK_BASE_URL") != w.double.URL() {
 		t.Errorf(".env:\n%s", env)
 	}
 	for _, s := range []string{testKey, wrongKey, secret} {

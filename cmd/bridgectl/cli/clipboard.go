@@ -53,7 +53,17 @@ func copyToClipboard(ctx context.Context, e *Env, text string) (string, error) {
 	if len(failed) > 0 {
 		return "", errors.New(strings.Join(failed, "; "))
 	}
-	return "", errors.New("no clipboard tool found (wl-copy, xclip, pbcopy, clip.exe)")
+	return "", errNoClipboard
+}
+
+// errNoClipboard: no clipboard tool is there.
+var errNoClipboard = errors.New("no clipboard tool found (wl-copy, xclip, pbcopy, clip.exe)")
+
+// headless: no display to hold a clipboard (neither Wayland nor X11).
+func headless(e *Env) bool {
+	_, wayland := e.Getenv("WAYLAND_DISPLAY")
+	_, x11 := e.Getenv("DISPLAY")
+	return !wayland && !x11
 }
 
 // runClipboardTool runs one tool with text on stdin; the error is its exit

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -167,30 +168,37 @@ func runDoctor(ctx context.Context, e *Env, args []string) error {
 // doctorProbeKey asks GET {base}/models with the key and returns the
 // response's Date, or why there is none to compare the clock with.
 func (c *ctl) doctorProbeKey(ctx context.Context, r *report) (time.Time, string) {
+	// The endpoint the running daemon calls, not one this shell would pick.
+	base, from := c.endpoint(c.daemon(ctx))
+	if base != c.cfg.DeepSeekBaseURL {
+		r.warn("API endpoint: the running daemon calls %s (from %s); %s says %s — `bridgectl reload` applies it", base, from, cmp.Or(c.cfg.Origin("DEEPSEEK_BASE_URL"), "the default"), c.cfg.DeepSeekBaseURL)
+	} else {
+		r.ok("API endpoint: %s (from %s)", base, from)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.DeepSeekBaseURL+"/models", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/models", nil)
 	if err != nil {
-		r.fail("API key: DEEPSEEK_BASE_URL=%s is not a URL: %v", c.cfg.DeepSeekBaseURL, err)
+		r.fail("API key: DEEPSEEK_BASE_URL=%s is not a URL: %v", base, err)
 		return time.Time{}, "DEEPSEEK_BASE_URL is not a URL, so the API was not asked"
 	}
 	req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	resp, err := c.e.HTTP.Do(req)
 	if err != nil {
-		r.fail("API key: cannot reach %s (%v) — check the network or DEEPSEEK_BASE_URL; `bridgectl doctor --dry` skips this", c.cfg.DeepSeekBaseURL, err)
-		return time.Time{}, "the API at " + c.cfg.DeepSeekBaseURL + " could not be reached"
+		r.fail("API key: cannot reach %s (%v) — check the network or DEEPSEEK_BASE_URL; `bridgectl doctor --dry` skips this", base, err)
+		return time.Time{}, "the API at " + base + " could not be reached"
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK:
-		r.ok("API key: present and accepted by %s", c.cfg.DeepSeekBaseURL)
+		r.ok("API key: present and accepted by %s", base)
 	case http.StatusUnauthorized, http.StatusForbidden:
-		r.fail("API key: rejected by %s (%d) — check DEEPSEEK_API_KEY (platform.deepseek.com → API keys)", c.cfg.DeepSeekBaseURL, resp.StatusCode)
+		r.fail("API key: rejected by %s (%d) — check DEEPSEEK_API_KEY (platform.deepseek.com → API keys)", base, resp.StatusCode)
 	case http.StatusPaymentRequired:
 		r.fail("API key: accepted, but the balance is insufficient (402) — top up at platform.deepseek.com")
 	default:
-		r.warn("API key: present; %s/models answered %d, so acceptance is unverified", c.cfg.DeepSeekBaseURL, resp.StatusCode)
+		r.warn("API key: present; %s/models answered %d, so acceptance is unverified", base, resp.StatusCode)
 	}
 	if resp.Header.Get("Date") == "" {
 		return time.Time{}, "the API gave no Date header"

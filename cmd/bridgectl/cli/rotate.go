@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,30 +13,40 @@ import (
 
 var rotateCmd = &Command{
 	Name:  "rotate",
-	Usage: "rotate [--show]",
-	Short: "new secret, then reload: the old URL gives 404, the new one works, the tunnel stays",
-	Long: `Writes a new MCP_PATH_SECRET into .env (like ` + "`bridgectl secret`" + `), then reloads a running
-daemon (like ` + "`bridgectl reload`" + `; the tunnel and its public hostname are untouched) and
-checks that the old local URL now answers 404. The full new URL — the public
-one if a tunnel runs, else the local one — is copied to the clipboard when a
-tool is available (wl-copy, xclip, pbcopy, clip.exe; a tool that fails is
-named with its exit status and first line of output) and printed masked
-(--show prints it in full). Update the connector URL in your MCP host.
-Unfinished agent jobs end as interrupted, as with reload (they are named): a
-leaked secret is revoked at once. It acts on the running daemon's .env from any
-directory, and checks the rest of the configuration before it writes the
-secret or stops anything.`,
+	Usage: "rotate [--now] [--show]",
+	Short: "new secret, in effect at once: the old URL gives 404, the new one works, jobs and the tunnel stay",
+	Long: `Writes a new MCP_PATH_SECRET into .env (like ` + "`bridgectl secret`" + `) and has the running
+daemon read it over its unix socket: from then on the old URL answers 404 and
+the new one works — no restart, so agent jobs (running, queued, waiting for
+approval) and calls in progress go on, and the tunnel and its public hostname
+are untouched. rotate checks that the old local URL answers 404 and the new one
+does not. A daemon that cannot take a new secret while it runs (one without its
+unix socket) must be restarted, which ends its unfinished jobs as interrupted:
+rotate then names them and does nothing without --now. The full new URL — the
+public one if a tunnel runs, else the local one — is copied to the clipboard
+when a tool is available (wl-copy, xclip, pbcopy, clip.exe; a tool that fails
+is named with its exit status and first line of output; nothing is said on a
+machine with no display and no tool) and printed masked (--show prints it in
+full). Update the connector URL in your MCP host. It acts on the running
+daemon's .env from any directory, and checks the rest of the configuration
+before it writes the secret.`,
 	Run: runRotate,
 }
 
 func runRotate(ctx context.Context, e *Env, args []string) error {
-	c, err := parseAndLoadCreatingEnv(e, args, true)
+	f := newFlags(e, true)
+	now := f.Bool("now", false, "restart a daemon that cannot take the secret while it runs, interrupting its unfinished jobs")
+	if _, err := f.parse(args); err != nil {
+		return err
+	}
+	c, err := f.loadCreatingEnv()
 	if err != nil {
 		return err
 	}
 	oldSecret := c.cfg.PathSecret
 	running := c.daemon(ctx)
 	wasRunning := running.PID != 0
+	hot := daemonctl.CanReloadSecret(running)
 	if wasRunning {
 		// The new secret will be valid; the rest of the file must be too,
 		// before the file or the daemon is touched.
@@ -44,13 +55,26 @@ func runRotate(ctx context.Context, e *Env, args []string) error {
 		if err := probe.checkBeforeStop(running); err != nil {
 			return err
 		}
+		if js, _ := unfinishedJobs(c); !hot && len(js) > 0 && !*now {
+			return c.refuseRestart(running, js)
+		}
 	}
 	if _, err := c.writeSecret(); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.Stdout, "new secret written to %s\n", c.envPath)
-	var d daemonctl.Status
-	if wasRunning {
+	d := running
+	switch {
+	case wasRunning && hot:
+		changed, err := c.control().ReloadSecret(ctx, running)
+		if err != nil {
+			return fmt.Errorf("the new secret is in .env but the daemon did not take it: %w; `bridgectl reload` applies it (it interrupts unfinished jobs)", err)
+		}
+		if !changed {
+			return fmt.Errorf("the daemon (pid %d) still serves the old secret: MCP_PATH_SECRET is set in its environment, which wins over %s — unset it there, then `bridgectl reload`", running.PID, c.envPath)
+		}
+		fmt.Fprintf(e.Stdout, "in effect without a restart: pid %d, http://%s; agent jobs and calls in progress go on\n", d.PID, d.Addr)
+	case wasRunning:
 		var iw *interruptWatch
 		d, iw, err = c.reloadDaemon(ctx)
 		if iw != nil {
@@ -60,16 +84,14 @@ func runRotate(ctx context.Context, e *Env, args []string) error {
 			return fmt.Errorf("the new secret is in .env but the reload failed: %w", err)
 		}
 		fmt.Fprintf(e.Stdout, "reloaded: pid %d, listening on http://%s\n", d.PID, d.Addr)
-		if oldSecret != "" {
-			if code := postStatus(ctx, e, localEndpoint(d.Addr, oldSecret)); code == http.StatusNotFound {
-				fmt.Fprintln(e.Stdout, "old URL: 404 (revoked)")
-			} else {
-				return fmt.Errorf("the old URL still answers %d after the reload: check `bridgectl status`", code)
-			}
-		}
-	} else {
+	default:
 		d = c.daemon(ctx)
 		fmt.Fprintln(e.Stdout, "the daemon is not running; the new secret applies at `bridgectl start`")
+	}
+	if wasRunning {
+		if err := checkRotated(ctx, e, d.Addr, oldSecret, c.cfg.PathSecret); err != nil {
+			return err
+		}
 	}
 	url := localEndpoint(d.Addr, c.cfg.PathSecret)
 	if t := c.tunnel(); t.PID != 0 && t.Info != nil {
@@ -82,13 +104,54 @@ func runRotate(ctx context.Context, e *Env, args []string) error {
 		return nil
 	}
 	fmt.Fprintf(e.Stdout, "new endpoint: %s\n", url)
-	if tool, err := copyToClipboard(ctx, e, url); err == nil {
+	switch tool, err := copyToClipboard(ctx, e, url); {
+	case err == nil:
 		fmt.Fprintf(e.Stdout, "copied the full URL to the clipboard (%s)\n", tool)
-	} else {
+	case errors.Is(err, errNoClipboard) && headless(e):
+		// No display and no tool: there is no clipboard to speak of.
+	default:
 		fmt.Fprintf(e.Stdout, "the URL was NOT copied to the clipboard: %v; `bridgectl url --show` prints the full URL\n", err)
 	}
 	remindHosts(e.Stdout)
 	return nil
+}
+
+// checkRotated checks the rotation on the daemon at addr: the old local URL
+// answers 404, the new one anything else.
+func checkRotated(ctx context.Context, e *Env, addr, oldSecret, newSecret string) error {
+	if oldSecret != "" {
+		if code := postStatus(ctx, e, localEndpoint(addr, oldSecret)); code != http.StatusNotFound {
+			return fmt.Errorf("the old URL still answers %d after the rotation: check `bridgectl status`", code)
+		}
+		fmt.Fprintln(e.Stdout, "old URL: 404 (revoked)")
+	}
+	if code := postStatus(ctx, e, localEndpoint(addr, newSecret)); code == http.StatusNotFound || code == 0 {
+		return fmt.Errorf("the new URL answers %s: check `bridgectl status` and `bridgectl logs`", statusText(code, nil))
+	}
+	return nil
+}
+
+// unfinishedJobs are the agent jobs a restart would end as interrupted, and
+// what loadJobs could not read as jobs.
+func unfinishedJobs(c *ctl) ([]jobLine, []jobTrouble) {
+	snaps, trouble := loadJobs(c.dir)
+	var js []jobLine
+	for _, s := range snaps {
+		if !s.Status.Final() {
+			js = append(js, jobLine{ID: s.ID, Status: string(s.Status), Steps: s.Steps, Task: truncate(s.Task, 60)})
+		}
+	}
+	return js, trouble
+}
+
+// refuseRestart says which jobs a restart for the new secret would
+// interrupt; nothing was written or stopped.
+func (c *ctl) refuseRestart(running daemonctl.Status, js []jobLine) error {
+	fmt.Fprintf(c.e.Stderr, "the running daemon (pid %d) cannot take a new secret without a restart, which would end %d unfinished %s as interrupted:\n", running.PID, len(js), plural(len(js), "job", "jobs"))
+	for _, j := range js {
+		fmt.Fprintf(c.e.Stderr, "  %s  %-16s %s\n", j.ID, j.Status, visible(j.Task, 60))
+	}
+	return errors.New("nothing was written or stopped: `bridgectl rotate --now` restarts it anyway, or wait for the jobs (`bridgectl jobs`)")
 }
 
 // remindHosts tells the owner which host registrations the rotation broke

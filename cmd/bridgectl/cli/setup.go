@@ -21,7 +21,7 @@ import (
 
 var setupCmd = &Command{
 	Name:  "setup",
-	Usage: "setup [--yes] [--key-stdin] [--roots DIRS] [--approval on|off] [--claude PATH] [--tunnel none|quick|named] [--systemd] [--show]",
+	Usage: "setup [--yes] [--base-url URL] [--key-stdin] [--keep-unprobed] [--roots DIRS] [--approval on|off] [--claude PATH] [--tunnel none|quick|named] [--systemd] [--show]",
 	Short: "first-run wizard: key, secret, roots, approval, sandbox, Claude Code, tunnel; then start, register, doctor",
 	Long: `Walks through the settings a new install needs and writes them into the .env
 (the per-user one unless --env names another), keeping its comments and every
@@ -29,9 +29,14 @@ line it does not change. On a terminal it asks, showing each default in
 [brackets] (Enter keeps it); with --yes it asks nothing and takes the flags and
 the current values. Run it again at any time: every step starts from what is set.
 
+  base URL  DEEPSEEK_BASE_URL (--base-url), default https://api.deepseek.com:
+            the API the key is probed on; written into the .env, so every later
+            start (another shell, systemd, bridge stdio) uses the same one.
   key       DEEPSEEK_API_KEY, typed without echo (--key-stdin reads it from
             stdin), then probed with GET /models and /user/balance: a rejected
-            key or an empty balance is named. The key is never printed.
+            key or an empty balance is named. The key is never printed. When
+            the API cannot be reached, setup offers to keep the key unprobed
+            and go on (--keep-unprobed says yes without asking).
   secret    MCP_PATH_SECRET, generated when missing or too short; printed only
             with --show.
   roots     DEEPSEEK_ALLOWED_ROOTS, separated by ':', each checked as
@@ -61,12 +66,17 @@ type setup struct {
 	interactive bool
 	in          *bufio.Reader
 	envArgs     []string // --env FILE for the commands setup runs
+	base        string   // the DeepSeek base URL the key is probed on, written with it
+	// keepUnprobed: --keep-unprobed, write the key when the API cannot be reached
+	keepUnprobed bool
 }
 
 func runSetup(ctx context.Context, e *Env, args []string) error {
 	f := newFlags(e, true)
 	yes := f.Bool("yes", false, "ask nothing: take the flags and the current values")
 	keyStdin := f.Bool("key-stdin", false, "read the API key from stdin")
+	baseURL := f.String("base-url", "", "the DeepSeek API base URL (DEEPSEEK_BASE_URL; default: the current one, else "+config.DefaultDeepSeekBaseURL+")")
+	keepUnprobed := f.Bool("keep-unprobed", false, "when the API cannot be reached, write the key unprobed and go on")
 	roots := f.String("roots", "", "allowed roots, separated by ':' (default: the current ones)")
 	approval := f.String("approval", "", "on or off (default: the current mode, on)")
 	claude := f.String("claude", "", "the Claude Code binary (BRIDGE_CLAUDE_BIN), or install: run the project's scripts/install.sh claude")
@@ -97,6 +107,10 @@ func runSetup(ctx context.Context, e *Env, args []string) error {
 	s.envArgs = []string{"--env", c.envPath}
 	fmt.Fprintf(e.Stdout, "setting up %s\n", c.envPath)
 
+	if err := s.baseURL(*baseURL); err != nil {
+		return err
+	}
+	s.keepUnprobed = *keepUnprobed
 	if err := s.key(ctx, *keyStdin); err != nil {
 		return err
 	}

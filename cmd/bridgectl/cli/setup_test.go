@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,5 +136,49 @@ func TestSetupInstallsClaudeWithTheProjectScript(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("setup lacks %q:\nstdout:\n%s\nstderr:\n%s", want, out, errs)
 		}
+	}
+}
+
+// setup writes the base URL it probed the key on into the .env, so every
+// later start uses that endpoint; when the API cannot be reached (a closed
+// loopback port) it writes nothing, unless --keep-unprobed keeps the key and
+// goes on with the other steps.
+func TestSetupBaseURL(t *testing.T) {
+	d := setupDouble(t, newKey, "110.00")
+	closed := fmt.Sprintf("http://127.0.0.1:%d", freePort(t)) // nothing listens there
+	for _, tt := range []struct {
+		name, base string
+		extra      []string
+		wantOut    []string
+		wantEnv    string // "" : the .env is unchanged
+	}{
+		{"probed", d.URL(), nil, []string{"key: accepted by " + d.URL() + ", balance 110.00 CNY", "doctor:"}, "DEEPSEEK_BASE_URL=" + d.URL() + "\n"},
+		{"unreachable", closed, nil, []string{"key: cannot reach " + closed}, ""},
+		{"unreachable, kept", closed, []string{"--keep-unprobed"}, []string{"key: cannot reach " + closed, "key: kept unprobed, with DEEPSEEK_BASE_URL=" + closed, "roots: ", "doctor:"}, "DEEPSEEK_BASE_URL=" + closed + "\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			te := newTestEnv(t)
+			before, _ := os.ReadFile(te.envFile)
+			out, errs, _ := te.runIn(strings.NewReader(newKey+"\n"), append([]string{"setup", "--yes", "--key-stdin", "--base-url", tt.base + "/"}, tt.extra...)...)
+			for _, want := range tt.wantOut {
+				if !strings.Contains(out, want) {
+					t.Errorf("setup lacks %q:\nstdout:\n%s\nstderr:\n%s", want, out, errs)
+				}
+			}
+			after, _ := os.ReadFile(te.envFile)
+			if tt.wantEnv == "" {
+				if string(after) != string(before) || !strings.Contains(errs, "key: not written") || !strings.Contains(errs, "--keep-unprobed") {
+					t.Errorf(".env changed, or no advice:\n%s\nstderr:\n%s", after, errs)
+				}
+				return
+			}
+			// Byte for byte: the old lines with the key replaced, the base URL added.
+			if want := strings.Replace(string(before), "DEEPSEEK_API_KEY="+testKey, "DEEPSEEK_API_KEY="+newKey, 1) + tt.wantEnv; string(after) != want {
+				t.Errorf(".env:\n%s\nwant:\n%s", after, want)
+			}
+			if strings.Contains(out+errs, newKey) {
+				t.Error("setup printed the key")
+			}
+		})
 	}
 }

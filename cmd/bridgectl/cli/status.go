@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -56,9 +57,14 @@ type statusReport struct {
 	StartedAt string `json:"started_at,omitempty"`
 	// EnvChanged: .env was written after the daemon started, so what it
 	// serves (secret, roots, ...) may differ from what this report shows.
-	EnvChanged     bool   `json:"env_changed_since_start,omitempty"`
-	Addr           string `json:"addr"`
-	LocalEndpoint  string `json:"local_endpoint"`
+	EnvChanged    bool   `json:"env_changed_since_start,omitempty"`
+	Addr          string `json:"addr"`
+	LocalEndpoint string `json:"local_endpoint"`
+	// DeepSeek is the API base URL (the running daemon's when it says),
+	// DeepSeekFrom where it came from: "the environment", a .env path or
+	// "default", and " (reported by the daemon)" when it is the daemon's.
+	DeepSeek       string `json:"deepseek_base_url"`
+	DeepSeekFrom   string `json:"deepseek_base_url_from"`
 	Tunnel         string `json:"tunnel"` // none | quick | named | dead
 	TunnelPID      int    `json:"tunnel_pid,omitempty"`
 	TunnelStale    string `json:"tunnel_stale,omitempty"` // a recorded pid that is not the tunnel
@@ -153,6 +159,7 @@ func runStatus(ctx context.Context, e *Env, args []string) error {
 		fmt.Fprintf(w, "note:      %s\n", envChangedNote(r.EnvFile))
 	}
 	fmt.Fprintf(w, "local:     %s\n", r.LocalEndpoint)
+	fmt.Fprintf(w, "deepseek:  %s (from %s)\n", r.DeepSeek, r.DeepSeekFrom)
 	switch r.Tunnel {
 	case "none":
 		fmt.Fprintln(w, "tunnel:    none — `bridgectl tunnel` for a public URL")
@@ -327,6 +334,7 @@ func (c *ctl) status(ctx context.Context) statusReport {
 			r.DaemonReports = daemonReports(*d.Info)
 		}
 	}
+	r.DeepSeek, r.DeepSeekFrom = c.endpoint(d)
 	r.LocalEndpoint = localEndpoint(d.Addr, c.cfg.PathSecret)
 	if c.cfg.PathSecret == "" {
 		r.LocalEndpoint = "none: no MCP_PATH_SECRET — run `bridgectl secret`"
@@ -352,14 +360,19 @@ func (c *ctl) status(ctx context.Context) statusReport {
 	}
 	r.PolicyFloor = c.floorLine(d)
 	r.Harness = c.harnessLine(d)
-	snaps, trouble := loadJobs(c.dir)
-	for _, s := range snaps {
-		if !s.Status.Final() {
-			r.Jobs = append(r.Jobs, jobLine{ID: s.ID, Status: string(s.Status), Steps: s.Steps, Task: truncate(s.Task, 60)})
-		}
-	}
+	js, trouble := unfinishedJobs(c)
+	r.Jobs = append(r.Jobs, js...)
 	r.DamagedJobs = len(trouble)
 	return r
+}
+
+// endpoint is the DeepSeek base URL the running daemon calls and where it
+// came from, as its daemon.json says; else the one the next start reads.
+func (c *ctl) endpoint(d daemonctl.Status) (url, from string) {
+	if d.PID != 0 && d.Info != nil && d.Info.DeepSeekBaseURL != "" {
+		return d.Info.DeepSeekBaseURL, d.Info.DeepSeekBaseURLFrom + ", reported by the daemon"
+	}
+	return c.cfg.DeepSeekBaseURL, cmp.Or(c.cfg.Origin("DEEPSEEK_BASE_URL"), "default")
 }
 
 // daemonReports is what the daemon said about itself in daemon.json, for
