@@ -447,7 +447,6 @@ func (r *Registry) SetWaiting(id string, a *ApprovalInfo) {
 	if a != nil {
 		c := *a
 		j.snap.Status, j.snap.Approval = StatusWaitingApproval, &c
-		markWaiting(j.snap.Commands, true)
 		j.snap.Trace = appendTrace(j.snap.Trace, &j.snap.TraceDropped, TraceEntry{Time: time.Now(), Kind: "state", Detail: "waiting_approval: " + harness.Clip(a.Summary, 200)})
 	} else {
 		if j.snap.Status != StatusWaitingApproval {
@@ -455,9 +454,9 @@ func (r *Registry) SetWaiting(id string, a *ApprovalInfo) {
 			return
 		}
 		j.snap.Status, j.snap.Approval = StatusRunning, nil
-		markWaiting(j.snap.Commands, false)
 		j.snap.Trace = appendTrace(j.snap.Trace, &j.snap.TraceDropped, TraceEntry{Time: time.Now(), Kind: "state", Detail: "running"})
 	}
+	markWaiting(j.snap.Commands, a != nil)
 	r.commitLocked(j, tellWaiters)
 	r.mu.Unlock()
 }
