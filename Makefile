@@ -10,7 +10,9 @@
 #   make vet     gofmt check, go vet (default and conformance tags), darwin/windows builds
 #   make fuzz    every fuzz target for FUZZTIME each (default 2m; a count such as 1000000x also works)
 #   make bench   what the bridge itself costs beside the floor (Go benchmarks, then the bridge-bench table)
-#   make clean   remove bin/ and test caches (keeps .cache/, the heavy installs)
+#   make release dist/: bridge and bridgectl for linux, darwin and windows (amd64, arm64), one
+#                archive each with VERSION stamped in, and SHA256SUMS (scripts/release.sh)
+#   make clean   remove bin/, dist/ and test caches (keeps .cache/, the heavy installs)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -30,7 +32,7 @@ UNIT_TIMEOUT ?= 20m
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build demo check test deps vet fmt-check cross test-unit test-e2e fuzz fuzz-short bench clean
+.PHONY: all build demo check test deps vet fmt-check cross test-unit test-e2e fuzz fuzz-short bench release clean
 
 all: build
 
@@ -106,6 +108,11 @@ bench:
 	$(GO) test -run='^$$' -bench=OverlayRecord -benchtime=20x ./changes/
 	$(BIN)/bridge-bench --bridge $(BIN)/bridge --double $(BIN)/deepseek-double --harness $(BIN)/bench-standin --minproxy $(BIN)/bench-minproxy $(BENCH_FLAGS)
 
+# Archives to install without a Go toolchain; RELEASE_TARGETS (GOOS/GOARCH
+# ...) narrows the default six.
+release:
+	scripts/release.sh $(VERSION) dist $(RELEASE_TARGETS)
+
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist
 	$(GO) clean -testcache

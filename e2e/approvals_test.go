@@ -210,6 +210,10 @@ func TestApprovalChainedCommandWaitsThenRuns(t *testing.T) {
 	if n := len(g.d.ScriptedAnthropicRequests()); n != 1 {
 		t.Errorf("the model was asked %d times while the command waited", n)
 	}
+	// Listed as waiting, not as run (it had said runs 1 while it waited).
+	if cmds := c.P.Commands; len(cmds) != 1 || cmds[0].Note != jobs.NoteWaiting || cmds[0].Runs != 0 || cmds[0].ExitCode != nil || cmds[0].DurationMS != nil {
+		t.Errorf("while it waits, commands = %+v", cmds)
+	}
 	out, err := g.bridgectl(t, "approve", req.ID, "--reason", "e2e: looks fine")
 	if err != nil {
 		t.Fatalf("bridgectl approve: %v\n%s", err, out)
@@ -220,6 +224,9 @@ func TestApprovalChainedCommandWaitsThenRuns(t *testing.T) {
 	}
 	if c.P.Result != "output: alpha\nbeta" {
 		t.Errorf("result %q", c.P.Result)
+	}
+	if cmds := c.P.Commands; len(cmds) != 1 || cmds[0].Status() != "exit 0" || cmds[0].Runs != 1 || cmds[0].DurationMS == nil {
+		t.Errorf("after approval, commands = %+v", cmds)
 	}
 	lines := g.auditOf(t, req.ID)
 	if !hasEvent(lines, "pending", "") || !hasEvent(lines, "human", "allow") {

@@ -127,7 +127,12 @@ func (p *progress) toolUse(ev harness.Event) (stop string) {
 	// runs still reports it (settleCommands notes why it has no result).
 	if tu.Name == "Bash" && len(s.Commands) < MaxCommands {
 		p.cmdAt[tu.ID] = cmdRef{i: len(s.Commands), start: ev.Time}
-		s.Commands = append(s.Commands, Command{Command: tu.Command})
+		c := Command{Command: tu.Command}
+		if s.Status == StatusWaitingApproval {
+			// Its call came after the approval request it waits on.
+			c.Note = NoteWaiting
+		}
+		s.Commands = append(s.Commands, c)
 		countRuns(s.Commands, tu.Command)
 	}
 	s.Trace = appendTrace(s.Trace, &s.TraceDropped, TraceEntry{Time: ev.Time, Kind: "tool_use", Tool: tu.Name, Detail: tu.Detail})
@@ -160,8 +165,9 @@ func (p *progress) toolResult(ev harness.Event) {
 			delete(p.cmdAt, tr.ToolUseID)
 			c := &s.Commands[ref.i]
 			c.ExitCode, c.Denied, c.Note = ran.ExitCode, ran.Denied, ran.Note
+			countRuns(s.Commands, tu.Command) // it may have waited for approval, uncounted
 			if !tr.Denied {
-				ms := max(ev.Time.Sub(ref.start), 0).Milliseconds()
+				ms := commandDuration(ref.start, p.verdicts[tr.ToolUseID].Decided, ev.Time).Milliseconds()
 				c.DurationMS = &ms
 				c.OutputTail = tr.Tail
 			}
@@ -186,6 +192,19 @@ func (p *progress) toolResult(ev harness.Event) {
 	if known {
 		p.addLedger(p.ledgerEntry(tu, tr, ev.Time))
 	}
+}
+
+// commandDuration is how long a command ran: from when it was allowed to its
+// result. A command a person approved was allowed at the decision (the
+// ledger's verdict says when), not at its call, so the wait for the person
+// is left out; a decision time outside the call and its result (a clock
+// step, a verdict of an older build) is not used.
+func commandDuration(called, decided, result time.Time) time.Duration {
+	start := called
+	if decided.After(called) && !decided.After(result) {
+		start = decided
+	}
+	return max(result.Sub(start), 0)
 }
 
 // setUsage recomputes the job's usage: the gateway's count (and cost) if it

@@ -9,6 +9,7 @@ import (
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/deepseek"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 )
 
 var foldStart = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -299,5 +300,47 @@ func TestPartialCopiesProgress(t *testing.T) {
 	p, _ = fold(p, evToolUse("r2", "Read", "/ws/g"))
 	if part.ToolCalls["Read"] != 1 {
 		t.Errorf("partial changed with a later event: %v", part.ToolCalls)
+	}
+}
+
+// A command's duration runs from when it was allowed: a person's approval
+// 12.6 s after the call is not the command's time (`jobs ID` had printed
+// "ran: exit 0 rm old.txt (12.663s)" for an rm that took 63 ms).
+func TestCommandDurationLeavesOutTheApprovalWait(t *testing.T) {
+	at := func(ms int) time.Time { return foldStart.Add(time.Duration(ms) * time.Millisecond) }
+	tests := []struct {
+		name    string
+		decided time.Time
+		want    time.Duration
+	}{
+		{"allowed by the rules at once (no decision time)", time.Time{}, 12663 * time.Millisecond},
+		{"approved by a person 12.6 s after the call", at(12600), 63 * time.Millisecond},
+		{"a decision time before the call is not used", at(-5000), 12663 * time.Millisecond},
+		{"a decision time after the result is not used", at(20000), 12663 * time.Millisecond},
+		{"decided at the result's instant", at(12663), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := commandDuration(at(0), tt.decided, at(12663)); got != tt.want {
+				t.Errorf("commandDuration = %v, want %v", got, tt.want)
+			}
+		})
+		t.Run(tt.name+", folded", func(t *testing.T) {
+			p := newProgress(Snapshot{ID: strings.Repeat("a", 32), Status: StatusRunning, MaxSteps: 10, Commands: []Command{}}, deepseek.FlashPrice)
+			use := evToolUse("b1", "Bash", "rm old.txt")
+			use.Time = at(0)
+			p, _ = fold(p, use)
+			p.addVerdict(policy.Verdict{ToolUseID: "b1", Tool: "Bash", Verdict: policy.AllowedByHuman, Reason: "approved by alice", Decided: tt.decided})
+			res := evToolResult("b1", false, intp(0))
+			res.Time = at(12663)
+			p, _ = fold(p, res)
+			c := p.snap.Commands[0]
+			if c.DurationMS == nil || *c.DurationMS != tt.want.Milliseconds() {
+				t.Errorf("command = %+v, want duration_ms %d", c, tt.want.Milliseconds())
+			}
+			if l := p.snap.Ledger; len(l) != 1 || l[0].Verdict != policy.AllowedByHuman {
+				t.Errorf("ledger = %+v, want the person's verdict", l)
+			}
+		})
 	}
 }

@@ -248,3 +248,74 @@ func checkTold(t *testing.T, log []seen, until Status) {
 		}
 	}
 }
+
+// A command waiting for approval is listed as waiting, not as run: the start
+// payload had said {"command":"rm old.txt","runs":1} while it waited. Once
+// approved it runs and counts; if the job ends while it waits, it never ran.
+func TestAWaitingCommandIsNotListedAsRun(t *testing.T) {
+	type listed struct {
+		status string
+		runs   int
+	}
+	check := func(t *testing.T, when string, got []Command, want []listed) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: commands %+v, want %d", when, got, len(want))
+		}
+		for i, w := range want {
+			if c := got[i]; c.Command != "rm old.txt" || c.Status() != w.status || c.Runs != w.runs {
+				t.Errorf("%s: command %d = %q (%s, runs %d), want %s, runs %d", when, i, c.Command, c.Status(), c.Runs, w.status, w.runs)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		// callAfterRequest: the call's event comes after the daemon saw
+		// its approval request.
+		callAfterRequest bool
+		answer           func(t *testing.T, e *env, run *fakeRun, id string) Snapshot
+		after            []listed
+	}{
+		{"approved: it runs and counts", false, func(t *testing.T, e *env, run *fakeRun, id string) Snapshot {
+			e.r.SetWaiting(id, nil)
+			check(t, "approved, running", e.applied(id).Commands, []listed{{"exit 0", 2}, {"running", 2}})
+			run.send(evToolResult("b2", false, intp(0)))
+			return e.succeed(run, id)
+		}, []listed{{"exit 0", 2}, {"exit 0", 2}}},
+		{"the job ends while it waits: never run", false, func(t *testing.T, e *env, run *fakeRun, id string) Snapshot {
+			got, err := e.r.Cancel(t.Context(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run.end(harness.Exit{})
+			return got
+		}, []listed{{"exit 0", 1}, {NoteNotRun, 1}}},
+		{"its call folded after the request: waiting too", true, func(t *testing.T, e *env, run *fakeRun, id string) Snapshot {
+			e.r.SetWaiting(id, nil)
+			run.send(evToolResult("b2", false, intp(0)))
+			return e.succeed(run, id)
+		}, []listed{{"exit 0", 2}, {"exit 0", 2}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, nil)
+				s := e.start("x")
+				run := e.nextRun()
+				run.send(evToolUse("b1", "Bash", "rm old.txt"), evToolResult("b1", false, intp(0)))
+				if tc.callAfterRequest {
+					e.r.SetWaiting(s.ID, &ApprovalInfo{ID: "ap1", Summary: "Bash: rm old.txt"})
+					run.send(evToolUse("b2", "Bash", "rm old.txt"))
+				} else {
+					run.send(evToolUse("b2", "Bash", "rm old.txt"))
+					check(t, "running", e.applied(s.ID).Commands, []listed{{"exit 0", 2}, {"running", 2}})
+					e.r.SetWaiting(s.ID, &ApprovalInfo{ID: "ap1", Summary: "Bash: rm old.txt"})
+				}
+				check(t, "waiting", e.applied(s.ID).Commands, []listed{{"exit 0", 1}, {NoteWaiting, 1}})
+				if !tc.callAfterRequest { // a folded event reaches disk at the next trace interval
+					check(t, "waiting, on disk", e.onDisk(s.ID).Commands, []listed{{"exit 0", 1}, {NoteWaiting, 1}})
+				}
+				check(t, "after", tc.answer(t, e, run, s.ID).Commands, tc.after)
+			})
+		})
+	}
+}

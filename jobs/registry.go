@@ -445,6 +445,7 @@ func (r *Registry) SetWaiting(id string, a *ApprovalInfo) {
 		j.snap.Status, j.snap.Approval = StatusRunning, nil
 		j.snap.Trace = appendTrace(j.snap.Trace, &j.snap.TraceDropped, TraceEntry{Time: time.Now(), Kind: "state", Detail: "running"})
 	}
+	markWaiting(j.snap.Commands, a != nil)
 	r.commitLocked(j, tellWaiters)
 	r.mu.Unlock()
 }

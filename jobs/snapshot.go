@@ -78,10 +78,11 @@ type Command struct {
 	// Note says what is known when there is no exit status: it never ran
 	// (the job ended while it waited for approval), the job ended before its
 	// result, or the harness refused it with an error.
-	Note string `json:"note,omitempty"`
-	// DurationMS is from the call to its result, as the harness reported
-	// them; absent while it runs and for a denied command.
-	DurationMS *int64 `json:"duration_ms,omitempty" jsonschema:"milliseconds from the call to its result"`
+	Note string `json:"note,omitempty" jsonschema:"what is known when there is no exit status: waiting for approval (not run yet), not run, no result, or failed without one"`
+	// DurationMS is from when it was allowed to run (its call, or a
+	// person's approval of it) to its result; absent while it runs and for
+	// a denied command.
+	DurationMS *int64 `json:"duration_ms,omitempty" jsonschema:"milliseconds from when it was allowed to run (its call, or a person's approval) to its result"`
 	// OutputTail is the end of its output (harness.OutputTail: the last
 	// lines, at most 1 KiB, control characters escaped).
 	OutputTail string `json:"output_tail,omitempty" jsonschema:"the last lines of its output (at most 1 KiB, control characters escaped)"`
@@ -99,11 +100,12 @@ func (c Command) failed() bool {
 // succeeded: the command ran and exited 0.
 func (c Command) succeeded() bool { return !c.Denied && c.ExitCode != nil && *c.ExitCode == 0 }
 
-// countRuns sets Runs on every listing of cmd.
+// countRuns sets Runs on every listing of cmd; a listing that waits for
+// approval, or never got it, has not run, so it is not counted.
 func countRuns(cmds []Command, cmd string) {
 	n := 0
 	for _, c := range cmds {
-		if c.Command == cmd {
+		if c.Command == cmd && c.Note != NoteWaiting && c.Note != NoteNotRun {
 			n++
 		}
 	}
@@ -141,6 +143,7 @@ func UnresolvedFailures(cmds []Command) []string {
 
 // The notes of commands without an exit status.
 const (
+	NoteWaiting      = "waiting for approval: not run yet"
 	NoteNotRun       = "not run: the job ended while it waited for approval"
 	NoteNoResult     = "no result: the job ended before the command reported one (it may have run in part)"
 	notePrefixFailed = "failed without an exit status: "
@@ -162,12 +165,37 @@ func (c Command) Status() string {
 	}
 }
 
+// open: a command listed without a result yet (running, or waiting for approval).
+func (c Command) open() bool {
+	return !c.Denied && c.ExitCode == nil && (c.Note == "" || c.Note == NoteWaiting)
+}
+
+// markWaiting lists the command a job waits on approval for as waiting, not
+// run (waiting), or as running again once the wait is over. While a job
+// waits Claude Code runs nothing else, so the last open command is the one
+// waiting.
+func markWaiting(cmds []Command, waiting bool) {
+	for i := len(cmds) - 1; i >= 0; i-- {
+		c := &cmds[i]
+		switch {
+		case waiting && c.open():
+			c.Note = NoteWaiting
+		case !waiting && c.Note == NoteWaiting:
+			c.Note = ""
+		default:
+			continue
+		}
+		countRuns(cmds, c.Command)
+		return
+	}
+}
+
 // settleCommands gives every command that has no result a note, once its
 // job has ended: the one a job waited on approval for never ran.
 func settleCommands(cmds []Command, waitingApproval bool) {
 	var open []int
 	for i, c := range cmds {
-		if !c.Denied && c.ExitCode == nil && c.Note == "" {
+		if c.open() {
 			open = append(open, i)
 		}
 	}
@@ -177,7 +205,9 @@ func settleCommands(cmds []Command, waitingApproval bool) {
 	// While a job waits for approval Claude Code runs nothing else, so the
 	// last open command is the one waiting.
 	if waitingApproval && len(open) > 0 {
-		cmds[open[len(open)-1]].Note = NoteNotRun
+		c := &cmds[open[len(open)-1]]
+		c.Note = NoteNotRun
+		countRuns(cmds, c.Command)
 	}
 }
 

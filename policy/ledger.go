@@ -1,5 +1,7 @@
 package policy
 
+import "time"
+
 // The verdicts of a job's ledger: what became of one tool call.
 const (
 	AllowedByRule  = "allowed_by_rule"
@@ -22,4 +24,8 @@ type Verdict struct {
 	Summary   string `json:"summary"`
 	Verdict   string `json:"verdict"`
 	Reason    string `json:"reason"`
+	// Decided is when a decision that waited (a human's, a timeout) was
+	// made; zero for one the rules made at once. A command's duration runs
+	// from here, not from the call, so it leaves out the wait for a person.
+	Decided time.Time `json:"decided,omitzero"`
 }

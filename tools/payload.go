@@ -28,7 +28,7 @@ type AgentJobPayload struct {
 	Usage         jobs.Usage         `json:"usage" jsonschema:"tokens of the job's model calls"`
 	CostUSD       float64            `json:"cost_usd" jsonschema:"the usage at DeepSeek prices, in US dollars"`
 	FilesWritten  []string           `json:"files_written" jsonschema:"files the agent wrote or edited"`
-	Commands      []jobs.Command     `json:"commands" jsonschema:"shell commands the agent ran, with their exit status when known"`
+	Commands      []jobs.Command     `json:"commands" jsonschema:"shell commands the agent ran, with their exit status when known; one waiting for approval is listed with the note that it has not run yet"`
 	Approval      *jobs.ApprovalInfo `json:"approval,omitempty" jsonschema:"the request a human must answer while status is waiting_approval"`
 	QueuePosition int                `json:"queue_position,omitempty" jsonschema:"1 = next to start; only while queued"`
 	Quarantined   []Quarantined      `json:"quarantined,omitempty" jsonschema:"git dirs, hooks and rc files the job created or changed, which other programs would run outside the sandbox: moved aside at its end; tell the user"`

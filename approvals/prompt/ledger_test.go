@@ -83,6 +83,13 @@ func TestPrompterWritesTheLedger(t *testing.T) {
 			t.Errorf("ledger[%d] = %+v, want %s %s", i, got[i], c.id, c.want)
 		}
 	}
+	// A verdict that waited keeps when it was decided (a command's duration
+	// runs from there); the rules' verdicts, made at once, carry no time.
+	for i, waited := range []bool{false, false, true, true, true} {
+		if got[i].Decided.IsZero() == waited {
+			t.Errorf("ledger[%d] (%s) decided at %v", i, got[i].Verdict, got[i].Decided)
+		}
+	}
 	if !strings.Contains(got[2].Reason, "approved by alice: checked") || !strings.Contains(got[3].Reason, "denied by alice: checked") {
 		t.Errorf("the human's reasons: %q, %q", got[2].Reason, got[3].Reason)
 	}

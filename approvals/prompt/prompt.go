@@ -15,6 +15,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -141,7 +142,7 @@ func (p *Prompter) AnswerCall(ctx context.Context, req rules.Request, toolUseID 
 			v = s
 		}
 	}
-	ledger := func(verdict, reason string) { p.ledger(toolUseID, req.Tool, v.Summary, verdict, reason) }
+	ledger := func(verdict, reason string) { p.ledger(toolUseID, req.Tool, v.Summary, verdict, reason, time.Time{}) }
 	if err := p.record(approvals.AuditRecord{Event: approvals.EventRequest, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Verdict: v.Decision, Reason: v.Reason}); err != nil {
 		ledger(policy.DeniedByPolicy, "its audit record could not be written")
 		return p.unrecorded(req, v, err)
@@ -193,6 +194,10 @@ func (p *Prompter) AnswerCall(ctx context.Context, req rules.Request, toolUseID 
 	if p.decided != nil && d.ID != "" {
 		p.decided(approvals.PendingRequest{ID: d.ID, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary}, d)
 	}
+	// What follows was decided after a wait: the verdict keeps when.
+	ledger = func(verdict, reason string) {
+		p.ledger(toolUseID, req.Tool, v.Summary, verdict, reason, d.Decided)
+	}
 	switch {
 	case d.Kind == approvals.KindShutdown:
 		ledger(policy.Unanswered, d.Reason)
@@ -223,11 +228,11 @@ func humanReason(d approvals.Decision, what string) string {
 
 // ledger appends one verdict to the job's ledger file. A verdict that cannot
 // be written is logged; the audit log still holds the call.
-func (p *Prompter) ledger(toolUseID, tool, summary, verdict, reason string) {
+func (p *Prompter) ledger(toolUseID, tool, summary, verdict, reason string, decided time.Time) {
 	if p.cfg.Ledger == "" || toolUseID == "" {
 		return
 	}
-	b, err := json.Marshal(policy.Verdict{ToolUseID: toolUseID, Tool: approvals.ClipText(tool, 128), Summary: rules.Clip(summary), Verdict: verdict, Reason: approvals.ClipText(reason, 4<<10)})
+	b, err := json.Marshal(policy.Verdict{ToolUseID: toolUseID, Tool: approvals.ClipText(tool, 128), Summary: rules.Clip(summary), Verdict: verdict, Reason: approvals.ClipText(reason, 4<<10), Decided: decided})
 	if err == nil {
 		err = statedir.AppendLine(p.cfg.Ledger, b)
 	}

@@ -151,6 +151,9 @@ func TestAcceptFailsEachTask(t *testing.T) {
 		"FAIL B (run a failing script, fix it, run it again): 0 run(s) of check.py in the trace, want 2 or more (run, fix, run again)",
 		`FAIL C (a missing file, nothing made up): the answer does not say notes.txt is missing (made up?): "The notes describe the team's quarterly plan`,
 		"0 of 3 passed",
+		// The world's DEEPSEEK_BASE_URL is the double's loopback URL.
+		"so this run is no verdict on DeepSeek",
+		"not a verdict on DeepSeek: the model answered from " + w.double.URL() + ", a loopback address",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("accept lacks %q", want)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,8 +41,32 @@ is 1 when any task fails. The workspaces are made in a temporary directory
 under the first allowed root (DEEPSEEK_ALLOWED_ROOTS) and removed at the end
 (--keep leaves them). The tasks need only allow-listed commands; approval is
 never turned off: a step that asks a human waits for ` + "`bridgectl approve --watch`" + `.
---timeout bounds each task (default 10m).`,
+--timeout bounds each task (default 10m).
+
+When the model endpoint (DEEPSEEK_BASE_URL, BRIDGE_ANTHROPIC_BASE_URL) is a
+loopback address — the project's DeepSeek double, a local proxy — accept says
+so before and after the run: its results are then no verdict on DeepSeek.`,
 	Run: runAccept,
+}
+
+// loopbackModel returns the first of the model endpoints (scheme://host)
+// that is a loopback address (127.0.0.0/8, ::1, localhost), "" when none is.
+// A run against one judges whatever answers there — the project's DeepSeek
+// double, a local proxy — and not DeepSeek: the double is chat-only unless a
+// test scripts it, so it cannot pass.
+func loopbackModel(urls ...string) string {
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil {
+			continue
+		}
+		h := u.Hostname()
+		ip := net.ParseIP(h)
+		if strings.EqualFold(h, "localhost") || (ip != nil && ip.IsLoopback()) {
+			return u.Scheme + "://" + u.Host
+		}
+	}
+	return ""
 }
 
 // acceptTask is one task of the acceptance run.
@@ -116,6 +142,10 @@ func runAccept(ctx context.Context, e *Env, args []string) error {
 	defer sess.Close()
 
 	fmt.Fprintf(e.Stdout, "acceptance run through http://%s, workspaces in %s\n", d.Addr, base)
+	local := loopbackModel(c.cfg.DeepSeekBaseURL, c.cfg.AnthropicBaseURL)
+	if local != "" {
+		fmt.Fprintf(e.Stdout, "note: the model endpoint %s is a loopback address: a local double or proxy answers there, not DeepSeek, so this run is no verdict on DeepSeek (the project's double is chat-only and cannot pass; DEEPSEEK_BASE_URL names the real API)\n", local)
+	}
 	failed, total := 0, 0.0
 	for _, t := range tasks {
 		p, pass, evidence := runAcceptTask(ctx, e, sess, base, t, *timeout)
@@ -127,6 +157,9 @@ func runAccept(ctx context.Context, e *Env, args []string) error {
 		fmt.Fprintf(e.Stdout, "%s %s (%s): %s; cost $%.4f\n", verdict, t.name, t.title, evidence, p.CostUSD)
 	}
 	fmt.Fprintf(e.Stdout, "%d of %d passed; total cost $%.4f\n", len(tasks)-failed, len(tasks), total)
+	if local != "" {
+		fmt.Fprintf(e.Stdout, "not a verdict on DeepSeek: the model answered from %s, a loopback address\n", local)
+	}
 	if failed > 0 {
 		return fmt.Errorf("%d %s failed (see the FAIL %s above)", failed, plural(failed, "task", "tasks"), plural(failed, "line", "lines"))
 	}

@@ -502,7 +502,10 @@ func TestApprovalCommandsHelp(t *testing.T) {
 			t.Errorf("%s --help: exit %d\n%s%s", c, code, out, errs)
 		}
 	}
-	if out := te.must("help"); !strings.Contains(out, "approve ID [--reason R] | approve --watch") || !strings.Contains(out, "approval [on|off]") {
+	if out := te.must("approve", "--help"); !strings.Contains(out, "approve ID [--reason R] | approve --watch") {
+		t.Fatalf("approve --help lacks its usage:\n%s", out)
+	}
+	if out := te.must("help"); !strings.Contains(out, "\n  approve ") || !strings.Contains(out, "\n  approval ") {
 		t.Fatalf("help lacks the approval commands:\n%s", out)
 	}
 }

@@ -198,25 +198,29 @@ func printHelp(w io.Writer) {
 	cmds := commands()
 	width := 0
 	for _, c := range cmds {
-		width = max(width, len(c.Usage))
+		width = max(width, len(commandName(c)))
 	}
 	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-*s  %s\n", width, c.Usage, c.Short)
+		head := fmt.Sprintf("  %-*s  ", width, commandName(c))
+		fill(w, head, strings.Repeat(" ", len(head)), helpWords(c.Short, helpWidth-len(head)))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, ".env discovery: --env FILE, then BRIDGE_ENV_FILE, then the running daemon's file, then the per-user")
-	fmt.Fprintln(w, "$XDG_CONFIG_HOME/deepseek-mcp-bridge/.env (~/.config/deepseek-mcp-bridge/.env); real environment variables win.")
-	fmt.Fprintln(w, "Every command acts on the running daemon's file from any directory, and says so when that is not the one")
-	fmt.Fprintln(w, "it would have picked. A ./.env is read only when named (`bridgectl doctor --move-env` moves it).")
-	fmt.Fprintln(w, "A file named by --env or BRIDGE_ENV_FILE must exist (`bridgectl secret` creates it); the per-user one is optional.")
-	fmt.Fprintln(w, "Secrets (path secret, API key, tunnel token, credentials in a URL) are masked in every output unless --show is given.")
-	fmt.Fprintln(w, "`bridgectl COMMAND --help` explains one command.")
+	printLong(w, `.env discovery: --env FILE, then BRIDGE_ENV_FILE, then the running daemon's file, then the per-user `+
+		`$XDG_CONFIG_HOME/deepseek-mcp-bridge/.env (~/.config/deepseek-mcp-bridge/.env); real environment variables win. `+
+		`Every command acts on the running daemon's file from any directory, and says so when that is not the one `+
+		"it would have picked. A ./.env is read only when named (`bridgectl doctor --move-env` moves it). "+
+		"A file named by --env or BRIDGE_ENV_FILE must exist (`bridgectl secret` creates it); the per-user one is optional.\n\n"+
+		"Secrets (path secret, API key, tunnel token, credentials in a URL) are masked in every output unless --show is given. "+
+		"`bridgectl COMMAND --help` explains one command, with its flags.")
 }
 
 func printCommandHelp(w io.Writer, c *Command) {
-	fmt.Fprintf(w, "usage: bridgectl %s\n\n%s\n", c.Usage, c.Short)
+	printUsage(w, c.Usage)
+	fmt.Fprintln(w)
+	printLong(w, c.Short)
 	if c.Long != "" {
-		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.Long))
+		fmt.Fprintln(w)
+		printLong(w, strings.TrimSpace(c.Long))
 	}
 }
 
@@ -299,9 +303,7 @@ func (f *flags) help() {
 	w := f.e.Stdout
 	printCommandHelp(w, f.cmd)
 	var b bytes.Buffer
-	f.FlagSet.SetOutput(&b)
-	f.FlagSet.PrintDefaults()
-	f.FlagSet.SetOutput(io.Discard)
+	printFlags(&b, f.FlagSet)
 	if b.Len() > 0 {
 		fmt.Fprintf(w, "\nflags:\n%s", b.String())
 	}

@@ -218,6 +218,10 @@ func printJob(w io.Writer, s jobs.Snapshot, now time.Time) {
 		fmt.Fprintf(w, "wrote:      %s\n", visibleLine(fw, 1000))
 	}
 	for _, cmd := range s.Commands {
+		if cmd.Note == jobs.NoteWaiting { // listed, but it has not run
+			fmt.Fprintf(w, "waits:      %s (for approval: not run yet)%s\n", oneLine(cmd.Command, 120), commandFacts(cmd))
+			continue
+		}
 		fmt.Fprintf(w, "ran:        %-8s %s%s\n", cmd.Status(), oneLine(cmd.Command, 120), commandFacts(cmd))
 	}
 	printChanges(w, s)

@@ -243,3 +243,23 @@ func TestJobShowsChangesAndDiff(t *testing.T) {
 		t.Errorf("jobs --diff without an ID: exit %d %q", code, errs)
 	}
 }
+
+// A command that waits for approval is shown as waiting, not as run.
+func TestJobShowsAWaitingCommandAsNotRun(t *testing.T) {
+	te := newTestEnv(t)
+	zero, ms := 0, int64(63)
+	s := jobs.Snapshot{Version: jobs.SnapshotVersion, ID: "0badc0de" + strings.Repeat("4", 24), Status: jobs.StatusWaitingApproval,
+		Task: "t", Workspace: "/srv/ws", CreatedAt: time.Now().Add(-time.Minute).UTC(), MaxSteps: 120, Steps: 2,
+		Approval: &jobs.ApprovalInfo{ID: "ap1", Summary: "Bash: rm old.txt"},
+		Commands: []jobs.Command{{Command: "rm old.txt", ExitCode: &zero, DurationMS: &ms, Runs: 1}, {Command: "rm old.txt", Note: jobs.NoteWaiting, Runs: 1}}}
+	te.writeJobs(s)
+	out := te.must("jobs", s.ID)
+	for _, want := range []string{"ran:        exit 0   rm old.txt  (63ms)\n", "waits:      rm old.txt (for approval: not run yet)\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("jobs ID lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "ran:") != 1 {
+		t.Errorf("the waiting command is listed as run:\n%s", out)
+	}
+}
