@@ -24,8 +24,14 @@ const gitTimeout = 10 * time.Second
 // runs no program a config names: rev-parse and ls-files at the start,
 // cat-file blob at the end (after the audit has moved aside any git config
 // or hook the job planted).
+// A repository's own protocol.<name>.allow beats protocol.allow, so the
+// environment (GIT_ALLOW_PROTOCOL, GIT_NO_LAZY_FETCH: Git.env) is what keeps
+// a partial clone's lazy fetch from running the upload-pack its config
+// names; diff.submodule=short keeps a diff from running a child git diff in
+// a submodule under that submodule's own config.
 var gitArgs = []string{
 	"-c", "core.fsmonitor=", "-c", "core.hooksPath=/dev/null", "-c", "protocol.allow=never",
+	"-c", "protocol.file.allow=never", "-c", "protocol.ext.allow=never", "-c", "diff.submodule=short",
 	"-c", "core.untrackedCache=false", "--no-pager", "--no-optional-locks",
 }
 
@@ -55,6 +61,15 @@ func (g Git) runIn(ws string, stdin []byte, args ...string) ([]byte, error) {
 // runAt is runIn; with ceiling false git looks for the repository above
 // the workspace too (for a workspace that is a folder of one).
 func (g Git) runAt(ws string, ceiling bool, stdin []byte, args ...string) ([]byte, error) {
+	return g.runCapped(ws, ceiling, stdin, maxGitOutput, args...)
+}
+
+// maxGitOutput bounds what the daemon keeps of one git command's output.
+const maxGitOutput = 256 << 20
+
+// runCapped is runAt, keeping at most limit bytes of git's output: past
+// them git's next write fails, and so does the call.
+func (g Git) runCapped(ws string, ceiling bool, stdin []byte, limit int64, args ...string) ([]byte, error) {
 	if !filepath.IsAbs(g.Bin) {
 		return nil, errNoGit
 	}
@@ -72,7 +87,13 @@ func (g Git) runAt(ws string, ceiling bool, stdin []byte, args ...string) ([]byt
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
-	out, err := cmd.Output()
+	stdout := &cappedBuffer{limit: limit}
+	cmd.Stdout = stdout
+	err := cmd.Run()
+	out := stdout.Bytes()
+	if stdout.over {
+		return out, fmt.Errorf("git %s: %w: more than %d MiB of output", args[0], errTooLarge, limit>>20)
+	}
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if len(msg) > 300 {
@@ -109,7 +130,8 @@ var errNoGit = errors.New("git is not on the daemon's PATH (outside the director
 // env is the trusted PATH, the daemon's HOME, and nothing that points git
 // elsewhere.
 func (g Git) env() []string {
-	env := []string{"GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "GIT_NO_REPLACE_OBJECTS=1", "LC_ALL=C", "PATH=" + g.Path}
+	env := []string{"GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "GIT_NO_REPLACE_OBJECTS=1", "GIT_NO_LAZY_FETCH=1", "GIT_ALLOW_PROTOCOL=none",
+		"LC_ALL=C", "PATH=" + g.Path}
 	if v, ok := os.LookupEnv("HOME"); ok {
 		env = append(env, "HOME="+v)
 	}
@@ -303,4 +325,19 @@ func (g Git) ignored(ws string, paths []string) (map[string]bool, error) {
 		}
 	}
 	return got, nil
+}
+
+// cappedBuffer keeps at most limit bytes; a write past them fails.
+type cappedBuffer struct {
+	bytes.Buffer
+	limit int64
+	over  bool
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if int64(b.Len()+len(p)) > b.limit {
+		b.over = true
+		return 0, errTooLarge
+	}
+	return b.Buffer.Write(p)
 }

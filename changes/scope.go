@@ -114,7 +114,7 @@ type ScopeFile struct {
 	// Change is created, modified or deleted (a diff scope), or "" (paths).
 	Change string `json:"change,omitempty"`
 	// Lines is how many lines the file has in the version reviewed (the
-	// new side of a diff; 0 for a deleted file).
+	// new side of a diff; 0 for a deleted file; -1 when it was not read).
 	Lines int `json:"lines"`
 	// Hunks are the new side's changed line ranges (diff scopes).
 	Hunks []LineRange `json:"hunks,omitempty"`
@@ -181,6 +181,10 @@ func ComputeScope(ws string, spec ScopeSpec, git Git, left func(rel string) bool
 		return Scope{}, err
 	}
 	s := sc.scope
+	s.Diff = sc.diff.String()
+	if sc.cut > 0 {
+		s.Note = joinNote(s.Note, fmt.Sprintf("the diff is cut at %d KiB: %d more changed files are listed without theirs", MaxScopeDiff>>10, sc.cut))
+	}
 	slices.SortFunc(s.Files, func(a, b ScopeFile) int { return strings.Compare(a.Path, b.Path) })
 	if len(s.Files) > MaxScopeFiles {
 		s.FilesUnlisted, s.Files = len(s.Files)-MaxScopeFiles, s.Files[:MaxScopeFiles]
@@ -194,6 +198,9 @@ type scoper struct {
 	tree  *sandbox.Tree
 	scope Scope
 	left  func(rel string) bool
+	read  int64           // bytes of blobs and files read so far (maxScopeRead)
+	diff  strings.Builder // the scope's diff (MaxScopeDiff)
+	cut   int             // files listed past MaxScopeDiff, without their diff
 }
 
 func (sc *scoper) leaveOut(rel string) bool {
@@ -242,9 +249,8 @@ func countLines(b []byte) int {
 // top checks that ws is its work tree's top and returns HEAD ("" when the
 // repository has no commit).
 func (sc *scoper) top() (string, error) {
-	out, err := sc.git.run(sc.ws, "rev-parse", "--show-toplevel")
-	if err != nil || !sameDir(strings.TrimSpace(string(out)), sc.ws) {
-		return "", errNoWorkTree
+	if err := sc.ownRepository(); err != nil {
+		return "", err
 	}
 	head, err := sc.git.run(sc.ws, "rev-parse", "--verify", "-q", "HEAD^{commit}")
 	if err != nil {
@@ -300,26 +306,83 @@ func (sc *scoper) commits() error {
 		}
 	}
 	sc.scope.From, sc.scope.To = from, to
-	out, err := sc.git.run(sc.ws, "diff", "--no-ext-diff", "--no-textconv", "--no-color", "--no-renames", "--full-index",
-		"--src-prefix=a/", "--dst-prefix=b/", "-U3", from, to, "--")
+	out, err := sc.git.runCapped(sc.ws, true, nil, maxRawOutput, "diff", "--raw", "-z", "--no-abbrev", "--no-renames", "--no-ext-diff", "--no-textconv", "--submodule=short", from, to, "--")
 	if err != nil {
 		return fmt.Errorf("scope: %w", err)
 	}
-	var kept []string
-	var want []string
-	for _, sec := range splitDiff(string(out)) {
-		if sc.leaveOut(sec.path) {
+	var entries []rawEntry
+	var ids []string
+	for _, e := range parseRaw(out) {
+		if sc.leaveOut(e.path) {
 			continue
 		}
-		kept = append(kept, sec.text)
-		f := ScopeFile{Path: sec.path, Change: sec.change, Hunks: sec.hunks, Binary: sec.binary}
-		sc.scope.Files = append(sc.scope.Files, f)
-		if f.Change != Deleted && !f.Binary {
-			want = append(want, to+":"+sec.path)
+		entries = append(entries, e)
+		if regular(e.oldMode) && regular(e.newMode) {
+			for _, id := range []string{e.oldID, e.newID} {
+				if !absent(id) {
+					ids = append(ids, id)
+				}
+			}
 		}
 	}
-	sc.scope.Diff = strings.Join(kept, "")
-	return sc.countAt(want)
+	blobs, why, err := sc.blobs(ids)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		sc.treeFile(e, blobs, why)
+	}
+	return nil
+}
+
+// treeFile adds one file of a diff between commits to the scope, with its
+// diff made from the blobs read.
+func (sc *scoper) treeFile(e rawEntry, blobs map[string][]byte, why map[string]string) {
+	ch := Change{Path: e.path, Change: Modified}
+	switch {
+	case absent(e.oldID):
+		ch.Change = Created
+	case absent(e.newID):
+		ch.Change = Deleted
+	}
+	f := ScopeFile{Path: e.path, Change: ch.Change, Lines: -1} // Lines -1: not read
+	if !regular(e.oldMode) || !regular(e.newMode) {
+		sc.addDiff(header(ch) + fmt.Sprintf("(not shown: a link or submodule, mode %s to %s)\n", e.oldMode, e.newMode))
+		f.Binary = true
+		sc.scope.Files = append(sc.scope.Files, f)
+		return
+	}
+	side := func(id string) ([]byte, string) {
+		if absent(id) {
+			return nil, ""
+		}
+		b, ok := blobs[id]
+		if !ok {
+			return nil, why[id]
+		}
+		return b, ""
+	}
+	before, whyBefore := side(e.oldID)
+	after, whyAfter := side(e.newID)
+	switch {
+	case whyBefore != "" || whyAfter != "":
+		sc.addDiff(header(ch) + "(not shown: " + joinNote(whyBefore, whyAfter) + ")\n")
+		if whyAfter == "" && ch.Change != Deleted {
+			f = fileOf(e.path, ch.Change, after)
+		}
+	case bytes.IndexByte(before, 0) >= 0 || bytes.IndexByte(after, 0) >= 0:
+		f.Binary = true
+		sc.addDiff(binaryDiff(ch))
+	default:
+		d := unified(ch, string(before), string(after))
+		f = fileOf(e.path, ch.Change, after)
+		if ch.Change == Deleted {
+			f.Lines = 0
+		}
+		f.Hunks = hunksOf(d)
+		sc.addDiff(d)
+	}
+	sc.scope.Files = append(sc.scope.Files, f)
 }
 
 // ReadTop reads the regular files names of ws's top that exist, through
@@ -341,8 +404,13 @@ func ReadTop(ws string, names []string, limit int) (string, error) {
 		if err != nil || bytes.IndexByte(c, 0) >= 0 {
 			continue // absent, a link, too large or binary: not instructions
 		}
-		b.WriteString("# " + name + "\n")
-		b.Write(c[:min(len(c), limit-b.Len())])
+		head := "# " + name + "\n"
+		room := limit - b.Len() - len(head) - 1
+		if room <= 0 {
+			break
+		}
+		b.WriteString(head)
+		b.Write(c[:min(len(c), room)])
 		b.WriteString("\n")
 	}
 	return b.String(), nil

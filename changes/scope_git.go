@@ -1,113 +1,196 @@
 package changes
 
-// Reading what git says of a review's scope: the files of a unified diff
-// and their lines (see scope.go).
+// What git says of a review's scope, read without parsing its patch text: the
+// files of a diff from `git diff --raw -z` (their names as bytes, never
+// quoted), and their contents as blobs, checked against their ids; the
+// unified diff is then made here (unified), as for uncommitted work.
 
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 )
 
-// countAt sets the lines of each scope file from the objects named (as
-// <commit>:<path>), read in one `cat-file --batch`.
-func (sc *scoper) countAt(names []string) error {
-	if len(names) == 0 {
-		return nil
+var hunkHeader = regexp.MustCompile(`^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@`)
+
+// Bounds of what a scope reads and keeps.
+const (
+	// MaxScopeDiff bounds a scope's diff; files past it are listed
+	// without theirs (the prompt takes less still).
+	MaxScopeDiff = 256 << 10
+	// maxScopeRead bounds the bytes of blobs and files one scope reads.
+	maxScopeRead = 32 << 20
+	// maxRawOutput bounds `git diff --raw` and `ls-tree` output.
+	maxRawOutput = 64 << 20
+)
+
+// rawEntry is one file of `git diff --raw -z --no-renames`.
+type rawEntry struct {
+	oldMode, newMode, oldID, newID, status, path string
+}
+
+// parseRaw reads `git diff --raw -z`: ":<old mode> <new mode> <old id>
+// <new id> <status>\0<path>\0" for each file.
+func parseRaw(out []byte) []rawEntry {
+	parts := strings.Split(string(out), "\x00")
+	var entries []rawEntry
+	for i := 0; i+1 < len(parts); i += 2 {
+		f := strings.Fields(strings.TrimPrefix(parts[i], ":"))
+		if len(f) != 5 {
+			continue
+		}
+		entries = append(entries, rawEntry{oldMode: f[0], newMode: f[1], oldID: f[2], newID: f[3], status: f[4], path: parts[i+1]})
 	}
-	out, err := sc.git.runIn(sc.ws, []byte(strings.Join(names, "\n")+"\n"), "cat-file", "--batch")
+	return entries
+}
+
+// regular reports whether a raw entry's mode is a regular file's (or
+// absent: "000000").
+func regular(mode string) bool { return strings.HasPrefix(mode, "100") || mode == "000000" }
+
+// absent is the id of the side a created or deleted file lacks.
+func absent(id string) bool { return strings.Trim(id, "0") == "" }
+
+// blobs reads the blobs ids (no more than MaxDiffFile each, nor, all
+// together, than the scope's read budget left) in one `cat-file --batch`,
+// each checked against its id; why says, for each id not read, why.
+func (sc *scoper) blobs(ids []string) (got map[string][]byte, why map[string]string, err error) {
+	got, why = map[string][]byte{}, map[string]string{}
+	if len(ids) == 0 {
+		return got, why, nil
+	}
+	check, err := sc.git.runCapped(sc.ws, true, []byte(strings.Join(ids, "\n")+"\n"), maxRawOutput, "cat-file", "--batch-check")
 	if err != nil {
-		return fmt.Errorf("scope: read the files: %w", err)
+		return nil, nil, fmt.Errorf("scope: %w", err)
 	}
-	lines := map[string]int{}
-	for _, name := range names {
+	var want []string
+	for _, line := range strings.Split(strings.TrimSpace(string(check)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[1] != "blob" {
+			if len(f) > 0 {
+				why[f[0]] = "not in the repository"
+			}
+			continue
+		}
+		size, err := strconv.ParseInt(f[2], 10, 64)
+		switch {
+		case err != nil:
+			why[f[0]] = "unreadable"
+		case size > MaxDiffFile:
+			why[f[0]] = readWhy(errTooLarge)
+		case sc.read+size > maxScopeRead:
+			why[f[0]] = "the scope's read budget is spent"
+		default:
+			sc.read += size
+			want = append(want, f[0])
+		}
+	}
+	if len(want) == 0 {
+		return got, why, nil
+	}
+	out, err := sc.git.runCapped(sc.ws, true, []byte(strings.Join(want, "\n")+"\n"), maxScopeRead+int64(len(want))*128, "cat-file", "--batch")
+	if err != nil {
+		return nil, nil, fmt.Errorf("scope: read the files: %w", err)
+	}
+	for _, id := range want {
 		nl := bytes.IndexByte(out, '\n')
 		if nl < 0 {
 			break
 		}
 		f := strings.Fields(string(out[:nl]))
 		out = out[nl+1:]
-		if len(f) != 3 || f[1] != "blob" {
-			continue // missing, or not a blob
+		if len(f) != 3 {
+			break
 		}
 		size, err := strconv.Atoi(f[2])
 		if err != nil || size+1 > len(out) {
 			break
 		}
-		_, rel, _ := strings.Cut(name, ":")
-		lines[rel] = countLines(out[:size])
+		if b := out[:size]; f[0] == id && blobID(id, b) == id {
+			got[id] = b
+		} else {
+			why[id] = "it does not hold what its id says"
+		}
 		out = out[size+1:]
 	}
-	for i := range sc.scope.Files {
-		if n, ok := lines[sc.scope.Files[i].Path]; ok {
-			sc.scope.Files[i].Lines = n
+	for _, id := range want {
+		if _, ok := got[id]; !ok && why[id] == "" {
+			why[id] = "unreadable"
 		}
 	}
-	return nil
+	return got, why, nil
 }
 
-// diffSection is one file's part of a unified diff.
-type diffSection struct {
-	path, change, text string
-	hunks              []LineRange
-	binary             bool
+// addDiff adds one file's diff to the scope's, while it is within
+// MaxScopeDiff; past it the file is only listed, and the note says so.
+func (sc *scoper) addDiff(d string) {
+	if sc.diff.Len()+len(d) > MaxScopeDiff {
+		sc.cut++
+		return
+	}
+	sc.diff.WriteString(d)
 }
 
-var hunkHeader = regexp.MustCompile(`^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@`)
-
-// splitDiff cuts a git-style unified diff into its files.
-func splitDiff(diff string) []diffSection {
-	var out []diffSection
-	for _, part := range strings.SplitAfter(diff, "\n") {
-		if strings.HasPrefix(part, "diff --git ") {
-			out = append(out, diffSection{change: Modified})
-		}
-		if len(out) == 0 {
-			continue
-		}
-		s := &out[len(out)-1]
-		s.text += part
-		line := strings.TrimSuffix(part, "\n")
-		switch {
-		case strings.HasPrefix(line, "new file"):
-			s.change = Created
-		case strings.HasPrefix(line, "deleted file"):
-			s.change = Deleted
-		case strings.HasPrefix(line, "Binary files "):
-			s.binary = true
-		case strings.HasPrefix(line, "--- a/") && s.path == "":
-			s.path = strings.TrimPrefix(line, "--- a/")
-		case strings.HasPrefix(line, "+++ b/"):
-			s.path = strings.TrimPrefix(line, "+++ b/")
-		default:
-			if m := hunkHeader.FindStringSubmatch(line); m != nil {
-				from, _ := strconv.Atoi(m[1])
-				n := 1
-				if m[2] != "" {
-					n, _ = strconv.Atoi(m[2])
-				}
-				if n > 0 {
-					s.hunks = append(s.hunks, LineRange{From: from, To: from + n - 1})
-				}
+// hunksOf are the new side's changed ranges of one file's unified diff,
+// read from its "@@ -a,b +c,d @@" lines (a content line always starts with
+// ' ', '+' or '-').
+func hunksOf(d string) []LineRange {
+	var out []LineRange
+	for rest := d; rest != ""; {
+		line, next, _ := strings.Cut(rest, "\n")
+		rest = next
+		if m := hunkHeader.FindStringSubmatch(line); m != nil {
+			from, _ := strconv.Atoi(m[1])
+			n := 1
+			if m[2] != "" {
+				n, _ = strconv.Atoi(m[2])
 			}
-		}
-	}
-	for i := range out {
-		if out[i].path == "" { // a binary or mode-only section: the header's name
-			out[i].path = headerPath(out[i].text)
+			if n > 0 {
+				out = append(out, LineRange{From: from, To: from + n - 1})
+			}
 		}
 	}
 	return out
 }
 
-// headerPath is the b/ name of a "diff --git a/X b/X" line.
-func headerPath(text string) string {
-	line, _, _ := strings.Cut(text, "\n")
-	rest := strings.TrimPrefix(line, "diff --git ")
-	if i := strings.LastIndex(rest, " b/"); i >= 0 {
-		return rest[i+3:]
+// ownRepository fails unless ws's git dir, its common dir and its objects
+// are the workspace's own: a .git file naming another repository's git
+// dir, a commondir, alternates or a core.worktree leading elsewhere would
+// put another repository's files in the prompt.
+func (sc *scoper) ownRepository() error {
+	out, err := sc.git.run(sc.ws, "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir")
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err != nil || len(lines) != 3 || !sameDir(lines[0], sc.ws) {
+		return errNoWorkTree
 	}
-	return rest
+	for _, d := range lines[1:] {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(sc.ws, d)
+		}
+		if !inside(sc.ws, d) {
+			return fmt.Errorf("scope: the workspace's git dir %s lies outside it (a worktree, a submodule or a planted .git file): review it with scope paths:<files>, or from the repository's own top", d)
+		}
+		if _, err := os.Lstat(filepath.Join(d, "objects", "info", "alternates")); err == nil {
+			return fmt.Errorf("scope: the repository borrows objects from elsewhere (objects/info/alternates): review it with scope paths:<files>")
+		}
+	}
+	if wt, err := sc.git.config(sc.ws, "core.worktree"); err != nil || wt != "" && !sameDir(wt, sc.ws) {
+		return fmt.Errorf("scope: the repository's core.worktree is set elsewhere: review it with scope paths:<files>")
+	}
+	return nil
+}
+
+// inside reports whether p, its links resolved, lies within dir.
+func inside(dir, p string) bool {
+	rd, err1 := filepath.EvalSymlinks(dir)
+	rp, err2 := filepath.EvalSymlinks(p)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(rd, rp)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

@@ -16,24 +16,32 @@ import (
 )
 
 // uncommitted: the work tree against HEAD, diffed here (see the package's
-// note on scopes).
+// note on scopes). The walk enters every directory (vendor/ and
+// node_modules/ too: a committed vendor/ is part of the work tree), but no
+// .git dir.
 func (sc *scoper) uncommitted() error {
 	head, err := sc.top()
 	if err != nil {
 		return err
 	}
 	sc.scope.From = head
-	scan, err := sandbox.WorkspaceScan(sc.ws, sandbox.DefaultSecretScanLimit, true)
+	scan, err := sandbox.WorkspaceRecordScan(sc.ws, 0)
 	if err != nil {
 		return fmt.Errorf("scope: list the workspace: %w", err)
 	}
 	if scan.Truncated {
 		sc.scope.Note = fmt.Sprintf("the workspace has more entries than the walk lists (%d): files in %d directories it did not reach are not in the scope", scan.Visited, scan.Unlisted)
 	}
-	_, clean := gitStart(sc.git, sc.ws, scan.Files)
+	var files []sandbox.FileEntry
+	for _, f := range scan.Files {
+		if f.Mode.IsRegular() && !inGitDir(f.Path) {
+			files = append(files, f)
+		}
+	}
+	_, clean := gitStart(sc.git, sc.ws, files)
 	committed := map[string]string{} // path → blob id at HEAD
 	if head != "" {
-		out, err := sc.git.run(sc.ws, "ls-tree", "-r", "-z", "--full-tree", head)
+		out, err := sc.git.runCapped(sc.ws, true, nil, maxRawOutput, "ls-tree", "-r", "-z", "--full-tree", head)
 		if err != nil {
 			return fmt.Errorf("scope: %w", err)
 		}
@@ -44,103 +52,115 @@ func (sc *scoper) uncommitted() error {
 			}
 		}
 	}
+	// What changed, in path order: the files whose contents differ from
+	// their committed blob, those not committed and not ignored, and the
+	// committed ones that are gone.
+	type change struct {
+		path, id string // id: the committed blob ("" for a created file)
+		now      []byte // the file's contents (nil for a deleted one)
+		nowWhy   string // why they were not read
+		kind     string
+	}
+	var chs []change
 	var created []string
 	present := map[string]bool{}
-	var diffs []string
-	for _, f := range scan.Files {
-		if !f.Mode.IsRegular() {
-			continue
-		}
+	for _, f := range files {
 		present[f.Path] = true
 		id, tracked := committed[f.Path]
-		if tracked && clean[f.Path] == id {
-			continue // the index says it is as committed
-		}
-		if !tracked {
+		switch {
+		case tracked && clean[f.Path] == id: // the index says it is as committed
+		case !tracked:
 			created = append(created, f.Path)
-			continue
-		}
-		if sc.leaveOut(f.Path) {
-			continue
-		}
-		if d, ok := sc.modified(f.Path, id); ok {
-			diffs = append(diffs, d)
+		case sc.leaveOut(f.Path):
+		default:
+			now, why := sc.readFile(f)
+			if why == "" && blobID(id, now) == id {
+				continue // touched, not changed
+			}
+			chs = append(chs, change{path: f.Path, id: id, now: now, nowWhy: why, kind: Modified})
 		}
 	}
 	ignored, err := sc.git.ignored(sc.ws, created)
 	if err != nil {
 		return fmt.Errorf("scope: %w", err)
 	}
+	byPath := map[string]sandbox.FileEntry{}
+	for _, f := range files {
+		byPath[f.Path] = f
+	}
 	for _, p := range created {
 		if ignored[p] || sc.leaveOut(p) {
 			continue
 		}
-		b, err := readSmall(sc.tree, p, MaxDiffFile)
-		ch := Change{Path: p, Change: Created}
-		f := fileOf(p, Created, b)
-		switch {
-		case err != nil:
-			diffs = append(diffs, header(ch)+"(not shown: "+readWhy(err)+")\n")
-			f.Binary = true
-		case f.Binary:
-			diffs = append(diffs, binaryDiff(ch))
-		default:
-			d := unified(ch, "", string(b))
-			f.Hunks = hunksOf(d)
-			diffs = append(diffs, d)
-		}
-		sc.scope.Files = append(sc.scope.Files, f)
+		now, why := sc.readFile(byPath[p])
+		chs = append(chs, change{path: p, now: now, nowWhy: why, kind: Created})
 	}
 	if !scan.Truncated {
 		for p, id := range committed {
-			if present[p] || sc.leaveOut(p) {
-				continue
+			if !present[p] && !inGitDir(p) && !sc.leaveOut(p) {
+				chs = append(chs, change{path: p, id: id, kind: Deleted})
 			}
-			ch := Change{Path: p, Change: Deleted}
-			old, err := blob(sc.git, sc.ws, id, MaxDiffFile)
-			switch {
-			case err != nil:
-				diffs = append(diffs, header(ch)+"(not shown: "+readWhy(err)+")\n")
-			case bytes.IndexByte(old, 0) >= 0:
-				diffs = append(diffs, binaryDiff(ch))
-			default:
-				diffs = append(diffs, unified(ch, string(old), ""))
-			}
-			sc.scope.Files = append(sc.scope.Files, ScopeFile{Path: p, Change: Deleted})
 		}
 	}
-	slices.SortFunc(diffs, func(a, b string) int { return strings.Compare(headerPath(a), headerPath(b)) })
-	sc.scope.Diff = strings.Join(diffs, "")
+	slices.SortFunc(chs, func(a, b change) int { return strings.Compare(a.path, b.path) })
+	var ids []string
+	for _, c := range chs {
+		if c.id != "" {
+			ids = append(ids, c.id)
+		}
+	}
+	blobs, why, err := sc.blobs(ids)
+	if err != nil {
+		return err
+	}
+	for _, c := range chs {
+		ch := Change{Path: c.path, Change: c.kind}
+		f := ScopeFile{Path: c.path, Change: c.kind, Lines: -1} // Lines -1: not read
+		old, oldWhy := blobs[c.id], why[c.id]
+		switch {
+		case c.nowWhy != "" || oldWhy != "":
+			sc.addDiff(header(ch) + "(not shown: " + joinNote(c.nowWhy, oldWhy) + ")\n")
+			if c.nowWhy == "" && c.kind != Deleted {
+				f = fileOf(c.path, c.kind, c.now)
+			}
+		case bytes.IndexByte(old, 0) >= 0 || bytes.IndexByte(c.now, 0) >= 0:
+			f.Binary = true
+			sc.addDiff(binaryDiff(ch))
+		default:
+			d := unified(ch, string(old), string(c.now))
+			f = fileOf(c.path, c.kind, c.now)
+			if c.kind == Deleted {
+				f.Lines = 0
+			}
+			f.Hunks = hunksOf(d)
+			sc.addDiff(d)
+		}
+		sc.scope.Files = append(sc.scope.Files, f)
+	}
 	return nil
 }
 
-// modified is the diff of a tracked file whose committed blob is id, if
-// its contents differ (its file is added to the scope).
-func (sc *scoper) modified(rel, id string) (string, bool) {
-	ch := Change{Path: rel, Change: Modified}
-	now, err := readSmall(sc.tree, rel, MaxDiffFile)
+// readFile reads a work-tree file for the scope, within MaxDiffFile and
+// the scope's read budget; why says why it was not read.
+func (sc *scoper) readFile(f sandbox.FileEntry) ([]byte, string) {
+	if f.Size > MaxDiffFile {
+		return nil, readWhy(errTooLarge)
+	}
+	if sc.read+f.Size > maxScopeRead {
+		return nil, "the scope's read budget is spent"
+	}
+	b, err := readSmall(sc.tree, f.Path, MaxDiffFile)
 	if err != nil {
-		sc.scope.Files = append(sc.scope.Files, ScopeFile{Path: rel, Change: Modified, Binary: true})
-		return header(ch) + "(not shown: " + readWhy(err) + ")\n", true
+		return nil, readWhy(err)
 	}
-	if blobID(id, now) == id {
-		return "", false // touched, not changed
-	}
-	f := fileOf(rel, Modified, now)
-	old, err := blob(sc.git, sc.ws, id, MaxDiffFile)
-	var d string
-	switch {
-	case err != nil:
-		d = header(ch) + "(the committed version is not shown: " + readWhy(err) + ")\n"
-	case f.Binary || bytes.IndexByte(old, 0) >= 0:
-		f.Binary = true
-		d = binaryDiff(ch)
-	default:
-		d = unified(ch, string(old), string(now))
-		f.Hunks = hunksOf(d)
-	}
-	sc.scope.Files = append(sc.scope.Files, f)
-	return d, true
+	sc.read += int64(len(b))
+	return b, ""
+}
+
+// inGitDir reports whether a workspace path lies in a .git dir (the
+// repository's own, or a nested one's).
+func inGitDir(rel string) bool {
+	return rel == ".git" || strings.HasPrefix(rel, ".git/") || strings.Contains(rel, "/.git/")
 }
 
 // blobID is the git object id of contents b, in the hash of id's length.
@@ -152,13 +172,4 @@ func blobID(id string, b []byte) string {
 	fmt.Fprintf(h, "blob %d\x00", len(b))
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// hunksOf are the new side's changed ranges of one file's diff.
-func hunksOf(d string) []LineRange {
-	secs := splitDiff(d)
-	if len(secs) == 0 {
-		return nil
-	}
-	return secs[0].hunks
 }

@@ -246,6 +246,14 @@ func (r *Registry) start(ctx context.Context, req StartRequest, parent *Snapshot
 	var rv *ReviewState
 	var prompt string
 	if req.Review != nil {
+		// The daemon's git reads the workspace for the scope: never while a
+		// job holds it (checked again below, once the job is recorded).
+		r.mu.Lock()
+		err = r.busyLocked(ws)
+		r.mu.Unlock()
+		if err != nil {
+			return Snapshot{}, err
+		}
 		if rv, req.Task, prompt, err = r.reviewTask(ws, req.Review, enforced.Denied); err != nil {
 			return Snapshot{}, err
 		}

@@ -41,6 +41,7 @@ const (
 	maxBody             = 4000
 	maxDroppedReasons   = 20
 	maxSummary          = 2000
+	maxLeftOutNamed     = 50
 )
 
 // ProjectFiles are the files include_project_instructions reads from the
@@ -82,8 +83,13 @@ func Prompt(req Request, s changes.Scope) string {
 	if f := strings.TrimSpace(req.Focus); f != "" {
 		b.WriteString("Focus on: " + f + "\n")
 	}
-	if len(s.LeftOut) > 0 {
-		b.WriteString("Left out of the scope (secret files and paths the owner denies; do not try to read them): " + strings.Join(s.LeftOut, ", ") + "\n")
+	if n := len(s.LeftOut); n > 0 {
+		named := s.LeftOut[:min(n, maxLeftOutNamed)]
+		b.WriteString("Left out of the scope (secret files and paths the owner denies; do not try to read them): " + strings.Join(named, ", "))
+		if n > len(named) {
+			fmt.Fprintf(&b, " and %d more", n-len(named))
+		}
+		b.WriteString("\n")
 	}
 	if s.Spec.Kind == changes.ScopePaths {
 		b.WriteString("\nReview these files in full:\n")
@@ -159,8 +165,10 @@ type Result struct {
 	Error string `json:"error,omitempty" jsonschema:"why the answer's findings could not be read; the answer itself is the result"`
 }
 
-// fence is a fenced block: its info string and body.
-var fence = regexp.MustCompile("(?s)```([A-Za-z]*)[ \t]*\n(.*?)\n?```")
+// opening is where a fenced block that may hold the answer's JSON begins:
+// "```json" or a bare "```", then the line's end. A fence quoted inside a
+// JSON string is no opening: a string holds no raw newline.
+var opening = regexp.MustCompile("```(?i:json)?[ \t]*\n")
 
 // answer is the JSON block a review ends with, as the model writes it.
 type answer struct {
@@ -181,16 +189,13 @@ type answer struct {
 // ws is the workspace, for findings that name files by absolute path.
 func Read(text string, s changes.Scope, ws string) Result {
 	r := Result{Verdict: VerdictUnclear, Findings: []Finding{}}
-	blocks := fence.FindAllStringSubmatch(text, -1)
 	var a answer
 	found := false
-	for i := len(blocks) - 1; i >= 0 && !found; i-- { // the last block that parses
-		if lang := strings.ToLower(blocks[i][1]); lang != "" && lang != "json" {
-			continue
-		}
-		if json.Unmarshal([]byte(blocks[i][2]), &a) == nil {
-			found = true
-		}
+	locs := opening.FindAllStringIndex(text, -1)
+	for i := len(locs) - 1; i >= 0 && !found; i-- { // the last block that decodes
+		a = answer{}
+		dec := json.NewDecoder(strings.NewReader(text[locs[i][1]:]))
+		found = dec.Decode(&a) == nil
 	}
 	if !found {
 		r.Error = "the answer ends with no JSON block of findings the bridge could read"
@@ -218,7 +223,7 @@ func Read(text string, s changes.Scope, ws string) Result {
 			why = fmt.Sprintf("%s has no lines to point at (%s)", rel, map[bool]string{true: "binary", false: "deleted"}[sf.Binary])
 		case from < 1 || to < from || float64(from) != f.LineStart:
 			why = fmt.Sprintf("%s: lines %v–%v are not a range of lines", rel, f.LineStart, f.LineEnd)
-		case to > sf.Lines:
+		case sf.Lines >= 0 && to > sf.Lines: // -1: the file was not read, its end is not known
 			why = fmt.Sprintf("%s: lines %d–%d lie beyond its end (%d lines)", rel, from, to, sf.Lines)
 		case len(r.Findings) == maxFindings:
 			why = fmt.Sprintf("more than %d findings", maxFindings)
