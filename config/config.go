@@ -136,59 +136,15 @@ type Config struct {
 	// Tools are the tools the bridge offers (BRIDGE_TOOLS): a profile
 	// (all, flash, agent, review) or tool names, comma separated; nil = all.
 	Tools []string
+	// ResultBudget is the bytes an agent tool's result may weigh
+	// (BRIDGE_RESULT_BUDGET; 0: each host's).
+	ResultBudget int
 }
 
 // Var documents one environment variable; .env.example and `bridgectl doctor`
 // are generated from and checked against this list.
 type Var struct {
 	Name, Default, Meaning string
-}
-
-// Vars lists every variable the bridge reads, in the order .env.example shows them.
-var Vars = []Var{
-	{"DEEPSEEK_API_KEY", "", "your DeepSeek API key (required for real calls; the server starts without it)"},
-	{"MCP_PATH_SECRET", "", "capability path segment, at least 16 characters: bridgectl secret"},
-	{"HOST", DefaultHost, "listen address"},
-	{"PORT", strconv.Itoa(DefaultPort), "listen port"},
-	{"RATE_LIMIT_PER_MINUTE", strconv.Itoa(DefaultRateLimitPerMinute), "global bucket for tools/call (batches count each call)"},
-	{"DEEPSEEK_BASE_URL", DefaultDeepSeekBaseURL, "OpenAI-compatible API base"},
-	{"DEEPSEEK_MODEL", DefaultModel, "model id for flash calls and agent jobs"},
-	{"DEEPSEEK_MODELS", "built-in list", "models calls may name, comma separated, each id=CACHE_HIT/CACHE_MISS/OUTPUT USD per 1M tokens (built-in ids may leave prices out)"},
-	{"DEEPSEEK_TIMEOUT_MS", msText(DefaultFlashTimeout), "deadline of one deepseek_flash call"},
-	{"DEEPSEEK_MAX_OUTPUT_TOKENS", strconv.Itoa(DefaultMaxOutputTokens), "output cap of one deepseek_flash call"},
-	{"BRIDGE_ANTHROPIC_BASE_URL", "$DEEPSEEK_BASE_URL/anthropic", "where the harness's model calls go"},
-	{"DEEPSEEK_ALLOWED_ROOTS", "", "roots a job's workspace must lie in, separated by the OS path-list separator or by ; (the TypeScript bridge's form, so a root whose name holds ; is not supported); empty = every workspace refused"},
-	{"BRIDGE_RUNTIME_ROOTS", "", "toolchain dirs outside the system dirs that jobs may read and run (a venv, ~/.cargo, ~/go/pkg/mod), read-only, separated like the roots; nothing else outside the workspace is visible to a job"},
-	{"BRIDGE_STATE_DIR", "per-user state dir", "jobs, approvals, audit log, pid and log files (mode 0700)"},
-	{"BRIDGE_LOG_FILE", "", "JSON log file; empty = stderr"},
-	{"BRIDGE_LOG_LEVEL", DefaultLogLevel, "debug | info | warn | error"},
-	{"BRIDGE_MAX_CONCURRENT", strconv.Itoa(DefaultMaxConcurrent), "agent jobs running at once"},
-	{"BRIDGE_MAX_QUEUE", strconv.Itoa(DefaultMaxQueue), "agent jobs waiting for a slot; more are refused"},
-	{"BRIDGE_MAX_STEPS", strconv.Itoa(DefaultMaxSteps), "tool calls per job"},
-	{"BRIDGE_JOB_TIMEOUT_MS", msText(DefaultJobTimeout), "wall clock per job"},
-	{"BRIDGE_RESULT_TTL_MS", msText(DefaultResultTTL), "how long a finished job stays pollable (never below the job timeout)"},
-	{"BRIDGE_SYNC_WINDOW_MS", msText(DefaultSyncWindow), "how long deepseek_agent_start waits for an inline result"},
-	{"BRIDGE_CLAUDE_BIN", "pinned install, then PATH", "the Claude Code binary"},
-	{"BRIDGE_APPROVAL_TIMEOUT_MS", msText(DefaultApprovalTimeout), "no human answer within this → deny"},
-	{"BRIDGE_APPROVE_ALLOW", "built-in list", "comma-separated programs that run unattended"},
-	{"BRIDGE_CC_APPROVAL", "on", "off disables human approval (trusted runs only)"},
-	{"BRIDGE_HOST_APPROVALS", HostApprovalsSocket, "who else may answer an approval, beside bridgectl: socket = the user of a host on `bridge stdio`, asked in the host (elicitation); all = also hosts on the HTTP URL; off = bridgectl alone"},
-	{"BRIDGE_SANDBOX", "on", "off runs harness commands without bubblewrap"},
-	{"BRIDGE_OVERLAY", "on", "off: jobs write straight into their workspaces, and the record of their changes is a walk that can miss some"},
-	{"BRIDGE_JOB_MAX_COST_USD", strconv.FormatFloat(DefaultJobMaxCostUSD, 'f', 2, 64), "per-job spend ceiling at DeepSeek prices (0 = none)"},
-	{"BRIDGE_JOB_MAX_TOKENS", "0", "per-job token ceiling (0 = none)"},
-	{"BRIDGE_DAILY_MAX_COST_USD", "0", "spend ceiling across all jobs per UTC day (0 = off)"},
-	{"BRIDGE_JOB_MAX_PROCESSES", strconv.Itoa(DefaultJobMaxProcesses), "processes and threads one job may have at once; past it the whole job is killed (stop_reason process_limit; 0 = none)"},
-	{"BRIDGE_JOB_MAX_MEMORY_MB", strconv.Itoa(DefaultJobMaxMemoryMB), "resident memory of one job's processes together, in MiB; past it the whole job is killed (memory_limit; 0 = none)"},
-	{"BRIDGE_JOB_MAX_DISK_MB", strconv.Itoa(DefaultJobMaxDiskMB), "disk one job's own files take (its /tmp, its harness dir and its overlay's changes), in MiB; past it the whole job is killed (disk_limit; 0 = none)"},
-	{"BRIDGE_POLICY_FLOOR_FILE", "", "JSON job policy merged over every caller's, so a caller can only narrow; invalid = the daemon does not start"},
-	{"BRIDGE_REQUIRE_POLICY", "off", "on refuses a deepseek_agent_start without a policy"},
-	{"BRIDGE_WORKSPACE_LOCK", "on", "one running or waiting job per workspace (one inside another counts); off allows parallel jobs"},
-	{"BRIDGE_CLOUDFLARED_BIN", "cloudflared on PATH", "the cloudflared binary for bridgectl tunnel"},
-	{"BRIDGE_ENV_FILE", "per-user config dir", "which .env bridgectl and bridge read (default $XDG_CONFIG_HOME/deepseek-mcp-bridge/.env); a file named here must exist (bridgectl secret creates it)"},
-	{"BRIDGE_DEBUG_ADDR", "", "loopback HOST:PORT for pprof and the goroutine count (make bench); empty = off"},
-	{"BRIDGE_TOOLS", "all", "which tools hosts are offered: all, flash (deepseek_flash, deepseek_models), agent (the agent tools, deepseek_review and deepseek_models), review (deepseek_review with poll, cancel and deepseek_models), or tool names, comma separated; fewer tools cost each host's model fewer tokens"},
-	{"BRIDGE_ALLOWED_ORIGINS", "", "browser origins served besides this machine's pages, comma separated (e.g. https://chatgpt.com, if its connector sends one); a request from any other Origin is refused with 403 and logged with the value to add"},
 }
 
 // Lookup reads one variable. Tests pass a map-backed Lookup instead of the process env.
@@ -323,6 +279,7 @@ func LoadMissingOK(envFile string, env Lookup) (Config, error) {
 		DebugAddr:          get("BRIDGE_DEBUG_ADDR"),
 		AllowedOrigins:     splitList(get("BRIDGE_ALLOWED_ORIGINS"), ","),
 		Tools:              splitList(get("BRIDGE_TOOLS"), ","),
+		ResultBudget:       p.intv("BRIDGE_RESULT_BUDGET", 0, 0, 16<<20),
 	}
 	if p.err != nil {
 		return Config{}, p.err

@@ -39,7 +39,7 @@ func TestInspectorFindsNoSchemaWarning(t *testing.T) {
 			Name string `json:"name"`
 		} `json:"tools"`
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &list); err != nil || len(list.Tools) != 9 {
+	if err := json.Unmarshal(stdout.Bytes(), &list); err != nil || len(list.Tools) != 10 {
 		t.Fatalf("tools/list through the Inspector: %v, %d tools\n%s", err, len(list.Tools), stdout.Bytes())
 	}
 	if strings.Contains(stderr.String(), "Warning") || strings.Contains(stderr.String(), "Schema portability") {

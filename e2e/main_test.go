@@ -196,6 +196,9 @@ func startBridgeBin(t testing.TB, bin string, env map[string]string) *bridgeProc
 		"BRIDGE_LOG_FILE":       filepath.Join(p.stateDir, "bridge.log"),
 		"BRIDGE_LOG_LEVEL":      "debug",
 		"RATE_LIMIT_PER_MINUTE": "6000",
+		// Tests read whole payloads: no host budget leaves parts out
+		// (TestPayloadFitsItsHost runs with the default, "").
+		"BRIDGE_RESULT_BUDGET": "16777216",
 		// A config home of its own: the per-user .env of whoever runs the
 		// tests is never read.
 		"XDG_CONFIG_HOME": filepath.Join(base, "config"),

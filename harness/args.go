@@ -49,6 +49,9 @@ func (c *ClaudeCode) Env(spec Spec) []string {
 		{"DISABLE_AUTOUPDATER", "1"},
 		{"DISABLE_TELEMETRY", "1"},
 		{"DISABLE_ERROR_REPORTING", "1"},
+		// The approval child's answer echoes a tool call's input: a Write of
+		// 200 KiB must come back whole, not cut at 25,000 tokens.
+		{"MAX_MCP_OUTPUT_TOKENS", maxMCPOutputTokens},
 	}
 	if c.NoRetries {
 		set = append(set, [2]string{"CLAUDE_CODE_MAX_RETRIES", "0"})
@@ -157,3 +160,7 @@ func Args(spec Spec) []string {
 
 // ThinkingOff is the thinking level that turns thinking off.
 const ThinkingOff = "off"
+
+// maxMCPOutputTokens is the MCP result size Claude Code takes whole in a
+// job: above any approval answer (an input is at most 16 MiB).
+const maxMCPOutputTokens = "10000000"

@@ -27,6 +27,11 @@ const maxLine = 8 << 20
 // serves each message on its own and keeps no initialize.
 const HeaderHostElicits = "X-Bridge-Host-Elicits"
 
+// HeaderHostName carries the name the host's initialize gave in its
+// clientInfo (for a host before protocol 2026-07-28, whose calls do not):
+// the daemon fits each result to what that host keeps.
+const HeaderHostName = "X-Bridge-Host-Name"
+
 // Options are what Forward needs besides the two streams.
 type Options struct {
 	// Socket is the daemon's unix socket.
@@ -113,8 +118,10 @@ type forwarder struct {
 	inflight map[string]context.CancelFunc // calls by their compacted id
 	closing  bool                          // Forward is returning: no new calls
 	wg       sync.WaitGroup
-	// elicits: the host's initialize declared the elicitation capability.
+	// elicits: the host's initialize declared the elicitation capability;
+	// host is the name in its clientInfo.
 	elicits bool
+	host    string
 	// Each call goes out under a session id of its own (prefix-n), so that
 	// the daemon can route the host's answer to a request it sent during
 	// that call (elicitation/create) back to it; asked maps such a
@@ -170,10 +177,14 @@ func (f *forwarder) dispatch(ctx context.Context, line []byte) {
 				Capabilities struct {
 					Elicitation json.RawMessage `json:"elicitation"`
 				} `json:"capabilities"`
+				ClientInfo struct {
+					Name string `json:"name"`
+				} `json:"clientInfo"`
 			}
 			if json.Unmarshal(m.Params, &p) == nil {
 				f.mu.Lock()
 				f.elicits = len(p.Capabilities.Elicitation) > 0 && string(p.Capabilities.Elicitation) != "null"
+				f.host = headerSafe(p.ClientInfo.Name)
 				f.mu.Unlock()
 			}
 		}
@@ -282,10 +293,13 @@ func (f *forwarder) post(ctx context.Context, body []byte, m message) (*http.Res
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Session-Id", m.session)
 	f.mu.Lock()
-	elicits := f.elicits
+	elicits, host := f.elicits, f.host
 	f.mu.Unlock()
 	if elicits {
 		req.Header.Set(HeaderHostElicits, "1")
+	}
+	if host != "" {
+		req.Header.Set(HeaderHostName, host)
 	}
 	var p struct {
 		Meta *mcp.Meta `json:"_meta"`
@@ -398,4 +412,18 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 			return line, err
 		}
 	}
+}
+
+// headerSafe is a host's name as a header value: printable ASCII, at most
+// 64 bytes ("" when it has anything else).
+func headerSafe(name string) string {
+	if len(name) > 64 {
+		return ""
+	}
+	for _, c := range []byte(name) {
+		if c < 0x20 || c > 0x7e {
+			return ""
+		}
+	}
+	return name
 }

@@ -186,7 +186,7 @@ func TestArgsPassedAsSent(t *testing.T) {
 
 // allTools are the tools a daemon with a full job registry serves.
 var allTools = []string{"deepseek_flash", "deepseek_models", "deepseek_agent_start", "deepseek_agent_poll",
-	"deepseek_agent_cancel", "deepseek_agent_continue", "deepseek_agent_message", "deepseek_agent_list", "deepseek_review"}
+	"deepseek_agent_cancel", "deepseek_agent_continue", "deepseek_agent_message", "deepseek_agent_list", "deepseek_agent_fetch", "deepseek_review"}
 
 // TestUnknownArgumentRefusedByEveryTool: every tool refuses an argument its
 // schema does not name, naming it and every argument the tool takes.
@@ -202,6 +202,11 @@ func TestUnknownArgumentRefusedByEveryTool(t *testing.T) {
 			args := map[string]any{"bogus": 9007199254740993}
 			for _, r := range st.Tool.InputSchema.Required {
 				args[r] = "x"
+				if prop, _ := st.Tool.InputSchema.Properties[r].(map[string]any); prop != nil {
+					if enum, _ := prop["enum"].([]string); len(enum) > 0 {
+						args[r] = enum[0]
+					}
+				}
 			}
 			takes := strings.Join(slices.Sorted(maps.Keys(st.Tool.InputSchema.Properties)), ", ")
 			if takes == "" {

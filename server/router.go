@@ -18,12 +18,17 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/config"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/tools"
 )
 
 // HeaderHostElicits is mcpsock.HeaderHostElicits (which this package cannot
 // import: the forwarder's tests run against this server): the socket's
 // forwarder sets it to "1" when its host declared elicitation.
 const HeaderHostElicits = "X-Bridge-Host-Elicits"
+
+// HeaderHostName is mcpsock.HeaderHostName: the host's clientInfo name as
+// the forwarder saw it.
+const HeaderHostName = "X-Bridge-Host-Name"
 
 // mcpRoute is the route pattern; it is also what the access log shows, so
 // the secret never reaches a log line through the path.
@@ -63,7 +68,7 @@ const socketRoute = "/mcp"
 // handling, without the capability path.
 func (s *Server) socketRouter() http.Handler {
 	return s.routes(socketRoute, func(w http.ResponseWriter, r *http.Request) {
-		via := viaSocket{elicits: r.Header.Get(HeaderHostElicits) == "1"}
+		via := viaSocket{elicits: r.Header.Get(HeaderHostElicits) == "1", host: r.Header.Get(HeaderHostName)}
 		s.mcpPost(w, r.WithContext(context.WithValue(r.Context(), viaSocketKey{}, via)))
 	}, s.secretRoutes)
 }
@@ -71,7 +76,21 @@ func (s *Server) socketRouter() http.Handler {
 // viaSocket marks a request that came over the daemon's unix socket (a
 // host on `bridge stdio`, the owner's own), with what the forwarder saw of
 // the host's initialize: whether it answers elicitations.
-type viaSocket struct{ elicits bool }
+type viaSocket struct {
+	elicits bool
+	host    string
+}
+
+// host is what a call knows of its host: the clientInfo of the request's
+// own _meta (protocol 2026-07-28 on), or of the initialize the socket's
+// forwarder saw.
+func host(ctx context.Context) tools.Host {
+	if info := mcpserver.RequestProtocolInfoFromContext(ctx); info != nil && info.ClientInfo != nil {
+		return tools.Host{Name: info.ClientInfo.Name}
+	}
+	sock, _ := ctx.Value(viaSocketKey{}).(viaSocket)
+	return tools.Host{Name: sock.host}
+}
 
 type viaSocketKey struct{}
 

@@ -69,6 +69,9 @@ func (j *stubJobs) Continue(context.Context, jobs.ContinueRequest) (jobs.Snapsho
 }
 
 func (j *stubJobs) List() []jobs.Snapshot { return nil }
+func (j *stubJobs) Part(id, part string) ([]byte, error) {
+	return []byte("part " + part + " of " + id), nil
+}
 
 // TestServeLifecycle: the endpoint answers on the listener it is given, and
 // a cancelled ctx stops the server. (Listening on PORT=0 and daemon.json are

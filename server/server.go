@@ -147,7 +147,7 @@ func New(o Options) (*Server, error) {
 	cfg := o.Config
 	offered, err := tools.Select(tools.List(tools.Options{
 		Flash: o.Flash, Lister: o.Lister, Models: o.Models, Jobs: o.Jobs,
-		Agent: tools.AgentToolOptions{SyncWindow: cfg.SyncWindow, MaxSteps: cfg.MaxSteps, JobTimeout: cfg.JobTimeout, OwnerToken: o.OwnerToken, Host: o.HostApprovals},
+		Agent: tools.AgentToolOptions{SyncWindow: cfg.SyncWindow, MaxSteps: cfg.MaxSteps, JobTimeout: cfg.JobTimeout, OwnerToken: o.OwnerToken, Host: o.HostApprovals, ResultBudget: cfg.ResultBudget},
 	}), cfg.Tools)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)

@@ -304,6 +304,7 @@ func (s *Server) toolMiddleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHa
 		if s.hostMayAsk(ctx) {
 			ctx = tools.WithHostAsk(ctx)
 		}
+		ctx = tools.WithHost(ctx, host(ctx))
 		ctx = tools.WithReporter(ctx, &progressReporter{ctx: ctx, cs: cs})
 		// Deferred, so a panicking handler (recovered by mcp-go further out)
 		// leaves no goroutine behind.

@@ -40,6 +40,9 @@ type AgentToolOptions struct {
 	// Host, when set, lets a call marked WithHostAsk ask its host's user to
 	// decide a job's pending request (in-host approvals).
 	Host HostApprovals
+	// ResultBudget is the bytes an agent tool's result may weigh
+	// (BRIDGE_RESULT_BUDGET; 0: the host's, budget).
+	ResultBudget int
 }
 
 func (o AgentToolOptions) withDefaults() AgentToolOptions {

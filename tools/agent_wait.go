@@ -21,7 +21,7 @@ func waitInline(ctx context.Context, req mcp.CallToolRequest, j AgentJobs, o Age
 	if err != nil {
 		return mcp.NewToolResultError(err.Error())
 	}
-	return agentResult(final, o.now())
+	return agentResult(ctx, o, final)
 }
 
 // untilApproval makes a wait end early once the job starts waiting for a

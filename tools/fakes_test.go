@@ -159,3 +159,4 @@ func payloadOf(t *testing.T, res *mcp.CallToolResult) AgentJobPayload {
 	}
 	return p
 }
+func (snapJobs) Part(string, string) ([]byte, error) { return nil, errors.New("not in this test") }

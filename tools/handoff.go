@@ -215,10 +215,15 @@ func writeHandoff(b *strings.Builder, p AgentJobPayload) {
 		fmt.Fprintf(b, "\nChanges note: %s", p.ChangesNote)
 	}
 	if p.Diff != "" {
-		b.WriteString("\nDiff:\n" + p.Diff)
+		// Carried once: in structuredContent, which Claude Code shows its model.
+		fmt.Fprintf(b, "\nDiff: %d bytes, in structuredContent.diff", len(p.Diff))
 		if p.DiffTruncated {
-			b.WriteString("(the diff is cut at 64 KiB; the owner sees all of it with `bridgectl jobs " + p.JobID + " --diff`)")
+			b.WriteString(" (cut at 64 KiB)")
 		}
+		fmt.Fprintf(b, "; all of it: deepseek_agent_fetch {\"job_id\": %q, \"part\": \"diff\"}", p.JobID)
+	}
+	for _, o := range p.Omitted {
+		fmt.Fprintf(b, "\nLeft out to fit this host (%d bytes of %s): %s", o.Bytes, o.Part, o.Fetch)
 	}
 	fmt.Fprintf(b, "\nNext step: %s", p.NextStep)
 }

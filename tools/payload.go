@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -45,6 +46,9 @@ type AgentJobPayload struct {
 	// say of it, and whether they hold on evidence.
 	Acceptance      []jobs.CheckStatus `json:"acceptance,omitempty" jsonschema:"the acceptance checks given at the start, each with its status and evidence"`
 	AcceptanceReady *bool              `json:"acceptance_ready,omitempty" jsonschema:"set when checks were given: true only when the job is done, has a check with a command, and every such check is met by the job's own run of its command after its last change"`
+
+	// What was left out to fit the host, and how to fetch it.
+	Omitted []Omitted `json:"omitted,omitempty" jsonschema:"parts left out of this payload to fit the host's limit on a result; each names the call that returns all of it"`
 
 	// A review's findings (deepseek_review), read against its scope.
 	Review *ReviewPayload `json:"review,omitempty" jsonschema:"set on a review job: its scope and, once done, the verdict and the findings the bridge read from the answer and checked against the scope"`
@@ -107,9 +111,8 @@ func Payload(s jobs.Snapshot, now time.Time) AgentJobPayload {
 	return p
 }
 
-func agentResult(s jobs.Snapshot, now time.Time) *mcp.CallToolResult {
-	p := Payload(s, now)
-	return mcp.NewToolResultStructured(p, AgentText(p))
+func agentResult(ctx context.Context, o AgentToolOptions, s jobs.Snapshot) *mcp.CallToolResult {
+	return agentResultFor(ctx, o, Payload(s, o.now()))
 }
 
 // AgentText is the text part of an agent tool's answer, written for the

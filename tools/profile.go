@@ -15,8 +15,8 @@ import (
 // each costs every host's model the tokens of its tools/list.
 var Profiles = map[string][]string{
 	"flash":  {"deepseek_flash", "deepseek_models"},
-	"agent":  {"deepseek_models", "deepseek_agent_start", "deepseek_agent_poll", "deepseek_agent_cancel", "deepseek_agent_continue", "deepseek_agent_message", "deepseek_agent_list", "deepseek_review"},
-	"review": {"deepseek_models", "deepseek_review", "deepseek_agent_poll", "deepseek_agent_cancel"},
+	"agent":  {"deepseek_models", "deepseek_agent_start", "deepseek_agent_poll", "deepseek_agent_cancel", "deepseek_agent_continue", "deepseek_agent_message", "deepseek_agent_list", "deepseek_agent_fetch", "deepseek_review"},
+	"review": {"deepseek_models", "deepseek_review", "deepseek_agent_poll", "deepseek_agent_cancel", "deepseek_agent_fetch"},
 }
 
 // Select keeps the tools of list that names name: profiles (Profiles, or

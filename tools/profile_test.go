@@ -55,7 +55,7 @@ func TestSelectOffersTheProfileOrTheNames(t *testing.T) {
 	if got := names("flash"); !slices.Equal(got, []string{"deepseek_flash", "deepseek_models"}) {
 		t.Errorf("flash: %v", got)
 	}
-	if got := names("review", "deepseek_flash"); !slices.Equal(got, []string{"deepseek_agent_cancel", "deepseek_agent_poll", "deepseek_flash", "deepseek_models", "deepseek_review"}) {
+	if got := names("review", "deepseek_flash"); !slices.Equal(got, []string{"deepseek_agent_cancel", "deepseek_agent_fetch", "deepseek_agent_poll", "deepseek_flash", "deepseek_models", "deepseek_review"}) {
 		t.Errorf("review plus a name: %v", got)
 	}
 	if _, err := Select(list, []string{"deepseek_flsh"}); err == nil || !strings.Contains(err.Error(), `"deepseek_flsh" is neither a profile (all, agent, flash, review) nor a tool`) {

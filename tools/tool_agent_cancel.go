@@ -38,7 +38,7 @@ func AgentCancelTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolH
 		if err != nil {
 			return lookupError(err), nil
 		}
-		return agentResult(snap, o.now()), nil
+		return agentResult(ctx, o, snap), nil
 	}
 	return tool, handler
 }

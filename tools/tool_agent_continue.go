@@ -36,7 +36,7 @@ func AgentContinueTool(j AgentJobs, c AgentContinuer, o AgentToolOptions) (mcp.T
 		mcp.WithString("job_id", mcp.Required(), mcp.Description("the ended job to continue")),
 		mcp.WithString("task", mcp.Required(), mcp.Description("the next message to the agent, e.g. \"go on\" or what to do differently")),
 		stepsArg(o, "leg"), timeoutArg(o, "leg"),
-		modelArg(o.Models), thinkingArg(), policyArg(o),
+		modelArg(o.Models), thinkingArg(), policyArg(o, true),
 		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[AgentJobPayload](),
 	)

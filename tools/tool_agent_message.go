@@ -37,7 +37,7 @@ func AgentMessageTool(m AgentMessenger, o AgentToolOptions) (mcp.Tool, mcpserver
 		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[AgentJobPayload](),
 	)
-	handler := func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a struct {
 			JobID   string `json:"job_id"`
 			Message string `json:"message"`
@@ -57,7 +57,7 @@ func AgentMessageTool(m AgentMessenger, o AgentToolOptions) (mcp.Tool, mcpserver
 		case err != nil:
 			return mcp.NewToolResultError("The message was not sent. " + err.Error()), nil
 		}
-		res := agentResult(snap, o.now())
+		res := agentResult(ctx, o, snap)
 		sent := "Message sent (" + mode + "): the agent takes it after its current turn. "
 		if mode == jobs.MessageSteer {
 			sent = "Message sent (steer): the agent's current turn was interrupted and it takes this next. "

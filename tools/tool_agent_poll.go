@@ -73,7 +73,7 @@ func AgentPollTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHan
 		if q := ask(snap); q != nil {
 			return q, nil
 		}
-		return agentResult(snap, o.now()), nil
+		return agentResult(ctx, o, snap), nil
 	}
 	return tool, handler
 }

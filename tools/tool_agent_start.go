@@ -27,7 +27,7 @@ func AgentStartTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHa
 		mcp.WithString("task", mcp.Required(), mcp.Description("what the agent should do, self-contained: it sees only this text and the workspace")),
 		mcp.WithString("workspace", mcp.Required(), mcp.Description("absolute path of an existing directory inside the owner's allowed roots (DEEPSEEK_ALLOWED_ROOTS)")),
 		stepsArg(o, "job"), timeoutArg(o, "job"),
-		modelArg(o.Models), thinkingArg(), policyArg(o), contextArg(), acceptanceArg(), tsModeArg(),
+		modelArg(o.Models), thinkingArg(), policyArg(o, false), contextArg(), acceptanceArg(), tsModeArg(),
 		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[AgentJobPayload](),
 	)

@@ -69,6 +69,9 @@ func List(o Options) []mcpserver.ServerTool {
 	if l, ok := o.Jobs.(AgentLister); ok {
 		tools = append(tools, serverTool(AgentListTool(l)))
 	}
+	if f, ok := o.Jobs.(AgentFetcher); ok {
+		tools = append(tools, serverTool(AgentFetchTool(f)))
+	}
 	return tools
 }
 

@@ -14,8 +14,8 @@ var update = flag.Bool("update", false, "rewrite testdata/toolsnaps/*.json")
 // go test ./tools -run TestToolSnaps -update rewrites testdata/toolsnaps.
 func TestToolSnaps(t *testing.T) {
 	list := List(Options{Flash: &fakeFlash{}, Jobs: snapJobs{}})
-	if len(list) != 9 {
-		t.Fatalf("%d tools, want deepseek_flash, deepseek_models, the six agent tools and deepseek_review", len(list))
+	if len(list) != 10 {
+		t.Fatalf("%d tools, want deepseek_flash, deepseek_models, the seven agent tools and deepseek_review", len(list))
 	}
 	for _, st := range list {
 		tool := st.Tool

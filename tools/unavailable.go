@@ -47,9 +47,11 @@ func (noJobs) Message(string, string, string) (jobs.Snapshot, error) {
 	return jobs.Snapshot{}, errNoJobs
 }
 func (noJobs) List() []jobs.Snapshot { return nil }
+func (noJobs) Part(string, string) ([]byte, error) { return nil, errNoJobs }
 
 var (
 	_ AgentContinuer = noJobs{}
 	_ AgentMessenger = noJobs{}
 	_ AgentLister    = noJobs{}
+	_ AgentFetcher   = noJobs{}
 )

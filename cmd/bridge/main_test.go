@@ -277,7 +277,7 @@ func TestStdio(t *testing.T) {
 		names = append(names, tl.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"deepseek_agent_cancel", "deepseek_agent_continue", "deepseek_agent_list", "deepseek_agent_message", "deepseek_agent_poll", "deepseek_agent_start", "deepseek_flash", "deepseek_models", "deepseek_review"}; !slices.Equal(names, want) {
+	if want := []string{"deepseek_agent_cancel", "deepseek_agent_continue", "deepseek_agent_fetch", "deepseek_agent_list", "deepseek_agent_message", "deepseek_agent_poll", "deepseek_agent_start", "deepseek_flash", "deepseek_models", "deepseek_review"}; !slices.Equal(names, want) {
 		t.Fatalf("tools/list over stdio: %v, want %v", names, want)
 	}
 	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"deepseek_flash","arguments":{"task":"hi"}}}`)

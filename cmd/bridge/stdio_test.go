@@ -151,7 +151,7 @@ func TestStdioBeforeSetup(t *testing.T) {
 				t.Fatalf("initialize: %v\nstderr:\n%s", err, errb.String())
 			}
 			list, err := cs.ListTools(ctx, nil)
-			if err != nil || len(list.Tools) != 9 {
+			if err != nil || len(list.Tools) != 10 {
 				t.Fatalf("tools/list: %v %d tools", err, len(list.Tools))
 			}
 			for _, tool := range list.Tools {
