@@ -210,6 +210,10 @@ type staged struct {
 	mtime     int64 // Unix nanoseconds
 }
 
+// debugLines is how many lines `ls-files --debug` prints for each entry:
+// ctime, mtime, dev/ino, uid/gid, size/flags.
+const debugLines = 5
+
 // parseStaged reads `git ls-files -s --debug -z`: each entry is
 // "<mode> <object> <stage>\t<path>\0" followed by indented lines, among them
 // "  mtime: S:NS" and "  size: N\tflags: F".
@@ -218,10 +222,18 @@ func parseStaged(out string) []staged {
 	parts := strings.Split(out, "\x00")
 	header := parts[0]
 	for _, part := range parts[1:] {
-		debug, next := part, ""
-		if j := strings.LastIndexByte(part, '\n'); j >= 0 {
-			debug, next = part[:j+1], part[j+1:]
+		// Each entry's debug block is exactly debugLines lines; what
+		// follows is the next entry's header, whose path may itself hold
+		// newlines (a name must never pass for another entry's stat).
+		at := 0
+		for range debugLines {
+			j := strings.IndexByte(part[at:], '\n')
+			if j < 0 {
+				return entries // not git's debug format: trust no more of it
+			}
+			at += j + 1
 		}
+		debug, next := part[:at], part[at:]
 		if e, ok := parseEntry(header, debug); ok {
 			entries = append(entries, e)
 		}

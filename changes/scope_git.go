@@ -177,6 +177,9 @@ func (sc *scoper) ownRepository() error {
 		if _, err := os.Lstat(filepath.Join(d, "objects", "info", "alternates")); err == nil {
 			return fmt.Errorf("scope: the repository borrows objects from elsewhere (objects/info/alternates): review it with scope paths:<files>")
 		}
+		if err := noLinks(d); err != nil {
+			return err
+		}
 	}
 	if wt, err := sc.git.config(sc.ws, "core.worktree"); err != nil || wt != "" && !sameDir(wt, sc.ws) {
 		return fmt.Errorf("scope: the repository's core.worktree is set elsewhere: review it with scope paths:<files>")
@@ -193,4 +196,43 @@ func inside(dir, p string) bool {
 	}
 	rel, err := filepath.Rel(rd, rp)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// maxGitDirEntries bounds the walk of a git dir's objects and refs.
+const maxGitDirEntries = 200_000
+
+// noLinks fails when anything the daemon's git reads objects or refs
+// through in the git dir d is a link: objects/ and everything in it (a
+// linked objects dir, pack or loose object reads another repository),
+// refs/ and everything in it, packed-refs, HEAD and commondir. The walk is
+// bounded; a git dir past the bound is refused rather than half checked.
+func noLinks(d string) error {
+	refuse := func(rel string) error {
+		return fmt.Errorf("scope: the repository's %s is a link, which could read another repository: review it with scope paths:<files>", rel)
+	}
+	for _, name := range []string{"HEAD", "packed-refs", "commondir", "objects", "refs"} {
+		if st, err := os.Lstat(filepath.Join(d, name)); err == nil && st.Mode()&os.ModeSymlink != 0 {
+			return refuse(name)
+		}
+	}
+	seen := 0
+	for _, top := range []string{"objects", "refs"} {
+		err := filepath.WalkDir(filepath.Join(d, top), func(p string, e os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if seen++; seen > maxGitDirEntries {
+				return fmt.Errorf("scope: the repository's git dir has more than %d objects and refs to check: review it with scope paths:<files>", maxGitDirEntries)
+			}
+			if e.Type()&os.ModeSymlink != 0 {
+				rel, _ := filepath.Rel(d, p)
+				return refuse(rel)
+			}
+			return nil
+		})
+		if err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	return nil
 }

@@ -98,6 +98,7 @@ type Registry struct {
 	mu      sync.Mutex
 	jobs    map[string]*job
 	damaged map[string]string // id → why its snapshot could not be taken as a job
+	scoping map[string]int    // workspaces whose review scope is being computed (scopeIn)
 	slots   slots
 	closed  bool
 	writes  pendingWrites
@@ -247,14 +248,14 @@ func (r *Registry) start(ctx context.Context, req StartRequest, parent *Snapshot
 	var prompt string
 	if req.Review != nil {
 		// The daemon's git reads the workspace for the scope: never while a
-		// job holds it (checked again below, once the job is recorded).
-		r.mu.Lock()
-		err = r.busyLocked(ws)
-		r.mu.Unlock()
+		// job holds it, and no job starts there meanwhile.
+		release, err := r.scopeIn(ws)
 		if err != nil {
 			return Snapshot{}, err
 		}
-		if rv, req.Task, prompt, err = r.reviewTask(ws, req.Review, enforced.Denied); err != nil {
+		rv, req.Task, prompt, err = r.reviewTask(ws, req.Review, enforced.Denied)
+		release()
+		if err != nil {
 			return Snapshot{}, err
 		}
 	}

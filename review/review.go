@@ -223,7 +223,9 @@ func Read(text string, s changes.Scope, ws string) Result {
 			why = fmt.Sprintf("%s has no lines to point at (%s)", rel, map[bool]string{true: "binary", false: "deleted"}[sf.Binary])
 		case from < 1 || to < from || float64(from) != f.LineStart:
 			why = fmt.Sprintf("%s: lines %v–%v are not a range of lines", rel, f.LineStart, f.LineEnd)
-		case sf.Lines >= 0 && to > sf.Lines: // -1: the file was not read, its end is not known
+		case sf.Lines < 0:
+			why = fmt.Sprintf("%s was not read (over 1 MiB, or past the scope's read budget): its lines cannot be checked", rel)
+		case to > sf.Lines:
 			why = fmt.Sprintf("%s: lines %d–%d lie beyond its end (%d lines)", rel, from, to, sf.Lines)
 		case len(r.Findings) == maxFindings:
 			why = fmt.Sprintf("more than %d findings", maxFindings)
