@@ -46,7 +46,7 @@ func (noJobs) Continue(context.Context, jobs.ContinueRequest) (jobs.Snapshot, er
 func (noJobs) Message(string, string, string) (jobs.Snapshot, error) {
 	return jobs.Snapshot{}, errNoJobs
 }
-func (noJobs) List() []jobs.Snapshot { return nil }
+func (noJobs) List() []jobs.Snapshot               { return nil }
 func (noJobs) Part(string, string) ([]byte, error) { return nil, errNoJobs }
 
 var (
