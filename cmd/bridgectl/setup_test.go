@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -243,4 +244,82 @@ func envValue(env, key string) string {
 		}
 	}
 	return v
+}
+
+// On a terminal, with a base URL nothing answers (a closed loopback port),
+// setup says the API cannot be reached and offers to keep the key unprobed;
+// answered yes, it goes on with the other steps and writes the key with that
+// base URL. Before, it stopped with nothing written and no way to name the
+// endpoint.
+func TestSetupInAPtyKeepsAnUnprobedKey(t *testing.T) {
+	w := newWorld(t)
+	claude := testenv.ClaudeBin(t)
+	home := filepath.Join(w.dir, "unreachable-home")
+	root := filepath.Join(w.dir, "projects-unreachable")
+	for _, d := range []string{home, root} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String()
+	l.Close() // nothing listens there now
+	environ := []string{
+		"PATH=/usr/bin:/bin", "HOME=" + home, "TERM=dumb", "PORT=0",
+		"BRIDGE_CLOUDFLARED_BIN=" + fakeCloudflared(t),
+		"BRIDGECTL_E2E_MARKER=" + w.marker,
+	}
+	t.Cleanup(func() { runCtl(t, environ, "", "stop") })
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	cmd := exec.Command(installed(t, "bridgectl"), "setup")
+	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = environ, tty, tty, tty
+	cmd.SysProcAttr = ptySysProcAttr()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }() // owner: the test; joined below
+	term := newTerminal(t, ptmx)
+
+	term.expect("base URL: the DeepSeek API (OpenAI-compatible) [https://api.deepseek.com]: ")
+	term.typeLine(closed)
+	term.expect("key: DeepSeek API key, typed without echo [none set")
+	term.typeSecret(testKey)
+	term.expect("key: cannot reach " + closed)
+	term.expect("key: keep it unprobed and go on with the other steps (yes), or stop here (no) [no]: ")
+	term.typeLine("yes")
+	term.expect("key: kept unprobed, with DEEPSEEK_BASE_URL=" + closed)
+	term.expect("roots: directories agent jobs may work in")
+	term.typeLine(root)
+	term.expect("approval: a human answers commands off the allow list (on), or nobody (off, trusted runs only) [on]: ")
+	term.typeLine("")
+	term.expect("claude: Claude Code not found; its path, or Enter to install it later []: ")
+	term.typeLine(claude)
+	term.expect("tunnel: none, quick or named [none]: ")
+	term.typeLine("")
+	term.expect("doctor:")
+	select {
+	case <-exited:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("setup did not exit:\n%s", term.text())
+	}
+	<-term.closed
+	env, err := os.ReadFile(filepath.Join(home, ".config", "deepseek-mcp-bridge", ".env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if envValue(string(env), "DEEPSEEK_API_KEY") != testKey || envValue(string(env), "DEEPSEEK_BASE_URL") != closed || envValue(string(env), "DEEPSEEK_ALLOWED_ROOTS") != root {
+		t.Errorf(".env after a key kept unprobed:\n%s\nterminal:\n%s", env, term.text())
+	}
+	if strings.Contains(term.text(), testKey) {
+		t.Error("setup printed the key")
+	}
 }
