@@ -19,6 +19,10 @@ const (
 	maxShownBytes  = 64 << 10
 )
 
+// OmittedInputKey is the one key of a record's input that was not kept
+// (its job's audit budget for inputs was spent).
+const OmittedInputKey = "_not_kept"
+
 // DisplayInput copies input for the request file and the audit log,
 // clipping long strings and what is past the whole input's bounds, and
 // marking that it did so with "_clipped": true.

@@ -3,6 +3,7 @@ package prompt
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,4 +103,37 @@ func mustDir(t *testing.T, root string) statedir.Dir {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// The tool inputs one job's audit records keep are bounded: past the
+// budget, each record keeps its summary and says its input was not kept.
+func TestAuditRecordsKeepABoundedAmountOfInput(t *testing.T) {
+	w := newWorld(t)
+	p, err := NewPrompter(promptConfig(t, w), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.auditInputBudget = 256 << 10
+	big := strings.Repeat("x", 4000)
+	for i := range 400 {
+		in := map[string]any{"file_path": filepath.Join(w.ws, "a.txt"), "content": big}
+		if a := p.AnswerCall(t.Context(), rules.Request{Tool: "Write", Input: in}, fmt.Sprintf("toolu_%d", i), nil); a.Behavior != "allow" {
+			t.Fatalf("call %d: %+v", i, a)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(w.state, "audit.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := strings.Count(string(b), "\n")
+	if n < 400 {
+		t.Errorf("%d records, want one or more per call", n)
+	}
+	// 400 inputs of 4 KB are 1.6 MB; kept: the budget and a line per record.
+	if len(b) > 256<<10+n*600 {
+		t.Errorf("the audit log holds %d KiB for a budget of 256 KiB of inputs", len(b)>>10)
+	}
+	if !strings.Contains(string(b), approvals.OmittedInputKey) || !strings.Contains(string(b), `"summary":"Write `) {
+		t.Errorf("no record says its input was not kept")
+	}
 }

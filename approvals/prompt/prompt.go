@@ -63,6 +63,10 @@ type Prompter struct {
 	// ledger's verdict for a real call (its first line wins).
 	askedMu sync.Mutex
 	asked   map[string]bool
+	// auditInput counts the input bytes the job's audit records kept, up to
+	// auditInputBudget (0: maxJobAuditInput); guarded by askedMu.
+	auditInput       int64
+	auditInputBudget int64
 }
 
 // maxAsked bounds the tool_use_ids a job's Prompter remembers; past it,
@@ -242,7 +246,33 @@ func (p *Prompter) ledger(toolUseID, tool, summary, verdict, reason string, deci
 }
 
 // record appends one audit record; the error says it is not on record.
-func (p *Prompter) record(r approvals.AuditRecord) error { return approvals.AppendAudit(p.dir, r) }
+// record appends r to the audit log. The tool inputs one job's records keep
+// are bounded (auditInputBudget): past it a record keeps the summary and
+// says its input was not kept, so a job asking 20 questions a second with
+// 64 KiB inputs cannot grow the log by megabytes a second for hours.
+func (p *Prompter) record(r approvals.AuditRecord) error {
+	if r.Input != nil {
+		b, _ := json.Marshal(r.Input)
+		p.askedMu.Lock()
+		budget := p.auditInputBudget
+		if budget == 0 {
+			budget = maxJobAuditInput
+		}
+		over := p.auditInput+int64(len(b)) > budget
+		if !over {
+			p.auditInput += int64(len(b))
+		}
+		p.askedMu.Unlock()
+		if over {
+			r.Input = map[string]any{approvals.OmittedInputKey: fmt.Sprintf("not kept: this job's audit records already hold %d MiB of tool inputs", budget>>20)}
+		}
+	}
+	return approvals.AppendAudit(p.dir, r)
+}
+
+// maxJobAuditInput bounds the bytes of tool inputs one job's audit records
+// keep.
+const maxJobAuditInput = 32 << 20
 
 // unrecorded denies a call whose audit record could not be written, and
 // says so in the log (the approval child's stderr, which Claude Code keeps
