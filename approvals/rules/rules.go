@@ -66,6 +66,10 @@ var HarmlessTools = []string{
 // Claude Code 2.1.328: a subagent's Bash call waited for a human).
 var DelegationTools = []string{"Agent"}
 
+// MaxCommandBytes is the longest command the rules read; a longer one is
+// denied.
+const MaxCommandBytes = 64 << 10
+
 // commandTools hold a POSIX shell command in the named input field.
 var commandTools = map[string]string{"Bash": "command", "Monitor": "command"}
 
@@ -116,6 +120,13 @@ func classify(req Request, p Policy) Verdict {
 		cmd, ok := req.Input[field].(string)
 		if !ok {
 			return Verdict{Decision: Deny, Reason: fmt.Sprintf("malformed %s call: %q is missing or not a string", req.Tool, field), Summary: summarize(req)}
+		}
+		if len(cmd) > MaxCommandBytes {
+			// Reading one costs the daemon seconds a MiB (each glob is
+			// expanded): a job could keep its CPU busy, and a person could
+			// not read it either.
+			return Verdict{Decision: Deny, Summary: Clip(req.Tool + ": " + cmd), Reason: fmt.Sprintf(
+				"the command is %d KiB, longer than the rules read (%d KiB): write long content with the Write tool, or put the commands in a script file and run that", len(cmd)>>10, MaxCommandBytes>>10)}
 		}
 		v := ClassifyCommand(cmd, p)
 		v.Summary = Clip(req.Tool + ": " + cmd)

@@ -634,3 +634,18 @@ func TestDotEnvInWorkspacePath(t *testing.T) {
 		}
 	}
 }
+
+// A command longer than the rules read is denied without being parsed: a
+// MiB of globs had cost the daemon seconds of CPU for one question.
+func TestAnOverlongCommandIsDeniedUnread(t *testing.T) {
+	p := Policy{Workspace: t.TempDir(), Allow: []string{"ls"}}
+	cmd := "ls " + strings.Repeat("*/*/[a-z]*.go ", (1<<20)/14)
+	v := Classify(Request{Tool: "Bash", Input: map[string]any{"command": cmd}}, p)
+	if v.Decision != Deny || !strings.Contains(v.Reason, "longer than the rules read (64 KiB)") || len(v.Summary) > 1024 {
+		t.Fatalf("verdict %s %q (summary %d bytes)", v.Decision, v.Reason, len(v.Summary))
+	}
+	ok := "ls " + strings.Repeat("a ", 1000)
+	if v := Classify(Request{Tool: "Bash", Input: map[string]any{"command": ok}}, p); v.Decision != Allow {
+		t.Errorf("a 2 KiB ls: %s %q", v.Decision, v.Reason)
+	}
+}
