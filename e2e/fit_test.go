@@ -99,6 +99,11 @@ func TestPayloadFitsItsHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The same part as an MCP resource, a page at a time.
+	rr, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "job://" + p.JobID + "/diff?offset=0&limit=65536"})
+	if err != nil || len(rr.Contents) != 1 || !strings.HasPrefix(string(kept), rr.Contents[0].Text) || len(rr.Contents[0].Text) < 60000 || rr.Contents[0].Meta["next_offset"] == nil {
+		t.Errorf("job://%s/diff as a resource: %v %+v", p.JobID, err, rr)
+	}
 	if joined.String() != string(kept) || len(kept) < 200<<10 || !strings.Contains(joined.String(), "+"+strings.SplitN(content, "\n", 2)[0]) {
 		t.Errorf("the pages joined to %d bytes; the kept diff is %d bytes", joined.Len(), len(kept))
 	}

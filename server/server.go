@@ -160,6 +160,9 @@ func New(o Options) (*Server, error) {
 	// arguments, so whoever registers one here must check them on that path
 	// too (TestNoCallTakesTheTaskPath).
 	s.mcp.AddTools(append(offered, conformanceTools()...)...)
+	if f, ok := o.Jobs.(tools.AgentFetcher); ok {
+		s.mcp.AddResourceTemplates(tools.JobResources(f)...)
+	}
 	schemas, err := checkToolSchemas(s.mcp.ListTools())
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)

@@ -131,3 +131,36 @@ func TestToolsSettingChoosesTheOfferedTools(t *testing.T) {
 		t.Errorf("an unknown name: %v", err)
 	}
 }
+
+// A job's parts are MCP resources too: job://ID/PART, a page at a time,
+// with the next page's offset in the contents' _meta.
+func TestJobPartsAreResources(t *testing.T) {
+	env := newTestEnv(t, Options{Jobs: &stubJobs{}})
+	read := func(uri string) rpcMessage {
+		t.Helper()
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "resources/read", "params": map[string]any{"uri": uri}})
+		msgs := messages(t, post(t, env.url, string(b), mcpHeaders))
+		if len(msgs) != 1 {
+			t.Fatalf("resources/read %s: %+v", uri, msgs)
+		}
+		return msgs[0]
+	}
+	var res struct {
+		Contents []struct {
+			URI  string         `json:"uri"`
+			Text string         `json:"text"`
+			Meta map[string]any `json:"_meta"`
+		} `json:"contents"`
+	}
+	m := read("job://j1/diff")
+	if err := json.Unmarshal(m.Result, &res); err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "part diff of j1" {
+		t.Fatalf("job://j1/diff: %s %v", m.Result, m.Error)
+	}
+	m = read("job://j1/ledger?offset=5&limit=4")
+	if err := json.Unmarshal(m.Result, &res); err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "ledg" || res.Contents[0].Meta["next_offset"] != float64(9) {
+		t.Fatalf("job://j1/ledger?offset=5&limit=4: %s %v", m.Result, m.Error)
+	}
+	if m := read("job://j1/diff?offset=x"); m.Error == nil {
+		t.Errorf("a bad offset: %s", m.Result)
+	}
+}
