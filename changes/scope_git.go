@@ -143,6 +143,9 @@ func hunksOf(d string) []LineRange {
 	for rest := d; rest != ""; {
 		line, next, _ := strings.Cut(rest, "\n")
 		rest = next
+		if !strings.HasPrefix(line, "@@ ") {
+			continue
+		}
 		if m := hunkHeader.FindStringSubmatch(line); m != nil {
 			from, _ := strconv.Atoi(m[1])
 			n := 1

@@ -201,6 +201,7 @@ func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
 	}
 	r.pid = cmd.Process.Pid
 	lowerPriority(r.pid)
+	r.ownNS = spec.OwnPIDNamespace
 	r.unwatch = watchLimits(r.pid, spec.Limits, spec.OwnPIDNamespace, r.passLimit)
 	r.wg.Add(3)
 	go func() {
@@ -226,6 +227,10 @@ type run struct {
 	jobID  string
 	cmd    *exec.Cmd
 	pid    int
+	// ownNS: the job runs in a PID namespace of its own, whose first
+	// process is r.pid: once that is reaped, the kernel has ended every
+	// other process of the job (no process leaves its namespace).
+	ownNS bool
 	stdin  io.WriteCloser
 	events chan Event
 	stderr tailBuffer
@@ -371,10 +376,12 @@ loop:
 	untrack(r.pid) // reaped by cmd.Wait
 	signalGroup(r.pid, true)
 	// Anything of the job that left the group (setsid, a daemonised child)
-	// still carries the job's marker. A process killed by one scan may have
-	// forked just before: scan again until one finds nothing (bounded).
+	// still carries the job's marker, and is below this process (a
+	// subreaper: an orphan is re-parented here). A process killed by one
+	// pass may have forked just before: look again until one finds nothing
+	// (bounded). A job in a namespace of its own has no process left.
 	for range 5 {
-		if KillJobProcesses(r.jobID) == 0 {
+		if r.ownNS || killJobDescendants(r.jobID) == 0 {
 			break
 		}
 	}

@@ -78,7 +78,16 @@ func ReapOrphans() int {
 	harnessMu.Lock()
 	defer harnessMu.Unlock()
 	self, selfGroup := os.Getpid(), syscall.Getpgrp()
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	// An orphan is this process's child: its children's lists name them
+	// all, where the kernel keeps them; otherwise every process is read.
+	var dirs []string
+	if childrenListed() {
+		for _, c := range children(self) {
+			dirs = append(dirs, "/proc/"+strconv.Itoa(c))
+		}
+	} else {
+		dirs, _ = filepath.Glob("/proc/[0-9]*")
+	}
 	var killed []int
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(filepath.Base(d))
