@@ -224,13 +224,13 @@ func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
 }
 
 type run struct {
-	jobID  string
-	cmd    *exec.Cmd
-	pid    int
+	jobID string
+	cmd   *exec.Cmd
+	pid   int
 	// ownNS: the job runs in a PID namespace of its own, whose first
 	// process is r.pid: once that is reaped, the kernel has ended every
 	// other process of the job (no process leaves its namespace).
-	ownNS bool
+	ownNS  bool
 	stdin  io.WriteCloser
 	events chan Event
 	stderr tailBuffer
