@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
@@ -135,5 +136,39 @@ func TestAuditRecordsKeepABoundedAmountOfInput(t *testing.T) {
 	}
 	if !strings.Contains(string(b), approvals.OmittedInputKey) || !strings.Contains(string(b), `"summary":"Write `) {
 		t.Errorf("no record says its input was not kept")
+	}
+}
+
+// What questions waiting for a person hold is bounded across the daemon: one
+// whose input would pass the bound is denied at once, not held.
+func TestWaitingInputsAreBounded(t *testing.T) {
+	w := newWorld(t)
+	old := waitingInputs
+	waitingInputs = semaphore.NewWeighted(1 << 10)
+	t.Cleanup(func() { waitingInputs = old })
+	queued := make(chan approvals.PendingRequest, 1)
+	testHookPending = func(pr approvals.PendingRequest) { queued <- pr }
+	t.Cleanup(func() { testHookPending = nil })
+	p, err := NewPrompter(promptConfig(t, w), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := rules.Request{Tool: "Bash", Input: map[string]any{"command": "make && echo " + strings.Repeat("x", 2000)}}
+	if a := p.AnswerCall(t.Context(), big, "toolu_big", nil); a.Behavior != "deny" || !strings.Contains(a.Message, "tool inputs waiting for a person") {
+		t.Fatalf("a question past the bound: %+v", a)
+	}
+	done := make(chan Answer, 1)
+	go func() {
+		done <- p.AnswerCall(t.Context(), rules.Request{Tool: "Bash", Input: map[string]any{"command": "make && make install"}}, "toolu_small", nil)
+	}()
+	pr := <-queued // the small one waits for a person
+	if err := approvals.NewQueue(mustDir(t, w.state), zerolog.Nop()).Decide(pr.ID, true, "", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-done; a.Behavior != "allow" {
+		t.Errorf("the small question: %+v", a)
+	}
+	if !waitingInputs.TryAcquire(1 << 10) {
+		t.Error("the answered question's bytes were not given back")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/approvals/rules"
@@ -176,7 +177,17 @@ func (p *Prompter) AnswerCall(ctx context.Context, req rules.Request, toolUseID 
 		ledger(policy.AllowedByRule, reason)
 		return allowAnswer(req.Input)
 	}
+	// The input stays in memory until a person answers: what every job's
+	// waiting questions hold is bounded across the daemon.
+	size := inputSize(req.Input)
+	if !waitingInputs.TryAcquire(size) {
+		reason := fmt.Sprintf("the bridge already holds %d MiB of tool inputs waiting for a person", maxWaitingInputs>>20)
+		_ = p.record(approvals.AuditRecord{Event: approvals.EventRefused, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Reason: reason, By: "bridge"})
+		ledger(policy.DeniedByPolicy, reason)
+		return denyAnswer("Denied: " + reason + "; ask again once those are answered, or make the call smaller. Do not try to work around this denial; report it in your final answer.")
+	}
 	d, err := p.queue.Submit(ctx, p.cfg.JobID, req, v, p.cfg.Timeout)
+	waitingInputs.Release(size)
 	if err != nil {
 		p.log.Error().Err(err).Str("job", p.cfg.JobID).Msg("approval request failed: denied")
 	}
@@ -268,6 +279,20 @@ func (p *Prompter) record(r approvals.AuditRecord) error {
 		}
 	}
 	return approvals.AppendAudit(p.dir, r)
+}
+
+// maxWaitingInputs bounds the bytes of the inputs of questions waiting for a
+// person, across the daemon (each is held until it is answered).
+const maxWaitingInputs = 128 << 20
+
+// waitingInputs holds what waiting questions' inputs weigh (a test may
+// replace it).
+var waitingInputs = semaphore.NewWeighted(maxWaitingInputs)
+
+// inputSize is what an input weighs, as JSON (at least 1).
+func inputSize(in map[string]any) int64 {
+	b, _ := json.Marshal(in)
+	return int64(len(b)) + 1
 }
 
 // maxJobAuditInput bounds the bytes of tool inputs one job's audit records
