@@ -11,8 +11,8 @@
 //     upstream request (the floor), and the difference;
 //   - the CPU per call of the bridge process beside that of a minimal Go
 //     proxy doing the same job (MinimalProxy, bench/minproxy: no MCP library,
-//     no checks, no logging), their ratio, and calls/s against the
-//     TypeScript bridge's figures;
+//     no checks, no logging), their ratio, and calls/s of both, measured
+//     in the same run, and their ratio;
 //   - tools/call throughput at saturation (rate limit raised for the run);
 //   - RSS of bridge serve idle, under load and after, and its goroutine
 //     count before, during and after a load run (read from the loopback-only
