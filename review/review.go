@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/changes"
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/policy"
 )
 
@@ -205,9 +206,9 @@ func Read(text string, s changes.Scope, ws string) Result {
 	case VerdictLooksGood, VerdictNeedsChanges:
 		r.Verdict = a.Verdict
 	default:
-		r.Error = fmt.Sprintf("the verdict %q is neither looks_good nor needs_changes", clip(a.Verdict, 40))
+		r.Error = fmt.Sprintf("the verdict %q is neither looks_good nor needs_changes", harness.Clip(a.Verdict, 40))
 	}
-	r.Summary = clip(strings.TrimSpace(a.Summary), maxSummary)
+	r.Summary = harness.Clip(strings.TrimSpace(a.Summary), maxSummary)
 	for _, f := range a.Findings {
 		rel := scopePath(f.File, s, ws)
 		sf, ok := s.File(rel)
@@ -218,7 +219,7 @@ func Read(text string, s changes.Scope, ws string) Result {
 		why := ""
 		switch {
 		case !ok:
-			why = fmt.Sprintf("%q is not a file of the scope", clip(f.File, 200))
+			why = fmt.Sprintf("%q is not a file of the scope", harness.Clip(f.File, 200))
 		case sf.Change == changes.Deleted || sf.Binary:
 			why = fmt.Sprintf("%s has no lines to point at (%s)", rel, map[bool]string{true: "binary", false: "deleted"}[sf.Binary])
 		case from < 1 || to < from || float64(from) != f.LineStart:
@@ -238,7 +239,7 @@ func Read(text string, s changes.Scope, ws string) Result {
 			continue
 		}
 		r.Findings = append(r.Findings, Finding{
-			Title: clip(strings.TrimSpace(f.Title), maxTitle), Body: clip(strings.TrimSpace(f.Body), maxBody),
+			Title: harness.Clip(strings.TrimSpace(f.Title), maxTitle), Body: harness.Clip(strings.TrimSpace(f.Body), maxBody),
 			Priority: int(bound(f.Priority, 0, 3, 2)), Confidence: bound(f.Confidence, 0, 1, 0.5),
 			File: rel, LineStart: from, LineEnd: to,
 			Context: s.Spec.Kind != changes.ScopePaths && !touches(sf.Hunks, from, to),
@@ -285,15 +286,3 @@ func bound(v *float64, lo, hi, def float64) float64 {
 	}
 	return math.Min(hi, math.Max(lo, *v))
 }
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !isRuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/deepseek-mcp-bridge/deepseek-mcp-bridge/harness"
 )
 
 // What a result may weigh. Hosts cut what they receive: Claude Code saves a
@@ -116,12 +119,9 @@ func fit(p *AgentJobPayload, budget int) {
 		// The result, cut: twice, as it is in both halves.
 		room := max(0, (budget-(weight(*p)-2*len(p.Result)))/2-200)
 		if room < len(p.Result) {
-			cut := room
-			for cut > 0 && cut < len(p.Result) && p.Result[cut]&0xC0 == 0x80 {
-				cut--
-			}
-			omit("result", len(p.Result)-cut)
-			p.Result = p.Result[:cut] + "…"
+			cut := harness.Clip(p.Result, room)
+			omit("result", len(p.Result)-len(strings.TrimSuffix(cut, "…")))
+			p.Result = cut
 		}
 	}
 }

@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -27,27 +26,6 @@ func (f *fakeFlash) Flash(ctx context.Context, req deepseek.FlashRequest) (deeps
 	}
 	return f.fn(ctx, req)
 }
-
-// snapJobs serves every agent tool and is never called: the snapshot test
-// only needs the agent tools listed.
-type snapJobs struct{}
-
-func (snapJobs) Start(context.Context, jobs.StartRequest) (jobs.Snapshot, error) {
-	return jobs.Snapshot{}, errors.New("not in this test")
-}
-func (snapJobs) Wait(context.Context, string, time.Duration, func(jobs.Snapshot)) (jobs.Snapshot, error) {
-	return jobs.Snapshot{}, errors.New("not in this test")
-}
-func (snapJobs) CancelBy(context.Context, string, jobs.StopReason) (jobs.Snapshot, error) {
-	return jobs.Snapshot{}, errors.New("not in this test")
-}
-func (snapJobs) Message(string, string, string) (jobs.Snapshot, error) {
-	return jobs.Snapshot{}, errors.New("not in this test")
-}
-func (snapJobs) Continue(context.Context, jobs.ContinueRequest) (jobs.Snapshot, error) {
-	return jobs.Snapshot{}, errors.New("not in this test")
-}
-func (snapJobs) List() []jobs.Snapshot { return nil }
 
 // fakeJobs is an AgentJobs whose answers the test sets.
 type fakeJobs struct {
@@ -159,4 +137,3 @@ func payloadOf(t *testing.T, res *mcp.CallToolResult) AgentJobPayload {
 	}
 	return p
 }
-func (snapJobs) Part(string, string) ([]byte, error) { return nil, errors.New("not in this test") }

@@ -14,7 +14,7 @@ const maxToolList = 20 << 10
 // TestToolListSizePerProfile prints what each profile costs and holds the
 // full list under maxToolList.
 func TestToolListSizePerProfile(t *testing.T) {
-	list := List(Options{Flash: &fakeFlash{}, Jobs: snapJobs{}})
+	list := List(Options{Flash: &fakeFlash{}, Jobs: noJobs{}})
 	for _, profile := range []string{"all", "agent", "review", "flash"} {
 		sel, err := Select(list, []string{profile})
 		if err != nil {
@@ -36,7 +36,7 @@ func TestToolListSizePerProfile(t *testing.T) {
 }
 
 func TestSelectOffersTheProfileOrTheNames(t *testing.T) {
-	list := List(Options{Flash: &fakeFlash{}, Jobs: snapJobs{}})
+	list := List(Options{Flash: &fakeFlash{}, Jobs: noJobs{}})
 	names := func(names ...string) []string {
 		sel, err := Select(list, names)
 		if err != nil {
@@ -72,7 +72,7 @@ func TestSelectOffersTheProfileOrTheNames(t *testing.T) {
 // The served output schema keeps what a host checks — every required
 // field, typed, none nullable — and lets the rest through.
 func TestServedOutputSchemaIsCompact(t *testing.T) {
-	for _, st := range List(Options{Flash: &fakeFlash{}, Jobs: snapJobs{}}) {
+	for _, st := range List(Options{Flash: &fakeFlash{}, Jobs: noJobs{}}) {
 		var s struct {
 			Type       string                    `json:"type"`
 			Required   []string                  `json:"required"`

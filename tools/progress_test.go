@@ -68,7 +68,7 @@ func (r *recordingReporter) Done(msg string) { r.Report(0, 0, msg) }
 // reportedJobs is an AgentJobs whose Wait sees the job running, then (when
 // until is set) waits for that to be reported before it ends done.
 type reportedJobs struct {
-	snapJobs
+	noJobs
 	until <-chan struct{}
 }
 

@@ -13,7 +13,7 @@ var update = flag.Bool("update", false, "rewrite testdata/toolsnaps/*.json")
 // TestToolSnaps keeps what hosts see of every tool a reviewed diff:
 // go test ./tools -run TestToolSnaps -update rewrites testdata/toolsnaps.
 func TestToolSnaps(t *testing.T) {
-	list := List(Options{Flash: &fakeFlash{}, Jobs: snapJobs{}})
+	list := List(Options{Flash: &fakeFlash{}, Jobs: noJobs{}})
 	if len(list) != 10 {
 		t.Fatalf("%d tools, want deepseek_flash, deepseek_models, the seven agent tools and deepseek_review", len(list))
 	}

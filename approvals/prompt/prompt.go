@@ -62,10 +62,10 @@ type Prompter struct {
 	// asked are the tool_use_ids the job has asked about: a second question
 	// with one is refused, so that no forged question can write the
 	// ledger's verdict for a real call (its first line wins).
-	askedMu sync.Mutex
-	asked   map[string]bool
+	mu    sync.Mutex
+	asked map[string]bool
 	// auditInput counts the input bytes the job's audit records kept, up to
-	// auditInputBudget (0: maxJobAuditInput); guarded by askedMu.
+	// auditInputBudget (0: maxJobAuditInput). mu guards asked and these.
 	auditInput       int64
 	auditInputBudget int64
 }
@@ -79,8 +79,8 @@ func (p *Prompter) firstAsk(toolUseID string) bool {
 	if toolUseID == "" {
 		return true // the ledger keys by id: a call without one writes no line
 	}
-	p.askedMu.Lock()
-	defer p.askedMu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.asked == nil {
 		p.asked = map[string]bool{}
 	}
@@ -264,7 +264,7 @@ func (p *Prompter) ledger(toolUseID, tool, summary, verdict, reason string, deci
 func (p *Prompter) record(r approvals.AuditRecord) error {
 	if r.Input != nil {
 		b, _ := json.Marshal(r.Input)
-		p.askedMu.Lock()
+		p.mu.Lock()
 		budget := p.auditInputBudget
 		if budget == 0 {
 			budget = maxJobAuditInput
@@ -273,7 +273,7 @@ func (p *Prompter) record(r approvals.AuditRecord) error {
 		if !over {
 			p.auditInput += int64(len(b))
 		}
-		p.askedMu.Unlock()
+		p.mu.Unlock()
 		if over {
 			r.Input = map[string]any{approvals.OmittedInputKey: fmt.Sprintf("not kept: this job's audit records already hold %d MiB of tool inputs", budget>>20)}
 		}

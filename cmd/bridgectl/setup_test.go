@@ -127,23 +127,7 @@ func TestSetupInAPty(t *testing.T) {
 		"BRIDGE_CLOUDFLARED_BIN=" + fakeCloudflared(t),
 		"BRIDGECTL_E2E_MARKER=" + w.marker,
 	}
-	t.Cleanup(func() { runCtl(t, environ, "", "stop") })
-
-	ptmx, tty, err := pty.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ptmx.Close()
-	cmd := exec.Command(installed(t, "bridgectl"), "setup")
-	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = environ, tty, tty, tty
-	cmd.SysProcAttr = ptySysProcAttr()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	tty.Close()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }() // owner: the test; joined below
-	term := newTerminal(t, ptmx)
+	term, exited := setupInAPty(t, environ)
 
 	const wrongKey = "sk-not-the-right-key-0000"
 	term.expect("base URL: the DeepSeek API (OpenAI-compatible) [" + w.double.URL() + "]: ")
@@ -272,22 +256,7 @@ func TestSetupInAPtyKeepsAnUnprobedKey(t *testing.T) {
 		"BRIDGE_CLOUDFLARED_BIN=" + fakeCloudflared(t),
 		"BRIDGECTL_E2E_MARKER=" + w.marker,
 	}
-	t.Cleanup(func() { runCtl(t, environ, "", "stop") })
-	ptmx, tty, err := pty.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ptmx.Close()
-	cmd := exec.Command(installed(t, "bridgectl"), "setup")
-	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = environ, tty, tty, tty
-	cmd.SysProcAttr = ptySysProcAttr()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	tty.Close()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }() // owner: the test; joined below
-	term := newTerminal(t, ptmx)
+	term, exited := setupInAPty(t, environ)
 
 	term.expect("base URL: the DeepSeek API (OpenAI-compatible) [https://api.deepseek.com]: ")
 	term.typeLine(closed)
@@ -322,4 +291,26 @@ func TestSetupInAPtyKeepsAnUnprobedKey(t *testing.T) {
 	if strings.Contains(term.text(), testKey) {
 		t.Error("setup printed the key")
 	}
+}
+
+// setupInAPty starts `bridgectl setup` on a pty with environ, its daemon
+// stopped at cleanup, and returns its terminal and its exit.
+func setupInAPty(t *testing.T, environ []string) (*terminal, <-chan error) {
+	t.Helper()
+	t.Cleanup(func() { runCtl(t, environ, "", "stop") })
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ptmx.Close() })
+	cmd := exec.Command(installed(t, "bridgectl"), "setup")
+	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = environ, tty, tty, tty
+	cmd.SysProcAttr = ptySysProcAttr()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }() // owner: the test; joined by the caller
+	return newTerminal(t, ptmx), exited
 }
