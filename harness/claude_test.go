@@ -404,8 +404,12 @@ func TestClaudeCodeKillsProcessesThatLeftTheGroup(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("no setsid")
 	}
-	// setsid puts the sleeper in its own session and group: only the marker finds it.
-	body := "setsid sleep 300 </dev/null >/dev/null 2>&1 &\necho '" + initLine + "'\necho '" + resultLine + "'\nexit 0"
+	// setsid puts the sleeper in its own session and group: only the marker
+	// finds it. The harness ends only once the sleeper has left the group (the
+	// ready file is made after setsid), so the group's kill cannot take it.
+	ready := filepath.Join(t.TempDir(), "ready")
+	body := "setsid sh -c 'touch \"$0\"; exec sleep 300' '" + ready + "' </dev/null >/dev/null 2>&1 &\n" +
+		"while [ ! -e '" + ready + "' ]; do :; done\necho '" + initLine + "'\necho '" + resultLine + "'\nexit 0"
 	c := &ClaudeCode{Bin: fakeClaude(t, body), Environ: []string{"PATH=" + os.Getenv("PATH")}}
 	spec := testSpec(t, "job-setsid")
 	r, err := c.Start(t.Context(), spec)

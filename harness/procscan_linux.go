@@ -27,12 +27,14 @@ func JobProcesses(jobID string) []int {
 }
 
 // killJobDescendants SIGKILLs the processes below this one that carry the
-// job's marker, and returns how many: a job's processes are always below the
-// daemon (a subreaper), so the end of a job reads its own tree, not the
-// machine's; where the kernel lists no children, every process.
+// job's marker, and returns how many: when this process is a subreaper (bridge
+// serve), a job's processes are always below it, so the end of a job reads its
+// own tree, not the machine's. Otherwise an orphan is re-parented elsewhere
+// (init), and every process is read, as it is where the kernel lists no
+// children.
 func killJobDescendants(jobID string) int {
 	pids, ok := descendants()
-	if !ok {
+	if !ok || !subreaper.Load() {
 		return KillJobProcesses(jobID)
 	}
 	pids = marked(jobID, pids)
