@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -28,7 +29,8 @@ var wrappers = []string{
 // one that writes a path other programs run later outside any sandbox
 // (plantsRunLater); everything else goes to a human.
 func ClassifyCommand(cmd string, p Policy) Verdict {
-	v := classifyCommand(cmd, p)
+	p = p.budgeted()
+	v := overBudget(classifyCommand(cmd, p), p)
 	v.Summary = Clip(cmd)
 	return v
 }
@@ -123,7 +125,7 @@ func checkArgs(name string, words []word, p Policy) Verdict {
 			case namesDotEnv(c, p.Workspace) || namesDotEnv(d.Resolved, p.Workspace):
 				hold(Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q mentions a .env file, which usually holds secrets: a human decides", a)})
 			}
-			if v, bad := globMatches(g, a, c, p.Workspace); bad {
+			if v, bad := globMatches(g, a, c, p); bad {
 				if v.Decision == Deny {
 					return v
 				}
@@ -131,7 +133,7 @@ func checkArgs(name string, words []word, p Policy) Verdict {
 			}
 		}
 	}
-	if v, bad := unseenExpansions(words, code, p.Workspace); bad {
+	if v, bad := unseenExpansions(words, code, p); bad {
 		hold(v)
 	}
 	if held != nil {
@@ -148,13 +150,17 @@ const maxGlobMatches = 4096
 // leads out, which the pattern's non-glob prefix does not show) and must not
 // name a .env file. A quoted pattern is checked as if it were expanded too: a
 // program such as find expands it itself.
-func globMatches(g sandbox.Guard, arg, c, workspace string) (Verdict, bool) {
+func globMatches(g sandbox.Guard, arg, c string, p Policy) (Verdict, bool) {
 	if !strings.ContainsAny(c, "*?[") {
 		return Verdict{}, false
 	}
-	matches, why, err := globFiles(c, workspace)
+	workspace := p.Workspace
+	matches, why, err := globFiles(c, workspace, p.globs)
 	if why != "" {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q %s: a human decides", arg, why)}, true
+	}
+	if errors.Is(err, errGlobWork) {
+		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q: %v in one call (%d): a human decides", arg, err, maxGlobWork)}, true
 	}
 	if err != nil {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q is a malformed glob (%v): a human decides", arg, err)}, true
@@ -163,6 +169,9 @@ func globMatches(g sandbox.Guard, arg, c, workspace string) (Verdict, bool) {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q matches more than %d files: a human decides", arg, maxGlobMatches)}, true
 	}
 	for _, m := range matches {
+		if !p.globs.spend(admitWork) {
+			return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q: %v in one call (%d): a human decides", arg, errGlobWork, maxGlobWork)}, true
+		}
 		d := admit(g, m)
 		switch {
 		case d.Protected:

@@ -99,6 +99,9 @@ func belowWorkspace(path, workspace string) (rel string, below bool) {
 	return filepath.Clean(path), false
 }
 
+// MaxPathBytes bounds a file tool's path argument: PATH_MAX on Linux.
+const MaxPathBytes = 4096
+
 func classifyFile(req Request, args []pathArg, p Policy) Verdict {
 	g := sandbox.Guard{Workspace: p.Workspace, Protected: p.Protected}
 	base := "."
@@ -115,6 +118,12 @@ func classifyFile(req Request, args []pathArg, p Policy) Verdict {
 		s, ok := raw.(string)
 		if !ok {
 			return Verdict{Decision: Deny, Reason: fmt.Sprintf("malformed %s call: %q is not a string", req.Tool, a.key), Summary: summarize(req)}
+		}
+		if len(s) > MaxPathBytes {
+			// No file has such a name (PATH_MAX), and reading one (brace
+			// alternatives, globs, a reason that quotes it) costs the daemon
+			// by the byte.
+			return Verdict{Decision: Deny, Reason: fmt.Sprintf("malformed %s call: %q is %d bytes, longer than any path (%d)", req.Tool, a.key, len(s), MaxPathBytes), Summary: Clip(req.Tool + " " + s)}
 		}
 		if s == "" {
 			if a.required {

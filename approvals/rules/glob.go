@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -11,16 +12,26 @@ import (
 // workspace) matches read as bash reads it (goGlob), and also as Go's own
 // syntax reads it when Go accepts it: where the two differ ([!0-x] is a set
 // holding ! to Go), the rules check both sets of files.
-func globFiles(pattern, workspace string) (matches []string, why string, err error) {
+//
+// The expansion spends b (a nil one: a budget of its own) and ends with
+// errGlobWork when it is gone.
+func globFiles(pattern, workspace string, b *globBudget) (matches []string, why string, err error) {
 	bash, why := goGlob(pattern)
 	if why != "" {
 		return nil, why, nil
 	}
-	matches, err = filepath.Glob(inWorkspace(bash, workspace))
+	if b == nil {
+		b = newGlobBudget()
+	}
+	matches, err = b.glob(inWorkspace(bash, workspace))
 	if err != nil || bash == pattern {
 		return matches, "", err
 	}
-	if more, err := filepath.Glob(inWorkspace(pattern, workspace)); err == nil {
+	more, err := b.glob(inWorkspace(pattern, workspace))
+	if errors.Is(err, errGlobWork) {
+		return nil, "", err
+	}
+	if err == nil {
 		seen := map[string]bool{}
 		for _, m := range matches {
 			seen[m] = true
@@ -153,13 +164,14 @@ func escapeGlob(s string) string {
 // that, before the command runs, needs a process of the job already running
 // beside it (Bash run_in_background and Monitor go to a human), which could
 // then run the options itself, in the same sandbox.
-func unseenExpansions(words []word, code map[int]bool, workspace string) (Verdict, bool) {
+func unseenExpansions(words []word, code map[int]bool, p Policy) (Verdict, bool) {
+	workspace := p.Workspace
 	for i, w := range words {
 		if w.glob == "" {
 			continue
 		}
 		if mayStartWithDash(w.glob) {
-			matches, why, err := globFiles(firstComponent(w.glob), workspace)
+			matches, why, err := globFiles(firstComponent(w.glob), workspace, p.globs)
 			if why != "" || err != nil {
 				return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q is a glob whose matches the rules cannot list, and one may start with - and be taken for an option: a human decides", w.text)}, true
 			}
@@ -170,7 +182,7 @@ func unseenExpansions(words []word, code map[int]bool, workspace string) (Verdic
 			}
 		}
 		if code[i] {
-			matches, why, err := globFiles(w.glob, workspace)
+			matches, why, err := globFiles(w.glob, workspace, p.globs)
 			if why != "" || err != nil || len(matches) > 0 {
 				return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q is the program's code, and bash would replace it with the names of the files it matches: a human decides (quote it)", w.text)}, true
 			}

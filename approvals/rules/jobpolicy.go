@@ -38,7 +38,7 @@ func applyJob(req Request, p Policy, v Verdict) Verdict {
 				continue
 			}
 			abs := absIn(p.Workspace, s)
-			if g, denied := deniedAny(e, p.Workspace, abs); denied {
+			if g, denied := deniedAny(e, p, abs); denied {
 				return deny("%s is a deny path (%s): never read or written", s, g)
 			}
 			if writeTools[req.Tool] && !mayWrite(e, p.Workspace, abs) {
@@ -56,7 +56,7 @@ func applyJob(req Request, p Policy, v Verdict) Verdict {
 	for _, call := range pc.calls {
 		for _, w := range call {
 			for _, c := range pathWords(w.text) {
-				if g, denied := deniedAny(e, p.Workspace, absIn(p.Workspace, c)); denied {
+				if g, denied := deniedAny(e, p, absIn(p.Workspace, c)); denied {
 					return deny("the command names %s, a deny path (%s)", w.text, g)
 				}
 			}
@@ -125,7 +125,10 @@ const maxDenyGlob = 4096
 
 // deniedAny checks abs against deny_paths as written, after symlinks, and,
 // for a glob word, every file it expands to in the workspace.
-func deniedAny(e *policy.Enforced, ws, abs string) (string, bool) {
+// The expansion spends the call's glob budget; past it, the call goes to a
+// human (overBudget).
+func deniedAny(e *policy.Enforced, p Policy, abs string) (string, bool) {
+	ws := p.Workspace
 	forms := []string{abs}
 	if r := (sandbox.Guard{Workspace: ws}).Admit(abs).Resolved; r != "" && r != abs {
 		if rel, ok := relTo(resolvedOrSelf(ws), r); ok {
@@ -135,7 +138,7 @@ func deniedAny(e *policy.Enforced, ws, abs string) (string, bool) {
 		}
 	}
 	if strings.ContainsAny(abs, "*?[") {
-		if m, err := filepath.Glob(abs); err == nil && len(m) <= maxDenyGlob {
+		if m, err := p.globs.glob(abs); err == nil && len(m) <= maxDenyGlob {
 			forms = append(forms, m...)
 		}
 	}

@@ -43,6 +43,28 @@ type Policy struct {
 	// commands (Linux, bubblewrap, the sandbox on). Without one the rules
 	// alone hold them, and allow only commands whose writes they model.
 	Jailed bool
+
+	// globs is what is left of this call's glob budget (maxGlobWork), set by
+	// Classify and ClassifyCommand.
+	globs *globBudget
+}
+
+// budgeted gives p a glob budget of its own for one call, unless it has one.
+func (p Policy) budgeted() Policy {
+	if p.globs == nil {
+		p.globs = newGlobBudget()
+	}
+	return p
+}
+
+// overBudget sends an allowed call whose globs went past maxGlobWork to a
+// human: some of what they match went unchecked.
+func overBudget(v Verdict, p Policy) Verdict {
+	if v.Decision == Allow && p.globs != nil && p.globs.left < 0 {
+		v.Decision = Ask
+		v.Reason = fmt.Sprintf("its globs match more than the %d files the rules check in one call: a human decides", maxGlobWork)
+	}
+	return v
 }
 
 // Verdict is the rules' answer for one Request.
@@ -112,7 +134,8 @@ var writeTools = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true,
 //
 // and then the job's policy narrows the verdict (applyJob).
 func Classify(req Request, p Policy) Verdict {
-	return applyJob(req, p, classify(req, p))
+	p = p.budgeted()
+	return overBudget(applyJob(req, p, classify(req, p)), p)
 }
 
 func classify(req Request, p Policy) Verdict {

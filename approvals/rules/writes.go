@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,12 +38,12 @@ const maxWriteTargets = 1 << 16
 // output redirection. A path named through an expansion ($D/pre-commit) or
 // inside a file the program reads (a patch, a script) is not seen.
 func plantsRunLater(pc parsed, p Policy) (Verdict, bool) {
-	return plantsIn(pc, sandbox.Guard{Workspace: p.Workspace, Protected: p.Protected}, 0)
+	return plantsIn(pc, sandbox.Guard{Workspace: p.Workspace, Protected: p.Protected}, p.globs, 0)
 }
 
-func plantsIn(pc parsed, g sandbox.Guard, depth int) (Verdict, bool) {
+func plantsIn(pc parsed, g sandbox.Guard, b *globBudget, depth int) (Verdict, bool) {
 	for _, o := range pc.outputs {
-		if v, bad := checkTargets(g, writeTargets{paths: []string{o.text}}); bad {
+		if v, bad := checkTargets(g, b, writeTargets{paths: []string{o.text}}); bad {
 			return v, true
 		}
 	}
@@ -52,7 +53,7 @@ func plantsIn(pc parsed, g sandbox.Guard, depth int) (Verdict, bool) {
 			args := texts(words[1:])
 			if depth < maxNesting {
 				if line, ok := commandLineIn(name, args); ok {
-					if v, bad := plantsIn(parseCommand(line), g, depth+1); bad {
+					if v, bad := plantsIn(parseCommand(line), g, b, depth+1); bad {
 						return v, true
 					}
 				}
@@ -66,7 +67,7 @@ func plantsIn(pc parsed, g sandbox.Guard, depth int) (Verdict, bool) {
 					args = slices.Delete(args, drop, drop+1)
 				}
 			}
-			if v, bad := checkTargets(g, w(args)); bad {
+			if v, bad := checkTargets(g, b, w(args)); bad {
 				return v, true
 			}
 		}
@@ -120,13 +121,18 @@ func programBase(w string) string {
 // checked, so a name put into it is checked when the name alone runs later
 // (.npmrc, .git) or a file of that name is there already: cp writes through
 // a symlink it finds.
-func checkTargets(g sandbox.Guard, t writeTargets) (Verdict, bool) {
+func checkTargets(g sandbox.Guard, b *globBudget, t writeTargets) (Verdict, bool) {
 	if t.why != "" {
 		return Verdict{Decision: Deny, Reason: t.why + ": no job may plant what runs later outside any sandbox"}, true
 	}
+	tooMany := Verdict{Decision: Deny, Reason: fmt.Sprintf("the command's globs match more than the %d files the rules check for what runs later outside any sandbox: name fewer", maxGlobWork)}
 	var names []string
 	for _, s := range t.into {
-		for _, m := range withMatches(s, g.Workspace) {
+		into, ok := withMatches(s, g.Workspace, b)
+		if !ok {
+			return tooMany, true
+		}
+		for _, m := range into {
 			if t.parents {
 				names = append(names, m)
 			} else {
@@ -144,7 +150,11 @@ func checkTargets(g sandbox.Guard, t writeTargets) (Verdict, bool) {
 	}
 	tried := 0
 	for _, p := range t.paths {
-		for _, m := range withMatches(p, g.Workspace) {
+		paths, ok := withMatches(p, g.Workspace, b)
+		if !ok {
+			return tooMany, true
+		}
+		for _, m := range paths {
 			if v, bad := check(m); bad {
 				return v, true
 			}
@@ -202,17 +212,18 @@ func runLaterTarget(g sandbox.Guard, c string) (string, bool) {
 }
 
 // withMatches returns p and, when it holds a glob character, the files it
-// matches (bash passes p itself when nothing matches).
-func withMatches(p, workspace string) []string {
+// matches (bash passes p itself when nothing matches); ok is false when the
+// matches are past the call's glob budget or maxGlobMatches.
+func withMatches(p, workspace string, b *globBudget) (paths []string, ok bool) {
 	out := []string{p}
 	if !strings.ContainsAny(p, "*?[") {
-		return out
+		return out, true
 	}
-	matches, _, _ := globFiles(p, workspace)
-	if len(matches) > maxGlobMatches {
-		matches = matches[:maxGlobMatches]
+	matches, _, err := globFiles(p, workspace, b)
+	if errors.Is(err, errGlobWork) || len(matches) > maxGlobMatches {
+		return nil, false
 	}
-	return append(out, matches...)
+	return append(out, matches...), true
 }
 
 func exists(p, workspace string) bool {
