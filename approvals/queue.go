@@ -126,6 +126,7 @@ type Queue struct {
 	minPoll time.Duration
 	maxPoll time.Duration
 	notify  func(PendingRequest)
+	keep    func(map[string]any) map[string]any
 }
 
 // NewQueue returns the queue of the state dir; log gets one line per event
@@ -138,6 +139,10 @@ func NewQueue(dir statedir.Dir, log zerolog.Logger) *Queue {
 // waits, so a waiter in the same process needs no polling. Call it before
 // the queue is used.
 func (q *Queue) Notify(f func(PendingRequest)) { q.notify = f }
+
+// KeepInput sets what a pending record keeps of a request's input (the
+// request file, which a person reads, keeps it all); by default, all of it.
+func (q *Queue) KeepInput(f func(map[string]any) map[string]any) { q.keep = f }
 
 func (q *Queue) requestPath(id string) string {
 	return filepath.Join(q.dir.Approvals(), id+".request.json")
@@ -180,7 +185,11 @@ func (q *Queue) Submit(ctx context.Context, jobID string, req rules.Request, v r
 	// On record before a human can see it: an approval of a request the
 	// audit log does not hold would let a call run unrecorded.
 	exp := pr.Expires
-	if err := q.Audit(AuditRecord{Event: EventPending, ID: id, JobID: jobID, Tool: req.Tool, Summary: v.Summary, Input: pr.Input, Verdict: v.Decision, Reason: v.Reason, Expires: &exp}); err != nil {
+	kept := pr.Input
+	if q.keep != nil {
+		kept = q.keep(kept)
+	}
+	if err := q.Audit(AuditRecord{Event: EventPending, ID: id, JobID: jobID, Tool: req.Tool, Summary: v.Summary, Input: kept, Verdict: v.Decision, Reason: v.Reason, Expires: &exp}); err != nil {
 		return Decision{ID: id, Kind: KindCorrupt, Reason: "the bridge could not write the audit record of the request, and nothing runs unrecorded", Decided: now}, fmt.Errorf("queue approval: %w", err)
 	}
 	if err := statedir.WriteJSON(q.requestPath(id), pr); err != nil {

@@ -68,6 +68,10 @@ type Prompter struct {
 	// auditInputBudget (0: maxJobAuditInput). mu guards asked and these.
 	auditInput       int64
 	auditInputBudget int64
+	// waiting is what this job's questions waiting for a person weigh, up
+	// to waitingShare (0: maxJobWaitingInputs) of the daemon's bound.
+	waiting      int64
+	waitingShare int64
 }
 
 // maxAsked bounds the tool_use_ids a job's Prompter remembers; past it,
@@ -111,7 +115,9 @@ func NewPrompter(cfg Config, log zerolog.Logger) (*Prompter, error) {
 	if testHookPending != nil {
 		q.Notify(testHookPending)
 	}
-	return &Prompter{cfg: cfg, dir: dir, queue: q, log: log}, nil
+	p := &Prompter{cfg: cfg, dir: dir, queue: q, log: log}
+	q.KeepInput(p.keptInput)
+	return p, nil
 }
 
 // Answer classifies one tool call and, when a human must decide, queues it
@@ -134,7 +140,11 @@ func (p *Prompter) Answer(ctx context.Context, req rules.Request) Answer {
 // in the job's overlay or jail than it does here.
 func (p *Prompter) AnswerCall(ctx context.Context, req rules.Request, toolUseID string, view *rules.Verdict) Answer {
 	if !p.firstAsk(toolUseID) {
+		// The record shows what the refused question asked, as the daemon
+		// read it: a forged first question under a real call's id is on
+		// record beside the real one.
 		_ = p.record(approvals.AuditRecord{Event: approvals.EventRefused, JobID: p.cfg.JobID, Tool: req.Tool,
+			Summary: rules.Summarize(req), Input: approvals.DisplayInput(req.Input),
 			Reason: "refused a second question for tool_use_id " + toolUseID + ": Claude Code asks once per call", By: "bridge"})
 		return denyAnswer("Denied: this tool call was already asked about. Do not try to work around this denial; report it in your final answer.")
 	}
@@ -179,15 +189,15 @@ func (p *Prompter) AnswerCall(ctx context.Context, req rules.Request, toolUseID 
 	}
 	// The input stays in memory until a person answers: what every job's
 	// waiting questions hold is bounded across the daemon.
-	size := inputSize(req.Input)
-	if !waitingInputs.TryAcquire(size) {
-		reason := fmt.Sprintf("the bridge already holds %d MiB of tool inputs waiting for a person", maxWaitingInputs>>20)
+	release, why := p.holdWaiting(inputSize(req.Input))
+	if why != "" {
+		reason := why + " waiting for a person"
 		_ = p.record(approvals.AuditRecord{Event: approvals.EventRefused, JobID: p.cfg.JobID, Tool: req.Tool, Summary: v.Summary, Reason: reason, By: "bridge"})
 		ledger(policy.DeniedByPolicy, reason)
 		return denyAnswer("Denied: " + reason + "; ask again once those are answered, or make the call smaller. Do not try to work around this denial; report it in your final answer.")
 	}
 	d, err := p.queue.Submit(ctx, p.cfg.JobID, req, v, p.cfg.Timeout)
-	waitingInputs.Release(size)
+	release()
 	if err != nil {
 		p.log.Error().Err(err).Str("job", p.cfg.JobID).Msg("approval request failed: denied")
 	}
@@ -262,23 +272,29 @@ func (p *Prompter) ledger(toolUseID, tool, summary, verdict, reason string, deci
 // says its input was not kept, so a job asking 20 questions a second with
 // 64 KiB inputs cannot grow the log by megabytes a second for hours.
 func (p *Prompter) record(r approvals.AuditRecord) error {
-	if r.Input != nil {
-		b, _ := json.Marshal(r.Input)
-		p.mu.Lock()
-		budget := p.auditInputBudget
-		if budget == 0 {
-			budget = maxJobAuditInput
-		}
-		over := p.auditInput+int64(len(b)) > budget
-		if !over {
-			p.auditInput += int64(len(b))
-		}
-		p.mu.Unlock()
-		if over {
-			r.Input = map[string]any{approvals.OmittedInputKey: fmt.Sprintf("not kept: this job's audit records already hold %d MiB of tool inputs", budget>>20)}
-		}
-	}
+	r.Input = p.keptInput(r.Input)
 	return approvals.AppendAudit(p.dir, r)
+}
+
+// keptInput is what an audit record keeps of in: in itself while the job's
+// budget lasts (it spends it), then a note that it was not kept. The queue's
+// pending records go through it too.
+func (p *Prompter) keptInput(in map[string]any) map[string]any {
+	if in == nil {
+		return nil
+	}
+	b, _ := json.Marshal(in)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	budget := p.auditInputBudget
+	if budget == 0 {
+		budget = maxJobAuditInput
+	}
+	if p.auditInput+int64(len(b)) > budget {
+		return map[string]any{approvals.OmittedInputKey: fmt.Sprintf("not kept: this job's audit records already hold %d MiB of tool inputs", budget>>20)}
+	}
+	p.auditInput += int64(len(b))
+	return in
 }
 
 // maxWaitingInputs bounds the bytes of the inputs of questions waiting for a
@@ -288,6 +304,35 @@ const maxWaitingInputs = 128 << 20
 // waitingInputs holds what waiting questions' inputs weigh (a test may
 // replace it).
 var waitingInputs = semaphore.NewWeighted(maxWaitingInputs)
+
+// maxJobWaitingInputs is one job's share of maxWaitingInputs: a job cannot
+// hold the whole bound and have every other job's questions denied.
+const maxJobWaitingInputs = 32 << 20
+
+// holdWaiting takes size from this job's share and from the daemon's bound
+// for a question that waits for a person; release gives both back. why,
+// when not "", says which bound it would pass (and nothing is held).
+func (p *Prompter) holdWaiting(size int64) (release func(), why string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	share := p.waitingShare
+	if share == 0 {
+		share = maxJobWaitingInputs
+	}
+	if p.waiting+size > share {
+		return nil, fmt.Sprintf("this job already holds %d MiB of tool inputs", share>>20)
+	}
+	if !waitingInputs.TryAcquire(size) {
+		return nil, fmt.Sprintf("the bridge already holds %d MiB of tool inputs", maxWaitingInputs>>20)
+	}
+	p.waiting += size
+	return func() {
+		waitingInputs.Release(size)
+		p.mu.Lock()
+		p.waiting -= size
+		p.mu.Unlock()
+	}, ""
+}
 
 // inputSize is what an input weighs, as JSON (at least 1).
 func inputSize(in map[string]any) int64 {

@@ -111,13 +111,13 @@ func classifyFile(req Request, args []pathArg, p Policy) Verdict {
 		raw, present := req.Input[a.key]
 		if !present || raw == nil {
 			if a.required {
-				return Verdict{Decision: Deny, Reason: fmt.Sprintf("malformed %s call: %q is missing", req.Tool, a.key), Summary: summarize(req)}
+				return Verdict{Decision: Deny, Reason: fmt.Sprintf("malformed %s call: %q is missing", req.Tool, a.key), Summary: Summarize(req)}
 			}
 			continue
 		}
 		s, ok := raw.(string)
 		if !ok {
-			return Verdict{Decision: Deny, Reason: fmt.Sprintf("malformed %s call: %q is not a string", req.Tool, a.key), Summary: summarize(req)}
+			return Verdict{Decision: Deny, Reason: fmt.Sprintf("malformed %s call: %q is not a string", req.Tool, a.key), Summary: Summarize(req)}
 		}
 		if len(s) > MaxPathBytes {
 			// No file has such a name (PATH_MAX), and reading one (brace
@@ -127,7 +127,7 @@ func classifyFile(req Request, args []pathArg, p Policy) Verdict {
 		}
 		if s == "" {
 			if a.required {
-				return Verdict{Decision: Deny, Reason: fmt.Sprintf("malformed %s call: %q is empty", req.Tool, a.key), Summary: summarize(req)}
+				return Verdict{Decision: Deny, Reason: fmt.Sprintf("malformed %s call: %q is empty", req.Tool, a.key), Summary: Summarize(req)}
 			}
 			continue
 		}

@@ -142,7 +142,7 @@ func classify(req Request, p Policy) Verdict {
 	if field, ok := commandTools[req.Tool]; ok {
 		cmd, ok := req.Input[field].(string)
 		if !ok {
-			return Verdict{Decision: Deny, Reason: fmt.Sprintf("malformed %s call: %q is missing or not a string", req.Tool, field), Summary: summarize(req)}
+			return Verdict{Decision: Deny, Reason: fmt.Sprintf("malformed %s call: %q is missing or not a string", req.Tool, field), Summary: Summarize(req)}
 		}
 		if len(cmd) > MaxCommandBytes {
 			// Reading one costs the daemon seconds a MiB (each glob is
@@ -169,28 +169,28 @@ func classify(req Request, p Policy) Verdict {
 	}
 	switch {
 	case slices.Contains(sandbox.DeniedTools, req.Tool):
-		return Verdict{Decision: Deny, Reason: req.Tool + " is never allowed in a job: it would act outside the workspace or past the job's end", Summary: summarize(req)}
+		return Verdict{Decision: Deny, Reason: req.Tool + " is never allowed in a job: it would act outside the workspace or past the job's end", Summary: Summarize(req)}
 	case networkTools[req.Tool]:
-		return Verdict{Decision: Ask, Reason: req.Tool + " reaches the network: a human decides", Summary: summarize(req)}
+		return Verdict{Decision: Ask, Reason: req.Tool + " reaches the network: a human decides", Summary: Summarize(req)}
 	case slices.Contains(HarmlessTools, req.Tool):
-		return Verdict{Decision: Allow, Reason: req.Tool + " only touches the harness's own bookkeeping", Summary: summarize(req)}
+		return Verdict{Decision: Allow, Reason: req.Tool + " only touches the harness's own bookkeeping", Summary: Summarize(req)}
 	case slices.Contains(DelegationTools, req.Tool) && req.Input["isolation"] != nil && req.Input["isolation"] != "":
 		// isolation "worktree" runs the subagent in a git worktree of the
 		// repository around the workspace, where its commands can write the
 		// owner's refs; "remote" leaves the machine.
-		return Verdict{Decision: Deny, Reason: fmt.Sprintf("a subagent with isolation %v would work outside the workspace: start it without isolation", req.Input["isolation"]), Summary: summarize(req)}
+		return Verdict{Decision: Deny, Reason: fmt.Sprintf("a subagent with isolation %v would work outside the workspace: start it without isolation", req.Input["isolation"]), Summary: Summarize(req)}
 	case slices.Contains(DelegationTools, req.Tool):
-		return Verdict{Decision: Allow, Reason: req.Tool + " starts a subagent whose own tool calls are checked the same way", Summary: summarize(req)}
+		return Verdict{Decision: Allow, Reason: req.Tool + " starts a subagent whose own tool calls are checked the same way", Summary: Summarize(req)}
 	case req.Tool == "AskUserQuestion":
-		return Verdict{Decision: Deny, Reason: "nobody can answer questions while a job runs: state your assumption and carry on, or ask in your final answer", Summary: summarize(req)}
+		return Verdict{Decision: Deny, Reason: "nobody can answer questions while a job runs: state your assumption and carry on, or ask in your final answer", Summary: Summarize(req)}
 	case req.Tool == "PowerShell":
-		return Verdict{Decision: Ask, Reason: "PowerShell commands are not classified by the rules: a human decides", Summary: summarize(req)}
+		return Verdict{Decision: Ask, Reason: "PowerShell commands are not classified by the rules: a human decides", Summary: Summarize(req)}
 	case req.Tool == "":
-		return Verdict{Decision: Deny, Reason: "malformed request: no tool name", Summary: summarize(req)}
+		return Verdict{Decision: Deny, Reason: "malformed request: no tool name", Summary: Summarize(req)}
 	case strings.HasPrefix(req.Tool, "mcp__"):
-		return Verdict{Decision: Ask, Reason: "MCP tool " + req.Tool + " is not known to the rules: a human decides", Summary: summarize(req)}
+		return Verdict{Decision: Ask, Reason: "MCP tool " + req.Tool + " is not known to the rules: a human decides", Summary: Summarize(req)}
 	}
-	return Verdict{Decision: Ask, Reason: "tool " + req.Tool + " is not known to the rules: a human decides", Summary: summarize(req)}
+	return Verdict{Decision: Ask, Reason: "tool " + req.Tool + " is not known to the rules: a human decides", Summary: Summarize(req)}
 }
 
 func truthy(v any) bool {

@@ -11,8 +11,8 @@ import (
 // in the request file).
 const maxSummary = 400
 
-// summarize renders a tool call in one line.
-func summarize(req Request) string {
+// Summarize renders a tool call in one line, without classifying it.
+func Summarize(req Request) string {
 	b, err := json.Marshal(req.Input)
 	if err != nil {
 		b = []byte("{…}")
