@@ -290,7 +290,9 @@ func TestPendingRecordsSpendTheAuditBudget(t *testing.T) {
 	for i := range 12 {
 		done := make(chan Answer, 1)
 		in := map[string]any{"command": "make && echo " + big}
-		go func() { done <- p.AnswerCall(t.Context(), rules.Request{Tool: "Bash", Input: in}, fmt.Sprintf("toolu_%d", i), nil) }()
+		go func() {
+			done <- p.AnswerCall(t.Context(), rules.Request{Tool: "Bash", Input: in}, fmt.Sprintf("toolu_%d", i), nil)
+		}()
 		pr := <-queued
 		if pr.Input["command"] != in["command"] {
 			t.Fatalf("the request a person reads lost its input: %v", pr.Input)
