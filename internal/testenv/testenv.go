@@ -57,6 +57,15 @@ func Scrubbed(name string) bool {
 // Main isolates the test process (Isolate), runs the tests, removes what it
 // made, and returns the exit code for os.Exit.
 func Main(m *testing.M) int {
+	if len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-") {
+		// Code under test starts its own executable as another program (the
+		// daemon runs `bridge jail-overlay` to probe its overlay): a test
+		// binary is not that program, and running the tests in it instead
+		// would run them again inside the probe, and leave its temp dir
+		// behind when the probe kills it.
+		fmt.Fprintf(os.Stderr, "testenv: this test binary was started as %q, which it is not; its tests do not run there\n", os.Args[1])
+		return 2
+	}
 	cleanup, err := Isolate()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testenv:", err)

@@ -1,7 +1,9 @@
 package testenv_test
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -76,5 +78,31 @@ func TestBinaryBuildsOnce(t *testing.T) {
 	}
 	if st, err := os.Stat(a); err != nil || st.Mode()&0o111 == 0 {
 		t.Fatalf("%s: %v", a, err)
+	}
+}
+
+// A test binary that code under test starts as another program (the
+// daemon's overlay probe runs its own executable as `jail-overlay`) says so
+// and exits: it neither runs the tests again inside the probe nor leaves a
+// temp HOME behind when the probe kills it (the daemon's tests had left one
+// per daemon started, and waited for the probe's timeout each time).
+func TestMainRefusesToRunAsAnotherProgram(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	cmd := exec.Command(self, "jail-overlay", "--lower", "x")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), `started as "jail-overlay", which it is not`) {
+		t.Fatalf("run as jail-overlay: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "PASS") || strings.Contains(string(out), "=== RUN") {
+		t.Errorf("the tests ran in it:\n%s", out)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("it left %d entries in its temp dir: %v", len(left), left)
 	}
 }
