@@ -65,11 +65,12 @@ type Prompter struct {
 	mu    sync.Mutex
 	asked map[string]bool
 	// auditInput counts the input bytes the job's audit records kept, up to
-	// auditInputBudget (0: maxJobAuditInput). mu guards asked and these.
+	// auditInputBudget (0: maxJobAuditInput).
 	auditInput       int64
 	auditInputBudget int64
 	// waiting is what this job's questions waiting for a person weigh, up
-	// to waitingShare (0: maxJobWaitingInputs) of the daemon's bound.
+	// to waitingShare (0: maxJobWaitingInputs) of the daemon's bound. mu
+	// guards asked and every count here.
 	waiting      int64
 	waitingShare int64
 }
