@@ -143,12 +143,8 @@ func TestAuditRecordsKeepABoundedAmountOfInput(t *testing.T) {
 // whose input would pass the bound is denied at once, not held.
 func TestWaitingInputsAreBounded(t *testing.T) {
 	w := newWorld(t)
-	old := waitingInputs
-	waitingInputs = semaphore.NewWeighted(1 << 10)
-	t.Cleanup(func() { waitingInputs = old })
-	queued := make(chan approvals.PendingRequest, 1)
-	testHookPending = func(pr approvals.PendingRequest) { queued <- pr }
-	t.Cleanup(func() { testHookPending = nil })
+	boundWaiting(t, 1<<10)
+	queued := queuedRequests(t, 1)
 	p, err := NewPrompter(promptConfig(t, w), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -178,12 +174,8 @@ func TestWaitingInputsAreBounded(t *testing.T) {
 // question still waits for a person.
 func TestOneJobCannotTakeEveryJobsWaitingBudget(t *testing.T) {
 	w := newWorld(t)
-	old := waitingInputs
-	waitingInputs = semaphore.NewWeighted(4 << 10)
-	t.Cleanup(func() { waitingInputs = old })
-	queued := make(chan approvals.PendingRequest, 4)
-	testHookPending = func(pr approvals.PendingRequest) { queued <- pr }
-	t.Cleanup(func() { testHookPending = nil })
+	boundWaiting(t, 4<<10)
+	queued := queuedRequests(t, 4)
 	greedy, err := NewPrompter(promptConfig(t, w), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -277,9 +269,7 @@ func TestARefusedSecondQuestionIsOnRecordAsTheDaemonReadsIt(t *testing.T) {
 // reads keeps the whole input.
 func TestPendingRecordsSpendTheAuditBudget(t *testing.T) {
 	w := newWorld(t)
-	queued := make(chan approvals.PendingRequest, 1)
-	testHookPending = func(pr approvals.PendingRequest) { queued <- pr }
-	t.Cleanup(func() { testHookPending = nil })
+	queued := queuedRequests(t, 1)
 	p, err := NewPrompter(promptConfig(t, w), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -319,4 +309,19 @@ func TestPendingRecordsSpendTheAuditBudget(t *testing.T) {
 	if !omitted {
 		t.Error("no pending record says its input was not kept")
 	}
+}
+
+// boundWaiting replaces the daemon's bound on waiting inputs for one test.
+func boundWaiting(t *testing.T, n int64) {
+	old := waitingInputs
+	waitingInputs = semaphore.NewWeighted(n)
+	t.Cleanup(func() { waitingInputs = old })
+}
+
+// queuedRequests receives each request a Prompter queues for a person.
+func queuedRequests(t *testing.T, n int) <-chan approvals.PendingRequest {
+	queued := make(chan approvals.PendingRequest, n)
+	testHookPending = func(pr approvals.PendingRequest) { queued <- pr }
+	t.Cleanup(func() { testHookPending = nil })
+	return queued
 }

@@ -159,8 +159,9 @@ func globMatches(g sandbox.Guard, arg, c string, p Policy) (Verdict, bool) {
 	if why != "" {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q %s: a human decides", arg, why)}, true
 	}
+	overBudget := Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q: %v in one call (%d): a human decides", arg, errGlobWork, maxGlobWork)}
 	if errors.Is(err, errGlobWork) {
-		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q: %v in one call (%d): a human decides", arg, err, maxGlobWork)}, true
+		return overBudget, true
 	}
 	if err != nil {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q is a malformed glob (%v): a human decides", arg, err)}, true
@@ -170,7 +171,7 @@ func globMatches(g sandbox.Guard, arg, c string, p Policy) (Verdict, bool) {
 	}
 	for _, m := range matches {
 		if !p.globs.spend(admitWork) {
-			return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q: %v in one call (%d): a human decides", arg, errGlobWork, maxGlobWork)}, true
+			return overBudget, true
 		}
 		d := admit(g, m)
 		switch {
