@@ -48,16 +48,17 @@ func TestAGlobThroughLinkLoopsStopsAtTheBound(t *testing.T) {
 		t.Errorf("spent %d, past the budget %d by more than one read", spent, maxGlobWork)
 	}
 	v := ClassifyCommand("ls "+strings.Repeat("*/", 6)+"*", Policy{Workspace: ws, Allow: []string{"ls"}})
-	if v.Decision != Ask || !strings.Contains(v.Reason, "more files than the rules check") {
-		t.Errorf("verdict %+v, want a human to decide because of the bound", v)
+	if v.Decision != Deny || !strings.Contains(v.Reason, "more files than the rules check") {
+		t.Errorf("verdict %+v, want it refused because of the bound", v)
 	}
 }
 
 // TestAllTheGlobsOfACommandAreBounded: each glob word stays under the cap on
 // one argument's matches, but together a command's words make the daemon
 // read the workspace thousands of times (64 KiB of `*/*` cost it minutes). One
-// budget holds for the whole call: past it, a human decides; a deny path or
-// a protected path anywhere still denies.
+// budget holds for the whole call: past it, the command is refused (a
+// protected path among the unchecked matches must not reach a person as if
+// checked).
 func TestAllTheGlobsOfACommandAreBounded(t *testing.T) {
 	w := newWorld(t)
 	for i := range 300 {
@@ -69,11 +70,11 @@ func TestAllTheGlobsOfACommandAreBounded(t *testing.T) {
 	}
 	many := "ls " + strings.TrimSpace(strings.Repeat("f* ", 200))
 	v := ClassifyCommand(many, w.policy)
-	if v.Decision != Ask || !strings.Contains(v.Reason, "more files than the rules check") {
-		t.Errorf("200 globs of 300 files: %+v, want a human to decide because of the bound", v)
+	if v.Decision != Deny || !strings.Contains(v.Reason, "more files than the rules check") {
+		t.Errorf("200 globs of 300 files: %+v, want it refused because of the bound", v)
 	}
-	if v := Classify(Request{Tool: "Bash", Input: map[string]any{"command": many}}, w.policy); v.Decision != Ask {
-		t.Errorf("as a Bash call: %+v, want ask", v)
+	if v := Classify(Request{Tool: "Bash", Input: map[string]any{"command": many}}, w.policy); v.Decision != Deny {
+		t.Errorf("as a Bash call: %+v, want deny", v)
 	}
 	if v := ClassifyCommand(many+" state-link/approvals/x.request.json", w.policy); v.Decision != Deny {
 		t.Errorf("with a protected path after the globs: %+v, want deny", v)

@@ -159,7 +159,9 @@ func globMatches(g sandbox.Guard, arg, c string, p Policy) (Verdict, bool) {
 	if why != "" {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q %s: a human decides", arg, why)}, true
 	}
-	overBudget := Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q: %v in one call (%d): a human decides", arg, errGlobWork, maxGlobWork)}
+	// Past the budget its matches go unchecked, a protected path among them
+	// too: the command is refused, not shown to a person as if checked.
+	overBudget := Verdict{Decision: Deny, Reason: fmt.Sprintf("argument %q: %v in one call (%d), so they cannot be checked for protected paths: name fewer files", arg, errGlobWork, maxGlobWork)}
 	if errors.Is(err, errGlobWork) {
 		return overBudget, true
 	}

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -138,7 +139,11 @@ func deniedAny(e *policy.Enforced, p Policy, abs string) (string, bool) {
 		}
 	}
 	if strings.ContainsAny(abs, "*?[") {
-		if m, err := p.globs.glob(abs); err == nil && len(m) <= maxDenyGlob {
+		m, err := p.globs.glob(abs)
+		if errors.Is(err, errGlobWork) {
+			return "its matches are past the rules' glob budget and cannot be checked against deny_paths", true
+		}
+		if err == nil && len(m) <= maxDenyGlob {
 			forms = append(forms, m...)
 		}
 	}
