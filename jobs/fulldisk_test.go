@@ -104,10 +104,12 @@ func TestCloseGivesUpOnWritesThatNeverLand(t *testing.T) {
 	run := e.nextRun()
 	// The running snapshot first, then a disk that stays full: a page freed
 	// meanwhile is taken again, so the final write never lands.
-	poll.Until(5*time.Second, func() bool {
+	if !poll.Until(time.Minute, func() bool {
 		d, err := Load(e.dir, s.ID)
 		return err == nil && d.Status == StatusRunning && d.HarnessPID != 0
-	})
+	}) {
+		t.Fatal("the running snapshot never reached the disk")
+	}
 	fs.KeepFull()
 	got := e.succeed(run, s.ID)
 	if got.Status != StatusDone {

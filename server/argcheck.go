@@ -204,19 +204,9 @@ func (s *Server) refusalHook(schemas map[string]toolSchema) mcpserver.OnAfterCal
 // schema again and says what is wrong, one argument after another; ok is
 // false when it finds nothing (mcp-go's words then stand).
 func (s toolSchema) refusal(raw any) (string, bool) {
-	b, ok := raw.(json.RawMessage)
-	if !ok {
-		var err error
-		if b, err = json.Marshal(raw); err != nil {
-			return "", false
-		}
-	}
-	var v any = map[string]any{}
-	if t := bytes.TrimSpace(b); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
-		var err error
-		if v, err = jsonschema.UnmarshalJSON(bytes.NewReader(t)); err != nil {
-			return "", false
-		}
+	v, err := decodeArgs(raw)
+	if err != nil {
+		return "", false
 	}
 	var verr *jsonschema.ValidationError
 	if !errors.As(s.in.Validate(v), &verr) {
@@ -282,6 +272,43 @@ func (s toolSchema) refusal(raw any) (string, bool) {
 		texts[i] = p.text
 	}
 	return strings.Join(slices.Compact(texts), "; "), true
+}
+
+// decodeArgs reads a call's arguments as the schema checks them (numbers
+// as written); absent or null arguments are an empty object, as for mcp-go.
+func decodeArgs(raw any) (any, error) {
+	b, ok := raw.(json.RawMessage)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(raw); err != nil {
+			return nil, err
+		}
+	}
+	var v any = map[string]any{}
+	if t := bytes.TrimSpace(b); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
+		var err error
+		if v, err = jsonschema.UnmarshalJSON(bytes.NewReader(t)); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// check is what mcp-go's input validation does for a plain call, for a
+// call mcp-go does not check (a task's): "" when raw passes the schema,
+// otherwise the refusal the calling model reads.
+func (s toolSchema) check(raw any) string {
+	v, err := decodeArgs(raw)
+	if err != nil {
+		return "the arguments could not be read as JSON: " + err.Error()
+	}
+	if s.in.Validate(v) == nil {
+		return ""
+	}
+	if text, ok := s.refusal(raw); ok {
+		return text
+	}
+	return "the arguments do not match this tool's input schema"
 }
 
 func collectLeaves(e *jsonschema.ValidationError, out *[]*jsonschema.ValidationError) {

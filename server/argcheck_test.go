@@ -344,25 +344,37 @@ func TestIntegersAreBounded(t *testing.T) {
 	}
 }
 
-// TestNoCallTakesTheTaskPath: mcp-go routes a task-augmented call before it
-// checks the arguments, so no tool may take that path unnoticed: none
-// declares task support, the server offers no tasks, and a call that asks
-// for a task is checked like any other.
-func TestNoCallTakesTheTaskPath(t *testing.T) {
+// TestOnlyTheJobToolsRunAsTasks: mcp-go routes a task-augmented call before
+// it checks the arguments, so only the tools whose task path the bridge
+// checks (taskCalls, TestATaskCallsArgumentsAreChecked) declare task
+// support; a call of any other tool that asks for a task runs as a plain
+// call and is checked like one.
+func TestOnlyTheJobToolsRunAsTasks(t *testing.T) {
 	env := newTestEnv(t, Options{Jobs: &stubJobs{}})
+	var tasks []string
 	for name, st := range env.srv.mcp.ListTools() {
 		if st.Tool.Execution != nil && st.Tool.Execution.TaskSupport != "" {
-			t.Errorf("%s declares task support %q: check its arguments on mcp-go's task path first", name, st.Tool.Execution.TaskSupport)
+			tasks = append(tasks, name+"="+string(st.Tool.Execution.TaskSupport))
 		}
 	}
-	r := post(t, env.url, initializeBody(1), nil)
-	if msgs := messages(t, r); len(msgs) != 1 || strings.Contains(string(msgs[0].Result), `"tasks"`) {
-		t.Errorf("initialize offers tasks: %s", r.body)
+	slices.Sort(tasks)
+	if want := []string{"deepseek_agent_continue=optional", "deepseek_agent_start=optional", "deepseek_review=optional"}; !slices.Equal(tasks, want) {
+		t.Errorf("task support %v, want %v", tasks, want)
 	}
 	body := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"deepseek_flash","arguments":{"task":"x","modle":"m"},"task":{"ttl":60000}}}`
 	res := finalResult(t, messages(t, post(t, env.url, body, mcpHeaders)))
 	if want := `unknown argument "modle": this tool takes files, messages, mode, model, response_format, task, thinking`; !res.IsError || res.text() != want {
 		t.Fatalf("IsError=%v text %q, want %q", res.IsError, res.text(), want)
+	}
+}
+
+// TestToolsWithoutJobsOfferNoTasks: a server without the job tools (flash
+// only) does not offer tasks in initialize.
+func TestToolsWithoutJobsOfferNoTasks(t *testing.T) {
+	env := newTestEnv(t, Options{})
+	r := post(t, env.url, initializeBody(1), nil)
+	if msgs := messages(t, r); len(msgs) != 1 || strings.Contains(string(msgs[0].Result), `"tasks"`) {
+		t.Errorf("initialize offers tasks: %s", r.body)
 	}
 }
 

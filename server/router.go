@@ -175,7 +175,21 @@ func (s *Server) mcpPost(w http.ResponseWriter, r *http.Request) {
 		out = &idRestorer{ResponseWriter: w, swaps: swaps}
 	}
 	sw := newSSEWriter(out)
-	s.stream.ServeHTTP(sw, r.WithContext(withSSEWriter(r.Context(), sw)))
+	ctx := withSSEWriter(r.Context(), sw)
+	if msg.toolCalls == 1 {
+		ctx = withTaskSlot(ctx) // filled if mcp-go makes the call a task (tasks.go)
+	}
+	r = r.WithContext(ctx)
+	if msg.task && r.Header.Get("Mcp-Session-Id") != "" {
+		// mcp-go keeps a task for the session that created it, and the
+		// socket's forwarder sends each message under a session of its own
+		// (mcpsock): a task made under one would be "not found" to the
+		// host's next tasks/get. Made under none, like every task over
+		// stateless HTTP, it is the endpoint's (tasks.go).
+		r = r.Clone(ctx)
+		r.Header.Del("Mcp-Session-Id")
+	}
+	s.stream.ServeHTTP(sw, r)
 }
 
 // originAllowed decides the Origin header. Hosts that are not browsers (the
@@ -384,6 +398,7 @@ type rpcBody struct {
 	toolCalls int             // tools/call requests in it
 	method    string          // of a single message
 	id        json.RawMessage // of a single tools/call (nil otherwise)
+	task      bool            // a single tools/call that asks to run as a task
 }
 
 // inspectBody reads the method(s) of a JSON-RPC message or batch; a body
@@ -392,6 +407,9 @@ func inspectBody(body []byte) rpcBody {
 	type msg struct {
 		Method string          `json:"method"`
 		ID     json.RawMessage `json:"id"`
+		Params struct {
+			Task json.RawMessage `json:"task"`
+		} `json:"params"`
 	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 {
@@ -417,6 +435,7 @@ func inspectBody(body []byte) rpcBody {
 	out := rpcBody{method: m.Method}
 	if m.Method == "tools/call" {
 		out.toolCalls, out.id = 1, m.ID
+		out.task = len(m.Params.Task) > 0 && string(m.Params.Task) != "null"
 	}
 	return out
 }

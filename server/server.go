@@ -88,6 +88,11 @@ type Server struct {
 	// rotation swaps it whole (secret.go).
 	secretHash atomic.Pointer[[sha256.Size]byte]
 
+	// schemas are the tools' compiled input schemas (argcheck.go); tasks,
+	// which job each running task is (tasks.go).
+	schemas map[string]toolSchema
+	tasks   *tools.Tasks
+
 	calls     context.Context         // ends every tool handler's context (cause ErrShuttingDown)
 	stopCalls context.CancelCauseFunc // called by Serve once the grace period is over
 }
@@ -141,6 +146,7 @@ func New(o Options) (*Server, error) {
 		// differs from this one only by the conformance fixture tools.
 		mcpserver.WithLogging(),
 		mcpserver.WithRecovery(),
+		mcpserver.WithToolHandlerMiddleware(s.taskCalls),
 		mcpserver.WithToolHandlerMiddleware(s.answerShutdown),
 		mcpserver.WithToolHandlerMiddleware(s.toolMiddleware),
 	}
@@ -153,12 +159,12 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	opts = append(opts, mcpserver.WithInstructions(tools.Instructions(offered)))
+	if offersTasks(offered) {
+		s.tasks = tools.NewTasks(o.Jobs, o.HostApprovals)
+		opts = append(opts, s.taskOptions()...)
+		s.addTaskHooks(hooks)
+	}
 	s.mcp = mcpserver.NewMCPServer("deepseek-mcp-bridge", o.Version, opts...)
-	// Tasks (mcpserver.WithTaskCapabilities, AddTaskTool, a tool with
-	// mcp.WithTaskSupport) are not offered. mcp-go v1.2.1 routes a
-	// task-augmented call (handleTaskAugmentedToolCall) before it checks the
-	// arguments, so whoever registers one here must check them on that path
-	// too (TestNoCallTakesTheTaskPath).
 	s.mcp.AddTools(append(offered, conformanceTools()...)...)
 	if f, ok := o.Jobs.(tools.AgentFetcher); ok {
 		s.mcp.AddResourceTemplates(tools.JobResources(f)...)
@@ -167,6 +173,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	s.schemas = schemas
 	hooks.AddAfterCallTool(s.refusalHook(schemas))
 	s.stream = mcpserver.NewStreamableHTTPServer(s.mcp,
 		mcpserver.WithStateLess(true),

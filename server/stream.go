@@ -290,6 +290,15 @@ func (p *progressReporter) Done(message string) {
 // pays for (docs/PERFORMANCE.md).
 func (s *Server) toolMiddleware(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if taskID(ctx) != "" {
+			// A task's call: its request was answered with the task, so
+			// nothing more goes on that stream (no progress, no keepalive).
+			ctx = tools.WithHost(ctx, host(ctx))
+			start := time.Now()
+			res, err := next(ctx, req)
+			s.logCall(req, res, err, time.Since(start))
+			return res, err
+		}
 		sess := mcpserver.ClientSessionFromContext(ctx)
 		if up, ok := sess.(mcpserver.SessionWithStreamableHTTPConfig); ok {
 			up.UpgradeToSSEWhenReceiveNotification()

@@ -9,8 +9,13 @@ import (
 )
 
 // waitInline waits up to the sync window for a job just accepted, with
-// progress, and answers with its state then.
+// progress, and answers with its state then; a task's call waits for the
+// job's end (waitTask).
 func waitInline(ctx context.Context, req mcp.CallToolRequest, j AgentJobs, o AgentToolOptions, snap jobs.Snapshot) *mcp.CallToolResult {
+	if bind := taskBind(ctx); bind != nil { // a task's call: its answer was the task
+		bind(snap.ID)
+		return waitTask(ctx, j, o, snap)
+	}
 	p := newProgress(ctx, req, o)
 	defer p.stop()
 	p.report(snap)

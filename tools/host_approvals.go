@@ -84,10 +84,32 @@ func hostQuestion(ctx context.Context, o AgentToolOptions, snap jobs.Snapshot) *
 	if err != nil || pr.JobID != snap.ID || !now.Before(pr.Expires) {
 		return nil
 	}
+	return mcpserver.NewInputRequestBuilder(signState(snap.ID, pr.ID)).Elicit(hostInputKey, hostQuestionParams(pr, snap, now)).ToolResult()
+}
+
+// hostQuestionParams is the form elicitation that asks the host's user
+// about pr, a request of job snap: no fields, accept or decline.
+func hostQuestionParams(pr approvals.PendingRequest, snap jobs.Snapshot, now time.Time) mcp.ElicitationParams {
 	msg := fmt.Sprintf("A DeepSeek agent job asks to run this %s call:\n\n%s\n\nWorkspace: %s\nWhy a person decides: %s\nUnanswered, it is denied at %s (in %s).\n\nAccept allows this one call; decline denies it. `bridgectl approve %s` on the bridge's machine answers it too.",
 		pr.Tool, pr.Summary, snap.Workspace, pr.Reason, pr.Expires.Local().Format(time.TimeOnly), pr.Expires.Sub(now).Round(time.Second), pr.ID)
-	params := mcp.ElicitationParams{Message: msg, RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}}}
-	return mcpserver.NewInputRequestBuilder(signState(snap.ID, pr.ID)).Elicit(hostInputKey, params).ToolResult()
+	return mcp.ElicitationParams{Message: msg, RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}}}
+}
+
+// hostDecision is what the host's answer res decides: accept approves,
+// and decline, cancel or no readable answer denies.
+func hostDecision(res *mcp.ElicitationResult) (approve bool, reason string) {
+	if res == nil {
+		return false, "no readable answer from the MCP host: denied"
+	}
+	switch res.Action {
+	case mcp.ElicitationResponseActionAccept:
+		return true, "accepted in the MCP host"
+	case mcp.ElicitationResponseActionDecline:
+		return false, "declined in the MCP host"
+	case mcp.ElicitationResponseActionCancel:
+		return false, "cancelled in the MCP host: denied"
+	}
+	return false, "no readable answer from the MCP host: denied"
 }
 
 // applyHostAnswer decides the request a call's answer is for, when the call
@@ -108,18 +130,7 @@ func applyHostAnswer(ctx context.Context, o AgentToolOptions, req mcp.CallToolRe
 	case !ok || sj != jobID:
 		return "", mcp.NewToolResultError("This call carries an answer to an approval question the bridge did not ask about this job; nothing was decided.")
 	}
-	res := mcpserver.ElicitationResponse(rt.InputResponses, hostInputKey)
-	approve, reason := false, "no readable answer from the MCP host: denied"
-	if res != nil {
-		switch res.Action {
-		case mcp.ElicitationResponseActionAccept:
-			approve, reason = true, "accepted in the MCP host"
-		case mcp.ElicitationResponseActionDecline:
-			reason = "declined in the MCP host"
-		case mcp.ElicitationResponseActionCancel:
-			reason = "cancelled in the MCP host: denied"
-		}
-	}
+	approve, reason := hostDecision(mcpserver.ElicitationResponse(rt.InputResponses, hostInputKey))
 	err := o.Host.DecideVia(id, approve, reason, HostUser, approvals.ChannelHost)
 	switch {
 	case err == nil, errors.Is(err, approvals.ErrAlreadyDecided), errors.Is(err, approvals.ErrExpired):

@@ -39,6 +39,7 @@ func AgentContinueTool(j AgentJobs, c AgentContinuer, o AgentToolOptions) (mcp.T
 		modelArg(o.Models), thinkingArg(), policyArg(o, true),
 		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[AgentJobPayload](),
+		TaskSupport,
 	)
 	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a continueArgs

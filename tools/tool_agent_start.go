@@ -30,6 +30,7 @@ func AgentStartTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHa
 		modelArg(o.Models), thinkingArg(), policyArg(o, false), contextArg(), acceptanceArg(), tsModeArg(),
 		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[AgentJobPayload](),
+		TaskSupport,
 	)
 	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a startArgs

@@ -47,6 +47,7 @@ func ReviewTool(j AgentJobs, o AgentToolOptions) (mcp.Tool, mcpserver.ToolHandle
 		modelArg(o.Models), thinkingArg(), stepsArg(o, "review"), timeoutArg(o, "review"),
 		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithOutputSchema[AgentJobPayload](),
+		TaskSupport,
 	)
 	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a reviewArgs
