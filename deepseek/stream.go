@@ -3,12 +3,21 @@ package deepseek
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/segmentio/encoding/json"
 )
+
+// decodeChunk decodes one chunk of an answer. segmentio's decoder takes the
+// same input as encoding/json's and gives the same values
+// (FuzzChunkDecodeMatchesEncodingJSON), in one pass: encoding/json's
+// Unmarshal scans the whole input once to validate it before it decodes,
+// which was a third of the bridge's decoding CPU. Strings are copied out of
+// the payload (no ZeroCopy), which readStream reuses for the next event.
+var decodeChunk = json.Unmarshal
 
 // The output cap. N output tokens (max_tokens, DEEPSEEK_MAX_OUTPUT_TOKENS)
 // decode to at most N × capBytesPerToken bytes: the longest tokens of a
@@ -108,7 +117,7 @@ func (t *turn) readStream(r io.Reader, p *progress) error {
 			return nil
 		}
 		var ch wireChunk
-		if err := json.Unmarshal(payload, &ch); err != nil {
+		if err := decodeChunk(payload, &ch); err != nil {
 			return fmt.Errorf("%w: malformed bytes in the answer stream: %v", ErrUpstream, err)
 		}
 		return t.apply(&ch, p)
@@ -169,7 +178,7 @@ func (t *turn) readWhole(r io.Reader, p *progress) error {
 		return t.overCap("the answer (one application/json body)", maxBody, eventSlack)
 	}
 	var ch wireChunk
-	if err := json.Unmarshal(b, &ch); err != nil {
+	if err := decodeChunk(b, &ch); err != nil {
 		return fmt.Errorf("%w: the answer (one application/json body) is not a chat completion: %v", ErrUpstream, err)
 	}
 	if err := t.apply(&ch, p); err != nil {

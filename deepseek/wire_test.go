@@ -3,9 +3,12 @@ package deepseek
 import (
 	"bufio"
 	"bytes"
+	stdjson "encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -191,4 +194,65 @@ func FuzzLineReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzChunkDecodeMatchesEncodingJSON: the stream's decoder (decodeChunk)
+// accepts exactly the chunks encoding/json accepts and reads the same
+// values from them, so changing decoders changed no tolerance.
+func FuzzChunkDecodeMatchesEncodingJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"x","object":"chat.completion.chunk","model":"deepseek-chat","choices":[{"index":0,"delta":{"content":" the"},"logprobs":null,"finish_reason":null}]}`,
+		`{"choices":[{"delta":{"reasoning_content":"hm","content":null},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7,"prompt_cache_hit_tokens":1,"prompt_cache_miss_tokens":2,"completion_tokens_details":{"reasoning_tokens":2}}}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{\"a\":"}}]}}]}`,
+		`{"choices":[{"message":{"content":"whole"},"finish_reason":"length"}]}`,
+		`{"error":{"message":"Rate limit","type":"rate_limit","code":429}}`,
+		`{"error":{"message":"x","code":"invalid_request_error"}}`,
+		`{"Choices":[{"Delta":{"Content":"case"}}],"MODEL":"m"}`,
+		`{"choices":[{"delta":{"content":"\ud83d\ude00 \u00e9 \xff"}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":1.5}]}}]}`,
+		`{"usage":{"prompt_tokens":1e3}}`,
+		`{"choices":null,"usage":null} `,
+		`{"model":"a","model":"b"}`,
+		`[1]`, `null`, `{"choices":[{"delta":{"content":1}}]}`, `{"a":1}x`, `{`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want, got wireChunk
+		wantErr := stdjson.Unmarshal(data, &want)
+		gotErr := decodeChunk(data, &got)
+		if (wantErr == nil) != (gotErr == nil) {
+			t.Fatalf("%q: encoding/json says %v, the stream's decoder %v", data, wantErr, gotErr)
+		}
+		if wantErr == nil && !reflect.DeepEqual(want, got) {
+			t.Fatalf("%q: encoding/json reads %+v, the stream's decoder %+v", data, want, got)
+		}
+	})
+}
+
+// BenchmarkReadStream reads a 400-chunk answer as DeepSeek streams it, with
+// the stream's decoder and, for the A/B pair, with encoding/json's.
+func BenchmarkReadStream(b *testing.B) {
+	var sb strings.Builder
+	for i := range 400 {
+		fmt.Fprintf(&sb, "data: {\"id\":\"0f3c2b8e-6d1a-4f6e-9d1c-8a2b4c6d8e0f\",\"object\":\"chat.completion.chunk\",\"created\":1733500000,\"model\":\"deepseek-chat\",\"system_fingerprint\":\"fp_3a5770e1b4_prod0820_fp8_kvcache\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" word%d\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n", i)
+	}
+	sb.WriteString("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":400,\"total_tokens\":412,\"prompt_cache_hit_tokens\":0,\"prompt_cache_miss_tokens\":12}}\n\ndata: [DONE]\n\n")
+	stream := sb.String()
+	for _, leg := range []struct {
+		name   string
+		decode func([]byte, any) error
+	}{{"encoding-json", stdjson.Unmarshal}, {"stream-decoder", decodeChunk}} {
+		b.Run(leg.name, func(b *testing.B) {
+			defer func(d func([]byte, any) error) { decodeChunk = d }(decodeChunk)
+			decodeChunk = leg.decode
+			b.SetBytes(int64(len(stream)))
+			for b.Loop() {
+				tr := &turn{maxTokens: 4096}
+				if err := tr.readStream(strings.NewReader(stream), &progress{}); err != nil || tr.finish != "stop" {
+					b.Fatal(err, tr.finish)
+				}
+			}
+		})
+	}
 }
