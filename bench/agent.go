@@ -78,26 +78,46 @@ func (r *runner) spawn(ctx context.Context) error {
 	r.rep.Spawn5000 = sorted(lat)
 	r.rep.Stages5000 = r.b.stages.stagesOf(jobs, 2*time.Second)
 
-	lat = lat[:0]
+	if r.rep.SpawnFloor, err = r.execStandin(ctx, "floor", nil); err != nil {
+		return err
+	}
+	// The same inside a bubblewrap of its own, as small as bubblewrap
+	// allows for it (the system read-only, the workspace writable, its own
+	// PID namespace as a job's jail has): what bubblewrap's start costs by
+	// itself, so the table can tell it from the bridge's own.
+	if bwrap, err := exec.LookPath("bwrap"); err == nil && !r.rep.SandboxOff {
+		jail := []string{bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", r.ws, r.ws,
+			"--unshare-pid", "--die-with-parent", "--chdir", r.ws, "--"}
+		if r.rep.SpawnBwrapFloor, err = r.execStandin(ctx, "bwrap", jail); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// execStandin execs the stand-in SpawnSamples times, after prefix (a
+// command it runs under), and returns each exec → stand-in running.
+func (r *runner) execStandin(ctx context.Context, name string, prefix []string) (Latencies, error) {
+	var lat []time.Duration
 	task, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": "bench: spawn"}})
+	argv := append(append([]string(nil), prefix...), r.o.HarnessBin, "-p", "--output-format", "stream-json")
 	for i := range r.o.SpawnSamples {
-		id := fmt.Sprintf("floor-%d", i)
-		cmd := exec.CommandContext(ctx, r.o.HarnessBin, "-p", "--output-format", "stream-json")
+		id := fmt.Sprintf("%s-%d", name, i)
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir = r.ws
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "BRIDGE_JOB_ID=" + id}
 		cmd.Stdin = strings.NewReader(string(task) + "\n")
 		t0 := time.Now()
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("bare stand-in: %w: %s", err, out)
+			return nil, fmt.Errorf("stand-in (%s): %w: %s", name, err, out)
 		}
 		t1, err := readStart(r.ws, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		lat = append(lat, t1.Sub(t0))
 	}
-	r.rep.SpawnFloor = sorted(lat)
-	return nil
+	return sorted(lat), nil
 }
 
 // timeJobs starts SpawnSamples stand-in jobs in ws, one after the other,

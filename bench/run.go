@@ -108,8 +108,11 @@ type Report struct {
 	Poll       Latencies // poll of a finished job
 	Spawn      Latencies // deepseek_agent_start sent → stand-in running
 	SpawnFloor Latencies // exec of the stand-in → stand-in running
-	Spawn5000  Latencies // the same as Spawn, in a workspace of 5,000 files
-	SpawnDone  Latencies // deepseek_agent_start sent → its answer, the job done (the stand-in ends at once)
+	// SpawnBwrapFloor: the same inside a minimal bubblewrap of its own
+	// (empty when bubblewrap is missing).
+	SpawnBwrapFloor Latencies
+	Spawn5000       Latencies // the same as Spawn, in a workspace of 5,000 files
+	SpawnDone       Latencies // deepseek_agent_start sent → its answer, the job done (the stand-in ends at once)
 	// Stages and Stages5000 are where each job's start went, from the
 	// bridge's log, in the empty workspace and in the one of 5,000 files.
 	Stages, Stages5000 []SpawnStages

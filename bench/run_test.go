@@ -158,6 +158,9 @@ func TestRunSmall(t *testing.T) {
 	if len(rep.Poll) != 50 || len(rep.Spawn) != 3 || len(rep.SpawnFloor) != 3 || len(rep.Spawn5000) != 3 || len(rep.SpawnDone) != 3 || rep.JobsStarted != 7 {
 		t.Fatalf("agent figures: %d polls, %d/%d/%d/%d spawns, %d jobs", len(rep.Poll), len(rep.Spawn), len(rep.SpawnFloor), len(rep.Spawn5000), len(rep.SpawnDone), rep.JobsStarted)
 	}
+	if _, err := exec.LookPath("bwrap"); err == nil && len(rep.SpawnBwrapFloor) != 3 {
+		t.Errorf("%d stand-ins timed in a bubblewrap of their own, want 3", len(rep.SpawnBwrapFloor))
+	}
 	// The bridge's own account of every start, read from its log.
 	if len(rep.Stages) != 3 || len(rep.Stages5000) != 3 {
 		t.Fatalf("spawn stages of %d and %d jobs, want 3 and 3", len(rep.Stages), len(rep.Stages5000))

@@ -124,6 +124,11 @@ func (r *Report) Rows() []Row {
 			add(row)
 		}
 	}
+	if len(r.SpawnBwrapFloor) > 0 && len(r.Spawn) > 0 {
+		b, f := r.Spawn.Quantile(0.5), r.SpawnBwrapFloor.Quantile(0.5)
+		add(Row{Metric: fmt.Sprintf("  p50, floor: the stand-in in a minimal bubblewrap of its own (n=%d): added is the bridge's own, bubblewrap's start aside", len(r.SpawnBwrapFloor)),
+			Bridge: fmtDur(b), Floor: fmtDur(f), Added: fmtDur(b - f)})
+	}
 	if len(r.Spawn5000) > 0 && len(r.Spawn) > 0 {
 		b, e := r.Spawn5000.Quantile(0.5), r.Spawn.Quantile(0.5)
 		add(Row{Metric: fmt.Sprintf("  in a workspace of 5,000 files, p50 (n=%d; floor: empty workspace): the start-of-job walks", len(r.Spawn5000)),

@@ -199,16 +199,21 @@ func TestUnknownArgumentRefusedByEveryTool(t *testing.T) {
 			if st == nil {
 				t.Fatalf("%s is not served", name)
 			}
+			var in struct { // the schema as registered: raw JSON (rawInputSchemas)
+				Required   []string                           `json:"required"`
+				Properties map[string]struct{ Enum []string } `json:"properties"`
+			}
+			if err := json.Unmarshal(st.Tool.RawInputSchema, &in); err != nil {
+				t.Fatalf("%s: registered input schema %q: %v", name, st.Tool.RawInputSchema, err)
+			}
 			args := map[string]any{"bogus": 9007199254740993}
-			for _, r := range st.Tool.InputSchema.Required {
+			for _, r := range in.Required {
 				args[r] = "x"
-				if prop, _ := st.Tool.InputSchema.Properties[r].(map[string]any); prop != nil {
-					if enum, _ := prop["enum"].([]string); len(enum) > 0 {
-						args[r] = enum[0]
-					}
+				if enum := in.Properties[r].Enum; len(enum) > 0 {
+					args[r] = enum[0]
 				}
 			}
-			takes := strings.Join(slices.Sorted(maps.Keys(st.Tool.InputSchema.Properties)), ", ")
+			takes := strings.Join(slices.Sorted(maps.Keys(in.Properties)), ", ")
 			if takes == "" {
 				takes = "no arguments"
 			}

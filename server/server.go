@@ -165,7 +165,11 @@ func New(o Options) (*Server, error) {
 		s.addTaskHooks(hooks)
 	}
 	s.mcp = mcpserver.NewMCPServer("deepseek-mcp-bridge", o.Version, opts...)
-	s.mcp.AddTools(append(offered, conformanceTools()...)...)
+	raw, err := rawInputSchemas(append(offered, conformanceTools()...))
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.mcp.AddTools(raw...)
 	if f, ok := o.Jobs.(tools.AgentFetcher); ok {
 		s.mcp.AddResourceTemplates(tools.JobResources(f)...)
 	}
