@@ -59,7 +59,7 @@ func (r *runner) spawn(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lat, done, jobs, err := r.timeJobs(ctx, cs[0], r.ws)
+	lat, done, jobs, err := r.timeJobs(ctx, cs[0], r.ws, r.o.SpawnSamples)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (r *runner) spawn(ctx context.Context) error {
 		return err
 	}
 	step(r.o, "agent start → harness spawn in a workspace of 5,000 files: %d jobs", r.o.SpawnSamples)
-	if lat, _, jobs, err = r.timeJobs(ctx, cs[0], big); err != nil {
+	if lat, _, jobs, err = r.timeJobs(ctx, cs[0], big, r.o.SpawnSamples); err != nil {
 		return err
 	}
 	r.rep.Spawn5000 = sorted(lat)
@@ -120,12 +120,12 @@ func (r *runner) execStandin(ctx context.Context, name string, prefix []string) 
 	return sorted(lat), nil
 }
 
-// timeJobs starts SpawnSamples stand-in jobs in ws, one after the other,
+// timeJobs starts n stand-in jobs in ws, one after the other,
 // and returns each one's deepseek_agent_start → stand-in running and → the
 // job seen done (the stand-in ends at once, mostly within the start call's
 // sync window; else a long-poll follows), with the jobs.
-func (r *runner) timeJobs(ctx context.Context, cs *Client, ws string) (running, done []time.Duration, jobs []timedJob, err error) {
-	for range r.o.SpawnSamples {
+func (r *runner) timeJobs(ctx context.Context, cs *Client, ws string, n int) (running, done []time.Duration, jobs []timedJob, err error) {
+	for range n {
 		t0 := time.Now()
 		p, err := agentCall(ctx, cs, "deepseek_agent_start", map[string]any{"task": "bench: spawn", "workspace": ws})
 		// On a loaded machine the job may outlast the start call's sync

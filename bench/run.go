@@ -35,10 +35,13 @@ type Options struct {
 	SaturationClients  int           // clients of the throughput run
 	SaturationDuration time.Duration // its measured part
 
-	PollSamples  int           // serial polls of a finished job
-	SpawnSamples int           // jobs timed from start to the stand-in running
-	HeldPolls    int           // concurrent long-polls held on one running job
-	HeldWait     time.Duration // their wait_seconds (≤ tools.MaxPollWait)
+	PollSamples  int // serial polls of a finished job
+	SpawnSamples int // jobs timed from start to the stand-in running
+	HeldPolls    int // concurrent long-polls held on one running job
+	// IdleProcs idle processes are started for the second measure of the
+	// bridge's CPU per job (0: not measured), JobCPUSamples jobs each.
+	IdleProcs, JobCPUSamples int
+	HeldWait                 time.Duration // their wait_seconds (≤ tools.MaxPollWait)
 
 	// ProfileDir, when set, gets a CPU profile of the bridge taken during an
 	// extra (unmeasured) run at the highest concurrency, and a heap and
@@ -55,6 +58,7 @@ func DefaultOptions() Options {
 		Concurrency: []int{1, 8, 64}, Warmup: 500 * time.Millisecond, CellDuration: 4 * time.Second, CellMaxRequests: 20000,
 		SaturationClients: 128, SaturationDuration: 5 * time.Second,
 		PollSamples: 2000, SpawnSamples: 30, HeldPolls: 1000, HeldWait: tools.MaxPollWait,
+		IdleProcs: 5000, JobCPUSamples: 40,
 	}
 }
 
@@ -112,6 +116,7 @@ type Report struct {
 	// (empty when bubblewrap is missing).
 	SpawnBwrapFloor Latencies
 	Spawn5000       Latencies // the same as Spawn, in a workspace of 5,000 files
+	JobCPU          *JobCPU   // the bridge's CPU per job, with few and many processes (nil: not measured)
 	SpawnDone       Latencies // deepseek_agent_start sent → its answer, the job done (the stand-in ends at once)
 	// Stages and Stages5000 are where each job's start went, from the
 	// bridge's log, in the empty workspace and in the one of 5,000 files.
@@ -232,7 +237,7 @@ func step(o Options, format string, args ...any) {
 }
 
 func (r *runner) all(ctx context.Context) error {
-	for _, phase := range []func(context.Context) error{r.idle, r.flash, r.saturation, r.spawn, r.poll, r.held} {
+	for _, phase := range []func(context.Context) error{r.idle, r.flash, r.saturation, r.spawn, r.jobCPU, r.poll, r.held} {
 		if err := phase(ctx); err != nil {
 			return err
 		}

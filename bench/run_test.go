@@ -130,8 +130,10 @@ func TestRunSmall(t *testing.T) {
 		Concurrency: []int{1, 4}, Warmup: 50 * time.Millisecond, CellDuration: 200 * time.Millisecond, CellMaxRequests: 1000,
 		SaturationClients: 8, SaturationDuration: 200 * time.Millisecond,
 		PollSamples: 50, SpawnSamples: 3, HeldPolls: 20, HeldWait: 20 * time.Second,
+		IdleProcs: 50, JobCPUSamples: 2,
 		ProfileDir: t.TempDir(),
 	}
+	procs := countProcs()
 	rep, err := Run(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -155,11 +157,17 @@ func TestRunSmall(t *testing.T) {
 	if rep.RSSIdle <= 0 || rep.RSSLoadPeak < rep.RSSIdle/2 || rep.GoroutinesBase.Total <= 0 || rep.GoroutinesPeak < rep.GoroutinesBase.Total {
 		t.Fatalf("memory/goroutine figures: %+v", rep)
 	}
-	if len(rep.Poll) != 50 || len(rep.Spawn) != 3 || len(rep.SpawnFloor) != 3 || len(rep.Spawn5000) != 3 || len(rep.SpawnDone) != 3 || rep.JobsStarted != 7 {
+	if len(rep.Poll) != 50 || len(rep.Spawn) != 3 || len(rep.SpawnFloor) != 3 || len(rep.Spawn5000) != 3 || len(rep.SpawnDone) != 3 || rep.JobsStarted != 13 {
 		t.Fatalf("agent figures: %d polls, %d/%d/%d/%d spawns, %d jobs", len(rep.Poll), len(rep.Spawn), len(rep.SpawnFloor), len(rep.Spawn5000), len(rep.SpawnDone), rep.JobsStarted)
 	}
 	if _, err := exec.LookPath("bwrap"); err == nil && len(rep.SpawnBwrapFloor) != 3 {
 		t.Errorf("%d stand-ins timed in a bubblewrap of their own, want 3", len(rep.SpawnBwrapFloor))
+	}
+	if j := rep.JobCPU; j == nil || j.Jobs != 2 || j.Busy < j.Procs+40 || j.Few <= 0 || j.Many <= 0 {
+		t.Errorf("CPU per job with and without idle processes: %+v", rep.JobCPU)
+	}
+	if after := countProcs(); after > procs+25 { // the idle ones are gone (other tests may start a few)
+		t.Errorf("%d processes on the machine after the run, %d before: the idle ones were left", after, procs)
 	}
 	// The bridge's own account of every start, read from its log.
 	if len(rep.Stages) != 3 || len(rep.Stages5000) != 3 {

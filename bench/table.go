@@ -135,6 +135,7 @@ func (r *Report) Rows() []Row {
 			Bridge: fmtDur(b), Floor: fmtDur(e), Added: fmtDur(b - e)})
 	}
 	r.spawnRows(add)
+	r.jobCPURows(add)
 	if h := r.Held; h.Polls > 0 {
 		add(Row{Metric: "held long-polls: held at once / answered cancelled", Bridge: fmt.Sprintf("%d / %d of %d", h.Held, h.Cancelled, h.Polls),
 			Target: "all", Verdict: verdict(h.Held == h.Polls && h.Cancelled == h.Polls)})

@@ -174,7 +174,8 @@ func (w *watched) heldOpen() held {
 }
 
 // jobPIDs are the job's processes, as pids of procRoot: its own /proc's,
-// else the machine's tree below the run.
+// its first process alone before that is mounted, else (no PID namespace)
+// the machine's tree below the run.
 func (w *watched) jobPIDs() (procRoot string, pids []int) {
 	var host unix.Stat_t
 	_ = unix.Stat("/proc", &host)
@@ -184,6 +185,9 @@ func (w *watched) jobPIDs() (procRoot string, pids []int) {
 			pids = append(pids, pid)
 		}
 		return own, pids
+	}
+	if w.jailProc != "" { // its namespace's /proc is not mounted yet: the first process alone (rootOnly)
+		return "/proc", []int{w.root}
 	}
 	return "/proc", readProcTable("/proc").tree(w.root)
 }

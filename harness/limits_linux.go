@@ -129,7 +129,8 @@ func watchLimits(root int, l Limits, ownPID bool, breach func(Breach)) (stop fun
 // ownProc is the job's own /proc once it is mounted: a proc filesystem
 // that is not the daemon's (another device), which holds the job's
 // processes and nothing else. "" before the namespace's first process has
-// mounted it, or with no namespace: the machine's table is read instead.
+// mounted it (then that process is the job's only one: rootOnly), or with no
+// namespace (then the machine's table is read).
 func (w *watched) ownProc(hostDev uint64) string {
 	if w.jailProc == "" {
 		return ""
@@ -169,6 +170,10 @@ func watchTrees() {
 		for _, w := range runs {
 			if own := w.ownProc(hostStat.Dev); own != "" {
 				checkAll(w, readProcTable(own))
+				continue
+			}
+			if w.jailProc != "" { // its namespace's /proc is not mounted yet
+				checkAll(w, rootOnly(w.root))
 				continue
 			}
 			if host.procs == nil {
@@ -272,6 +277,20 @@ func atoi(b []byte) int {
 		n = n*10 + int(c-'0')
 	}
 	return n
+}
+
+// rootOnly is the table of a run in its own PID namespace before the
+// namespace's first process has mounted its /proc: that process alone. It
+// forks nothing before the mount, and exits if the mount fails
+// (sandbox.ProcMain, sandbox.OverlayMain), so reading the machine's table,
+// which costs with every process the machine runs, would find nothing more.
+func rootOnly(root int) procTable {
+	var buf [1024]byte
+	p, ok := readStat([]byte("/proc/"+strconv.Itoa(root)+"/stat"), buf[:])
+	if !ok {
+		return procTable{}
+	}
+	return procTable{procs: map[int]proc{root: p}, children: map[int][]int{p.ppid: {root}}}
 }
 
 // checkAll counts every process of t, the jail's own /proc, as w's. Its

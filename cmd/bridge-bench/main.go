@@ -42,6 +42,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.SaturationDuration, "saturation", o.SaturationDuration, "measured time of the throughput run")
 	fs.IntVar(&o.SaturationClients, "saturation-clients", o.SaturationClients, "clients of the throughput run")
 	fs.IntVar(&o.HeldPolls, "held", o.HeldPolls, "concurrent long-polls to hold")
+	fs.IntVar(&o.IdleProcs, "idle-procs", o.IdleProcs, "idle processes started for the second measure of the bridge's CPU per agent job (0: skip it)")
 	fs.StringVar(&o.ProfileDir, "profile", "", "directory for pprof profiles of the bridge (CPU at the highest concurrency, heap and goroutines while polls are held)")
 	clients := fs.String("clients", "1,8,64", "comma-separated client counts of the flash latency cells")
 	markdown := fs.Bool("markdown", false, "print the table as Markdown (for docs/PERFORMANCE.md)")
@@ -58,6 +59,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--clients %q: want counts from 1 to 1000, comma-separated", *clients)
 		}
 		o.Concurrency = append(o.Concurrency, n)
+	}
+	if o.IdleProcs < 0 || o.IdleProcs > 20000 {
+		return fmt.Errorf("--idle-procs %d: want 0 to 20000", o.IdleProcs)
 	}
 	if o.HeldPolls < 1 || o.SaturationClients < 1 {
 		return fmt.Errorf("--held and --saturation-clients must be at least 1")
