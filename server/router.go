@@ -146,7 +146,13 @@ func (s *Server) mcpPost(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("request body is nested too deeply: arrays and objects may nest at most %d levels here", MaxJSONDepth))
 		return
 	}
-	msg := inspectBody(body)
+	// What the router reads of the message is read from the bytes mcp-go
+	// gets: exactIDs re-encodes a body whose ids it swaps, and a re-encode
+	// through a map reorders keys, which changes which of two keys that
+	// differ only in case ("method", "METHOD") a decoder takes — read
+	// before, a tools/call had passed the rate limit as a ping.
+	exact, swaps := exactIDs(body)
+	msg := inspectBody(exact)
 	if !msg.batch && msg.method == methodCancelled {
 		// Not forwarded: in stateless mode mcp-go keys in-flight calls by
 		// request id alone (no session), so one client's cancel of id 7
@@ -169,7 +175,7 @@ func (s *Server) mcpPost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var out http.ResponseWriter = w
-	if exact, swaps := exactIDs(body); swaps != nil {
+	if swaps != nil {
 		r = r.Clone(r.Context())
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(exact)), int64(len(exact))
 		out = &idRestorer{ResponseWriter: w, swaps: swaps}

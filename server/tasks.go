@@ -24,8 +24,9 @@ import (
 //     id to the handler (taskSlot), which binds it to the job it starts
 //     (tools.Tasks), so tasks/get and tasks/list tell the job's state —
 //     input_required while a person decides — and tasks/cancel cancels it;
-//   - it keeps a task without a TTL forever: every task gets one, at most
-//     the longest a job may run and taskKeep;
+//   - it keeps a task without a TTL forever, and drops one whose TTL has
+//     passed while its job runs: every task gets the TTL of the longest a
+//     job may run and taskKeep, whatever the host asked;
 //   - a host that may be asked (BRIDGE_HOST_APPROVALS, and it answers
 //     elicitations) is asked the job's questions on its tasks/result, as the
 //     spec has it for an input_required task (tools.Tasks.Ask).
@@ -101,7 +102,10 @@ func (s *Server) taskOptions() []mcpserver.ServerOption {
 func (s *Server) addTaskHooks(h *mcpserver.Hooks) {
 	maxTTL := (s.o.Config.JobTimeout + taskKeep).Milliseconds()
 	h.AddBeforeCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest) {
-		if t := req.Params.Task; t != nil && (t.TTL == nil || *t.TTL <= 0 || *t.TTL > maxTTL) {
+		// Every task gets the same TTL, whatever the host asked: longer
+		// would keep an ended task too long, and shorter would have mcp-go
+		// drop a task whose job still runs (the spec lets a receiver choose).
+		if t := req.Params.Task; t != nil {
 			ttl := maxTTL
 			t.TTL = &ttl
 		}
@@ -141,6 +145,8 @@ func (s *Server) taskCalls(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandler
 			}
 			return next(ctx, req)
 		}
+		s.tasks.Begin(id)
+		defer s.tasks.End(id)
 		ts, ok := s.schemas[req.Params.Name]
 		if !ok {
 			return mcp.NewToolResultError("tool " + req.Params.Name + " has no input schema to check its arguments with: refused"), nil
@@ -148,7 +154,6 @@ func (s *Server) taskCalls(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandler
 		if text := ts.check(req.GetRawArguments()); text != "" {
 			return mcp.NewToolResultError(text), nil
 		}
-		defer s.tasks.Unbind(id)
 		// The call's request has ended (over HTTP, with the answer that
 		// carried the task), and with it the context mcp-go runs the
 		// handler in: the job would not even start. The handler runs on

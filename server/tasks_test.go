@@ -265,9 +265,6 @@ func TestCancellingATaskCancelsItsJob(t *testing.T) {
 	c := newTaskClient(t, env.url)
 	ttl := int64(60_000)
 	task := c.startTask(t, "deepseek_agent_start", map[string]any{"task": "fix it", "workspace": "/w"}, &ttl)
-	if task.TTL == nil || *task.TTL != ttl {
-		t.Errorf("task TTL %v, want the %d ms asked", task.TTL, ttl)
-	}
 	j.until(t, "the task's call to wait for its job", func(_ int, _ []string, w int) bool { return w == 1 })
 	res, err := c.CancelTask(t.Context(), mcp.CancelTaskRequest{Params: mcp.CancelTaskParams{TaskId: task.TaskId}})
 	if err != nil || res.Status != mcp.TaskStatusCancelled {

@@ -83,47 +83,76 @@ type AgentGetter interface {
 var _ AgentGetter = (*jobs.Registry)(nil)
 
 // Tasks is which job each running task is, for the server's task hooks: a
-// task is bound when its call has started the job and unbound when the
-// call returns (the job has ended, and tasks/get reads mcp-go's own end
-// state from then on).
+// task's call is recorded when it begins, bound to its job once it has
+// started it, and forgotten when it returns (the job has ended, and
+// tasks/get reads mcp-go's own end state from then on).
 type Tasks struct {
-	j      AgentJobs
-	host   HostApprovals // nil: a task's questions are answered with bridgectl only
-	mu     sync.Mutex
-	byTask map[string]string // task id → job id
+	j    AgentJobs
+	host HostApprovals // nil: a task's questions are answered with bridgectl only
+	mu   sync.Mutex
+	// calls are the tasks whose calls run (Begin to End): the job each is
+	// bound to ("" until its call has started it), and whether the host
+	// cancelled it before then.
+	calls map[string]*taskCall
+}
+
+type taskCall struct {
+	job       string
+	cancelled bool
 }
 
 // NewTasks returns the table of the tasks of j's jobs; host, when set, is
 // the queue a task's host may decide the job's requests in (Ask).
 func NewTasks(j AgentJobs, host HostApprovals) *Tasks {
-	return &Tasks{j: j, host: host, byTask: map[string]string{}}
+	return &Tasks{j: j, host: host, calls: map[string]*taskCall{}}
 }
 
-// Bind records that task taskID is job jobID.
+// Begin records that task taskID's call runs; End, that it has returned.
+func (t *Tasks) Begin(taskID string) {
+	t.mu.Lock()
+	t.calls[taskID] = &taskCall{}
+	t.mu.Unlock()
+}
+
+// End forgets task taskID: its call has returned, and mcp-go's record of
+// the task says the rest.
+func (t *Tasks) End(taskID string) {
+	t.mu.Lock()
+	delete(t.calls, taskID)
+	t.mu.Unlock()
+}
+
+// Bind records that task taskID is job jobID. A task the host cancelled
+// while its call was still starting the job has the job cancelled now.
 func (t *Tasks) Bind(taskID, jobID string) {
 	t.mu.Lock()
-	t.byTask[taskID] = jobID
+	c := t.calls[taskID]
+	cancelled := c != nil && c.cancelled
+	if c != nil {
+		c.job = jobID
+	}
 	t.mu.Unlock()
+	if cancelled {
+		t.cancelJob(jobID)
+	}
 }
 
-// Unbind forgets task taskID.
-func (t *Tasks) Unbind(taskID string) {
-	t.mu.Lock()
-	delete(t.byTask, taskID)
-	t.mu.Unlock()
-}
-
-// Len is how many tasks are bound.
+// Len is how many tasks' calls run.
 func (t *Tasks) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.byTask)
+	return len(t.calls)
 }
 
-func (t *Tasks) job(taskID string) string {
+// job is task taskID's job ("" before its call has started it, or once the
+// call has returned), and whether the host cancelled the task.
+func (t *Tasks) job(taskID string) (string, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.byTask[taskID]
+	if c := t.calls[taskID]; c != nil {
+		return c.job, c.cancelled
+	}
+	return "", false
 }
 
 // Describe sets a working task's status and message from its job's state
@@ -134,8 +163,8 @@ func (t *Tasks) Describe(task *mcp.Task) {
 	if !ok || task.Status != mcp.TaskStatusWorking {
 		return
 	}
-	id := t.job(task.TaskId)
-	if id == "" {
+	id, cancelled := t.job(task.TaskId)
+	if id == "" || cancelled {
 		return
 	}
 	snap, err := g.Get(id)
@@ -155,10 +184,19 @@ const taskPollEvery = 2 * time.Second
 // waits for the harness to be gone. The task's call then returns, as the
 // job has ended.
 func (t *Tasks) Cancelled(taskID string) {
-	id := t.job(taskID)
-	if id == "" {
-		return
+	t.mu.Lock()
+	var job string
+	if c := t.calls[taskID]; c != nil {
+		c.cancelled, job = true, c.job // a job started after this is cancelled at Bind
 	}
+	t.mu.Unlock()
+	if job != "" {
+		t.cancelJob(job)
+	}
+}
+
+// cancelJob cancels job id as its caller, in the background.
+func (t *Tasks) cancelJob(id string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), cancelWait)
 		defer cancel()
@@ -181,17 +219,24 @@ type Elicit func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResul
 // The server calls it only on a connection whose host may be asked.
 func (t *Tasks) Ask(ctx context.Context, taskID string, elicit Elicit) {
 	g, ok := t.j.(AgentGetter)
-	id := t.job(taskID)
-	if !ok || t.host == nil || id == "" {
+	id, cancelled := t.job(taskID)
+	if !ok || t.host == nil || id == "" || cancelled {
 		return
 	}
 	asked := map[string]bool{}
+	// askable: a request of the job's not asked about yet.
+	askable := func(s jobs.Snapshot) bool {
+		return s.Status == jobs.StatusWaitingApproval && s.Approval != nil && !asked[s.Approval.ID]
+	}
 	for ctx.Err() == nil {
+		if _, cancelled := t.job(taskID); cancelled {
+			return
+		}
 		snap, err := g.Get(id)
 		if err != nil || snap.Status.Final() {
 			return
 		}
-		if a := snap.Approval; snap.Status == jobs.StatusWaitingApproval && a != nil && !asked[a.ID] {
+		if a := snap.Approval; askable(snap) {
 			asked[a.ID] = true
 			pr, err := t.host.Request(a.ID)
 			now := time.Now()
@@ -208,7 +253,16 @@ func (t *Tasks) Ask(ctx context.Context, taskID string, elicit Elicit) {
 				_ = t.host.DecideVia(pr.ID, approve, reason, HostUser, approvals.ChannelHost)
 			}
 		}
-		if _, err := t.j.Wait(ctx, id, taskWaitStep, nil); err != nil {
+		// Until the job ends or has a request not asked about yet: Wait
+		// itself returns only at the job's end or the step's.
+		wctx, stop := context.WithCancel(ctx)
+		_, err = t.j.Wait(wctx, id, taskWaitStep, func(s jobs.Snapshot) {
+			if askable(s) {
+				stop()
+			}
+		})
+		stop()
+		if err != nil {
 			return
 		}
 	}
