@@ -159,4 +159,3 @@ func isObjectSchema(m map[string]any) bool {
 	}
 	return m["properties"] != nil
 }
-
