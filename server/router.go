@@ -413,9 +413,7 @@ func inspectBody(body []byte) rpcBody {
 	type msg struct {
 		Method string          `json:"method"`
 		ID     json.RawMessage `json:"id"`
-		Params struct {
-			Task json.RawMessage `json:"task"`
-		} `json:"params"`
+		Params json.RawMessage `json:"params"` // any type: mcp-go says what is wrong with it
 	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 {
@@ -441,7 +439,11 @@ func inspectBody(body []byte) rpcBody {
 	out := rpcBody{method: m.Method}
 	if m.Method == "tools/call" {
 		out.toolCalls, out.id = 1, m.ID
-		out.task = len(m.Params.Task) > 0 && string(m.Params.Task) != "null"
+		var p struct {
+			Task json.RawMessage `json:"task"`
+		}
+		_ = json.Unmarshal(m.Params, &p) // params that are not an object ask for no task
+		out.task = len(p.Task) > 0 && string(p.Task) != "null"
 	}
 	return out
 }

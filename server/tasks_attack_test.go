@@ -213,3 +213,15 @@ func TestAttackCaseSplitCancelReachesAnotherClientsCall(t *testing.T) {
 		t.Errorf("another client's notifications/cancelled ended call 7 after %s, before its %s sync window", took.Round(time.Millisecond), window)
 	}
 }
+
+// TestParamsOfAnyTypeStillCountAgainstTheRateLimit: the router reads a
+// tools/call's params only for its task; params that are not an object
+// (mcp-go refuses them) still count as a tools/call for the rate limit.
+func TestParamsOfAnyTypeStillCountAgainstTheRateLimit(t *testing.T) {
+	for _, params := range []string{`[1]`, `"x"`, `7`} {
+		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`)
+		if m := inspectBody(body); m.method != "tools/call" || m.toolCalls != 1 || m.task {
+			t.Errorf("params %s: read %+v, want one tools/call without a task", params, m)
+		}
+	}
+}
