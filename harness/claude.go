@@ -202,7 +202,7 @@ func (c *ClaudeCode) Start(ctx context.Context, spec Spec) (Run, error) {
 	r.pid = cmd.Process.Pid
 	lowerPriority(r.pid)
 	r.ownNS = spec.OwnPIDNamespace
-	r.unwatch = watchLimits(r.pid, spec.Limits, spec.OwnPIDNamespace, r.passLimit)
+	r.unwatch = watchLimits(r.pid, cmd.Path, spec.Limits, spec.OwnPIDNamespace, r.passLimit)
 	r.wg.Add(3)
 	go func() {
 		defer r.wg.Done()

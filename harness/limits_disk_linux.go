@@ -174,8 +174,8 @@ func (w *watched) heldOpen() held {
 }
 
 // jobPIDs are the job's processes, as pids of procRoot: its own /proc's,
-// its first process alone before that is mounted, else (no PID namespace)
-// the machine's tree below the run.
+// its first process alone before that has exec'd the jail (firstAlone),
+// else the machine's tree below the run.
 func (w *watched) jobPIDs() (procRoot string, pids []int) {
 	var host unix.Stat_t
 	_ = unix.Stat("/proc", &host)
@@ -186,7 +186,7 @@ func (w *watched) jobPIDs() (procRoot string, pids []int) {
 		}
 		return own, pids
 	}
-	if w.jailProc != "" { // its namespace's /proc is not mounted yet: the first process alone (rootOnly)
+	if w.firstAlone() {
 		return "/proc", []int{w.root}
 	}
 	return "/proc", readProcTable("/proc").tree(w.root)

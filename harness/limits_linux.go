@@ -40,9 +40,16 @@ type watched struct {
 	// the mount namespace of its PID namespace's first process, the run's
 	// own (/proc/<root>/root/proc); "" for a run with no namespace.
 	jailProc string
-	once     sync.Once
-	breach   func(Breach)
-	done     chan struct{}
+	// started is the file the run's first process was started from (its
+	// device and inode; ok false when unknown): while /proc/<root>/exe is
+	// still that file, the process has not exec'd the jail yet (firstAlone).
+	started struct {
+		dev, ino uint64
+		ok       bool
+	}
+	once   sync.Once
+	breach func(Breach)
+	done   chan struct{}
 	// held is the memory the job holds outside its processes' RSS, as the
 	// last disk walk found it (heldOpen), added to their RSS.
 	held atomic.Int64
@@ -94,14 +101,19 @@ var limitWatch struct {
 // watchLimits holds l over the process tree of root until stop is called;
 // once a bound is passed, the tree is killed and breach is called, once.
 // With ownPID the run is the first process of its own PID namespace
-// (Spec.OwnPIDNamespace), whose /proc holds the job's processes alone.
-func watchLimits(root int, l Limits, ownPID bool, breach func(Breach)) (stop func()) {
+// (Spec.OwnPIDNamespace), whose /proc holds the job's processes alone; exe
+// is the file it was started from.
+func watchLimits(root int, exe string, l Limits, ownPID bool, breach func(Breach)) (stop func()) {
 	if !l.Held() {
 		return func() {}
 	}
 	w := &watched{root: root, limits: l, breach: breach, done: make(chan struct{})}
 	if ownPID {
 		w.jailProc = "/proc/" + strconv.Itoa(root) + "/root/proc"
+		var st unix.Stat_t
+		if unix.Stat(exe, &st) == nil {
+			w.started.dev, w.started.ino, w.started.ok = st.Dev, st.Ino, true
+		}
 	}
 	limitWatch.mu.Lock()
 	if limitWatch.runs == nil {
@@ -129,8 +141,8 @@ func watchLimits(root int, l Limits, ownPID bool, breach func(Breach)) (stop fun
 // ownProc is the job's own /proc once it is mounted: a proc filesystem
 // that is not the daemon's (another device), which holds the job's
 // processes and nothing else. "" before the namespace's first process has
-// mounted it (then that process is the job's only one: rootOnly), or with no
-// namespace (then the machine's table is read).
+// mounted it, or with no namespace: the machine's table is read instead
+// (unless the first process is still alone: firstAlone).
 func (w *watched) ownProc(hostDev uint64) string {
 	if w.jailProc == "" {
 		return ""
@@ -172,7 +184,7 @@ func watchTrees() {
 				checkAll(w, readProcTable(own))
 				continue
 			}
-			if w.jailProc != "" { // its namespace's /proc is not mounted yet
+			if w.firstAlone() {
 				checkAll(w, rootOnly(w.root))
 				continue
 			}
@@ -279,11 +291,24 @@ func atoi(b []byte) int {
 	return n
 }
 
-// rootOnly is the table of a run in its own PID namespace before the
-// namespace's first process has mounted its /proc: that process alone. It
-// forks nothing before the mount, and exits if the mount fails
-// (sandbox.ProcMain, sandbox.OverlayMain), so reading the machine's table,
-// which costs with every process the machine runs, would find nothing more.
+// firstAlone reports whether a run in its own PID namespace is still its
+// first process alone: that process has not exec'd the jail yet (its
+// /proc/<root>/exe is still the file it was started from), and until then
+// it forks nothing — it mounts the namespace's /proc and execs, or exits
+// (sandbox.ProcMain, sandbox.OverlayMain). Reading the machine's table,
+// which costs with every process the machine runs, would find nothing more
+// then. Once it has exec'd, a /proc of its own that is not there (not yet,
+// or no longer, whatever a job did to its mounts) sends the watchers back to
+// the machine's table, never to the first process alone.
+func (w *watched) firstAlone() bool {
+	if w.jailProc == "" || !w.started.ok {
+		return false
+	}
+	var st unix.Stat_t
+	return unix.Stat("/proc/"+strconv.Itoa(w.root)+"/exe", &st) == nil && st.Dev == w.started.dev && st.Ino == w.started.ino
+}
+
+// rootOnly is the table of a run's first process alone (firstAlone).
 func rootOnly(root int) procTable {
 	var buf [1024]byte
 	p, ok := readStat([]byte("/proc/"+strconv.Itoa(root)+"/stat"), buf[:])

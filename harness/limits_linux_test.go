@@ -328,34 +328,78 @@ func TestHarnessRunsAtJobNice(t *testing.T) {
 	}
 }
 
-// Before the first process of a job's PID namespace has mounted its /proc,
-// that process is the job's only one (it forks nothing first), so the
-// watchers read its own entry, not the machine's table: a job's cost must
-// not grow with the processes the machine runs (make bench: the bridge's CPU
-// per job with 5,000 idle processes had been 2.5 times what it was without).
-func TestAJobBeforeItsOwnProcIsItsFirstProcessAlone(t *testing.T) {
-	cmd := exec.Command("sleep", "30")
+// startedAs is a watched run in its own PID namespace whose first process
+// is cmd, started from exe, with its /proc/<pid>/root/proc the machine's
+// (not a /proc of its own, as far as the watcher can tell).
+func startedAs(t *testing.T, cmd *exec.Cmd, exe string) *watched {
+	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	root := cmd.Process.Pid
-	// Its /proc/<pid>/root/proc is the machine's: not mounted yet, as far
-	// as the watcher can tell.
 	w := &watched{root: root, jailProc: fmt.Sprintf("/proc/%d/root/proc", root)}
-	procRoot, pids := w.jobPIDs()
-	if procRoot != "/proc" || len(pids) != 1 || pids[0] != root {
-		t.Fatalf("jobPIDs = %s %v, want /proc [%d]", procRoot, pids, root)
+	var st unix.Stat_t
+	if err := unix.Stat(exe, &st); err != nil {
+		t.Fatal(err)
 	}
-	table := rootOnly(root)
-	if len(table.procs) != 1 || table.procs[root].ppid != os.Getpid() || table.procs[root].threads != 1 {
-		t.Fatalf("rootOnly = %+v, want the one process %d, a child of this one", table.procs, root)
+	w.started.dev, w.started.ino, w.started.ok = st.Dev, st.Ino, true
+	return w
+}
+
+// Before the first process of a job's PID namespace has exec'd the jail, it
+// is the job's only one (it forks nothing first), so the watchers read its
+// own entry, not the machine's table: a job's cost must not grow with the
+// processes the machine runs (make bench: the bridge's CPU per job with
+// 5,000 idle processes had been 2.5 times what it was without).
+func TestAJobBeforeItsOwnProcIsItsFirstProcessAlone(t *testing.T) {
+	w := startedAs(t, exec.Command("sleep", "30"), "/bin/sleep")
+	if !w.firstAlone() {
+		t.Fatal("a first process still running the file it was started from is not taken as alone")
+	}
+	procRoot, pids := w.jobPIDs()
+	if procRoot != "/proc" || len(pids) != 1 || pids[0] != w.root {
+		t.Fatalf("jobPIDs = %s %v, want /proc [%d]", procRoot, pids, w.root)
+	}
+	table := rootOnly(w.root)
+	if len(table.procs) != 1 || table.procs[w.root].ppid != os.Getpid() || table.procs[w.root].threads != 1 {
+		t.Fatalf("rootOnly = %+v, want the one process %d, a child of this one", table.procs, w.root)
 	}
 	if got := rootOnly(1 << 30); len(got.procs) != 0 { // gone: nothing to count
 		t.Fatalf("rootOnly of no process = %+v", got.procs)
 	}
 	// Without a namespace the run's tree in the machine's table is read.
-	if _, pids := (&watched{root: root}).jobPIDs(); len(pids) != 1 || pids[0] != root {
-		t.Fatalf("jobPIDs without a namespace = %v, want [%d]", pids, root)
+	if _, pids := (&watched{root: w.root}).jobPIDs(); len(pids) != 1 || pids[0] != w.root {
+		t.Fatalf("jobPIDs without a namespace = %v, want [%d]", pids, w.root)
+	}
+}
+
+// Once the first process has exec'd the jail, a /proc of its own that the
+// watcher cannot find — not mounted yet, or taken away by whatever the job
+// did to its mounts — must not leave the job's other processes uncounted:
+// the watchers read the machine's table below the run, as they did before
+// the first-process rule (which, applied whenever the job's /proc was
+// missing, counted the first process alone: this test failed).
+func TestAJobWhoseProcIsGoneAfterExecIsCountedFromTheMachine(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "sleep 30 & echo ready; wait")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startedAs(t, cmd, "/bin/sleep") // started from another file: it has exec'd since
+	if _, err := io.ReadFull(out, make([]byte, 6)); err != nil {
+		t.Fatal(err)
+	}
+	if w.firstAlone() {
+		t.Fatal("a first process that has exec'd another file is taken as alone")
+	}
+	if _, pids := w.jobPIDs(); len(pids) != 2 {
+		t.Fatalf("jobPIDs = %v, want the shell and its sleep", pids)
+	}
+	var got []Breach
+	w.limits, w.breach = Limits{Processes: 1}, func(b Breach) { got = append(got, b) }
+	checkTree(w, readProcTable("/proc"))
+	if len(got) != 1 || got[0].Bound != BoundProcesses {
+		t.Fatalf("breaches %+v: want processes (two, over a bound of one)", got)
 	}
 }

@@ -6,4 +6,4 @@ package harness
 // of /proc.
 const LimitsHeldBy = ""
 
-func watchLimits(int, Limits, bool, func(Breach)) (stop func()) { return func() {} }
+func watchLimits(int, string, Limits, bool, func(Breach)) (stop func()) { return func() {} }
