@@ -58,7 +58,7 @@ type toolSchema struct {
 // result it answers before any middleware) for the calling model, and logs a
 // result mcp-go withheld for not matching its output schema (a bug of ours).
 // It runs as an after-call hook, on every transport, and changes nothing else.
-func (s *Server) refusalHook(schemas map[string]toolSchema) mcpserver.OnAfterCallToolFunc {
+func (s *Server) refusalHook() mcpserver.OnAfterCallToolFunc {
 	return func(_ context.Context, _ any, req *mcp.CallToolRequest, result any) {
 		res, ok := result.(*mcp.CallToolResult)
 		if !ok || res == nil || !res.IsError || len(res.Content) != 1 {
@@ -71,7 +71,7 @@ func (s *Server) refusalHook(schemas map[string]toolSchema) mcpserver.OnAfterCal
 		if !ok || !strings.HasPrefix(tc.Text, mcpGoRefusal) {
 			return
 		}
-		ts, ok := schemas[req.Params.Name]
+		ts, ok := s.schemas[req.Params.Name]
 		if !ok {
 			return
 		}

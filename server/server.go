@@ -178,7 +178,7 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.schemas = schemas
-	hooks.AddAfterCallTool(s.refusalHook(schemas))
+	hooks.AddAfterCallTool(s.refusalHook())
 	s.stream = mcpserver.NewStreamableHTTPServer(s.mcp,
 		mcpserver.WithStateLess(true),
 		// mcp-go answers 403 to a request that arrives over loopback with a

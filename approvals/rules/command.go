@@ -161,9 +161,11 @@ func globMatches(g sandbox.Guard, arg, c string, p Policy) (Verdict, bool) {
 	}
 	// Past the budget its matches go unchecked, a protected path among them
 	// too: the command is refused, not shown to a person as if checked.
-	overBudget := Verdict{Decision: Deny, Reason: fmt.Sprintf("argument %q: %v in one call (%d), so they cannot be checked for protected paths: name fewer files", arg, errGlobWork, maxGlobWork)}
+	overBudget := func() Verdict {
+		return Verdict{Decision: Deny, Reason: fmt.Sprintf("argument %q: %v in one call (%d), so they cannot be checked for protected paths: name fewer files", arg, errGlobWork, maxGlobWork)}
+	}
 	if errors.Is(err, errGlobWork) {
-		return overBudget, true
+		return overBudget(), true
 	}
 	if err != nil {
 		return Verdict{Decision: Ask, Reason: fmt.Sprintf("argument %q is a malformed glob (%v): a human decides", arg, err)}, true
@@ -173,7 +175,7 @@ func globMatches(g sandbox.Guard, arg, c string, p Policy) (Verdict, bool) {
 	}
 	for _, m := range matches {
 		if !p.globs.spend(admitWork) {
-			return overBudget, true
+			return overBudget(), true
 		}
 		d := admit(g, m)
 		switch {
