@@ -54,6 +54,25 @@ wait`
 	return cmd
 }
 
+// The first process here is a shell that forks; the daemon's never does
+// before it execs the jail (firstAlone). So the watcher is told it was
+// started from another file (/bin/true): the shell stands for that first
+// process after its exec, when a job could act.
+const startedElsewhere = "/bin/true"
+
+// execdRun is w as the watcher has it for a run started from
+// startedElsewhere.
+func execdRun(t *testing.T, root int) *watched {
+	t.Helper()
+	w := &watched{root: root, jailProc: "/proc/" + strconv.Itoa(root) + "/root/proc"}
+	var st syscall.Stat_t
+	if err := syscall.Stat(startedElsewhere, &st); err != nil {
+		t.Fatal(err)
+	}
+	w.started.dev, w.started.ino, w.started.ok = st.Dev, st.Ino, true
+	return w
+}
+
 // After the job's own /proc was mounted, a job that makes it unreachable
 // through its first process (ownProc fails) must still be counted whole: it
 // runs four processes against a bound of two. Before the change the
@@ -63,12 +82,12 @@ wait`
 func TestAttackJobHidesItsProcessesByUndoingItsOwnProc(t *testing.T) {
 	cmd := startNamespacedJob(t)
 	root := cmd.Process.Pid
-	w := &watched{jailProc: "/proc/" + strconv.Itoa(root) + "/root/proc"}
+	w := execdRun(t, root)
 	if own := w.ownProc(hostProcDev(t)); own != "" {
 		t.Skipf("the job's /proc is still reachable at %s", own)
 	}
 	breached := make(chan Breach, 1)
-	stop := watchLimits(root, Limits{Processes: 2}, true, func(b Breach) { breached <- b })
+	stop := watchLimits(root, startedElsewhere, Limits{Processes: 2}, true, func(b Breach) { breached <- b })
 	defer stop()
 	select {
 	case b := <-breached:
@@ -88,7 +107,7 @@ func TestAttackJobHidesItsProcessesByUndoingItsOwnProc(t *testing.T) {
 func TestAttackJobPIDsMissChildrenOnceOwnProcIsUndone(t *testing.T) {
 	cmd := startNamespacedJob(t)
 	root := cmd.Process.Pid
-	w := &watched{root: root, jailProc: "/proc/" + strconv.Itoa(root) + "/root/proc"}
+	w := execdRun(t, root)
 	if own := w.ownProc(hostProcDev(t)); own != "" {
 		t.Skipf("the job's /proc is still reachable at %s", own)
 	}
